@@ -1,0 +1,118 @@
+"""Every setting stencilgen reads, in one place: environment variables first, then Python.
+
+Each entry is read from its ``STENCILGEN_*`` variable when this module is imported and can be
+changed later with ``configuration["backend"] = "c"``; unknown keys and bad values raise.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import ConfigurationError
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return os.path.join(base, "stencilgen")
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected 0/1, true/false or yes/no, got {value!r}")
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {value!r}")
+        return text
+    return parse
+
+
+def _upper_choice(*options: str) -> Callable[[Any], str]:
+    lower = _choice(*(o.lower() for o in options))
+    return lambda value: lower(value).upper()
+
+
+@dataclass(frozen=True)
+class _Setting:
+    env: str
+    parse: Callable[[Any], Any]
+    default: Callable[[], Any]
+    help: str
+
+
+_SETTINGS: dict[str, _Setting] = {
+    "backend": _Setting("STENCILGEN_BACKEND", _choice("auto", "c", "openacc", "cuda"),
+                        lambda: "auto", "code generator used when Operator gets no backend="),
+    "jit-backdoor": _Setting("STENCILGEN_JIT_BACKDOOR", _bool, lambda: False,
+                             "compile the source file in the cache as the user edited it"),
+    "cache-dir": _Setting("STENCILGEN_CACHE_DIR", lambda v: os.path.expanduser(str(v)),
+                          _default_cache_dir, "where built operators are kept"),
+    "log-level": _Setting("STENCILGEN_LOGGING", _upper_choice("WARNING", "INFO", "PERF", "DEBUG"),
+                          lambda: "INFO", "INFO: builds; PERF: also the performance report"),
+    "debug": _Setting("STENCILGEN_DEBUG", _bool, lambda: False,
+                      "debug builds with bounds checks"),
+    "nvtx": _Setting("STENCILGEN_NVTX", _bool, lambda: False, "NVTX ranges around sections"),
+    "cflags": _Setting("STENCILGEN_CFLAGS", lambda v: str(v).split() if v is not None else None,
+                       lambda: None, "replace the C compiler's default optimisation flags"),
+    "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
+                   "C compiler executable (default: $CC, then gcc, then cc)"),
+}
+
+
+class Configuration:
+    """A dict-like view of the settings; assignment validates the value."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._listeners: list[Callable[[str, Any], None]] = []
+        for key, setting in _SETTINGS.items():
+            raw = os.environ.get(setting.env)
+            self._values[key] = setting.default() if raw is None else self._parse(key, raw)
+
+    @staticmethod
+    def _parse(key: str, value: Any) -> Any:
+        setting = _SETTINGS[key]
+        try:
+            return setting.parse(value)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"bad value for {key!r} (environment {setting.env}): {exc}") from None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _SETTINGS:
+            raise ConfigurationError(
+                f"unknown setting {key!r}; known settings: {', '.join(_SETTINGS)}")
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self[key]  # noqa: B018 - validates the key
+        self._values[key] = _SETTINGS[key].default() if value is None else self._parse(key, value)
+        for listener in self._listeners:
+            listener(key, self._values[key])
+
+    def on_change(self, listener: Callable[[str, Any], None]) -> None:
+        self._listeners.append(listener)
+
+    def keys(self):
+        return _SETTINGS.keys()
+
+    def describe(self) -> str:
+        return "\n".join(f"{k:14s} {self._values[k]!r:40s} {_SETTINGS[k].env}: {_SETTINGS[k].help}"
+                         for k in _SETTINGS)
+
+    def __repr__(self) -> str:
+        return f"Configuration({self._values!r})"
+
+
+configuration = Configuration()

@@ -1,0 +1,25 @@
+"""stencilgen's exception classes: each message says what was wrong and what to do."""
+from __future__ import annotations
+
+from jitcache.errors import (  # noqa: F401 - re-exported: build errors reach users from here too
+    BackdoorError, CompilationError, CompilerNotFoundError, JitCacheError)
+
+
+class StencilgenError(Exception):
+    """Base class of the errors raised for bad input to the DSL or the compiler."""
+
+
+class ConfigurationError(StencilgenError, ValueError):
+    """A setting (environment variable or ``configuration[...]``) has a bad key or value."""
+
+
+class InvalidArgument(StencilgenError, ValueError):
+    """A constructor or ``apply`` received a value of the wrong kind, shape or range."""
+
+
+class InvalidEquation(StencilgenError, ValueError):
+    """An equation cannot be lowered: mixed grids, bad left-hand side, unsolvable ``solve``."""
+
+
+class HaloError(StencilgenError, ValueError):
+    """A stencil reads further from a point than the function's halo reaches."""
