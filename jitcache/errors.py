@@ -23,3 +23,7 @@ class CompilationError(JitCacheError, RuntimeError):
 
 class BackdoorError(CompilationError):
     """The JIT backdoor could not use the user's edited source (missing file or bad edit)."""
+
+
+class EditedSourceWarning(UserWarning):
+    """The cached source was edited by hand but the backdoor is off, so the edit is not used."""

@@ -1,0 +1,174 @@
+"""Compilers as plain, hashable values: the command line they run and the version they report.
+
+A :class:`Toolchain` wraps a codepy toolchain (``codepy.toolchain.GCCToolchain`` or
+``NVCCToolchain``), which answers the version query and whose fields make the command line.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from typing import Iterable, Sequence
+
+from codepy.toolchain import GCCToolchain, GCCLikeToolchain, NVCCToolchain
+
+from .errors import CompilerNotFoundError
+
+logger = logging.getLogger("jitcache")
+
+# Full `cc --version` text per executable; a compiler does not change under a running process.
+_VERSIONS: dict[str, str] = {}
+
+
+def _flags(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    return tuple(str(v) for v in value)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """One compiler with its flags; equal toolchains produce identical builds."""
+
+    name: str
+    cc: str
+    cflags: tuple[str, ...]
+    ldflags: tuple[str, ...]
+    libraries: tuple[str, ...] = ()
+    source_suffix: str = ".c"
+
+    def __post_init__(self) -> None:
+        # Accept lists (or a flag string) but store tuples so the value stays hashable.
+        for field in ("cflags", "ldflags", "libraries"):
+            object.__setattr__(self, field, _flags(getattr(self, field)))
+
+    def _codepy(self) -> GCCLikeToolchain:
+        """The codepy toolchain with the same compiler and flags."""
+        cls = NVCCToolchain if self.source_suffix == ".cu" or self.name == "NVCC" else GCCToolchain
+        return cls(
+            cc=self.cc, ld=self.cc, cflags=list(self.cflags), ldflags=list(self.ldflags),
+            libraries=list(self.libraries), library_dirs=[], include_dirs=[],
+            defines=[], undefines=[], features=set(), so_ext=".so", o_ext=".o")
+
+    def version_text(self) -> str:
+        """The compiler's whole ``--version`` output (part of the cache key)."""
+        text = _VERSIONS.get(self.cc)
+        if text is None:
+            try:
+                text = self._codepy().get_version()
+            except Exception as exc:  # codepy raises OSError or RuntimeError, depending
+                raise CompilerNotFoundError(
+                    f"the {self.name} compiler {self.cc!r} could not be run "
+                    f"(`{self.cc} --version` failed: {exc}); install it or choose another "
+                    "compiler (CC / STENCILGEN_CC for C)") from exc
+            _VERSIONS[self.cc] = text
+        return text
+
+    def version(self) -> str:
+        """One line naming the compiler version, e.g. ``gcc (Debian 12.2.0-14) 12.2.0``."""
+        lines = [line.strip() for line in self.version_text().splitlines() if line.strip()]
+        # nvcc's first line ("nvcc: NVIDIA (R) Cuda compiler driver") names no version.
+        release = [line for line in lines if re.search(r"\brelease \d", line)]
+        return (release or lines or [""])[0]
+
+    def command(self, source: str, output: str) -> list[str]:
+        """The full command line that compiles ``source`` into the shared library ``output``."""
+        tc = self._codepy()
+        return ([tc.cc, *tc.cflags, *tc.ldflags, *(f"-I{d}" for d in tc.include_dirs),
+                 str(source), "-o", str(output),
+                 *(f"-L{d}" for d in tc.library_dirs), *(f"-l{lib}" for lib in tc.libraries)])
+
+    def with_flags(self, cflags: str | Iterable[str] | None = None,
+                   extra: str | Iterable[str] = ()) -> "Toolchain":
+        """A copy whose cflags are replaced by ``cflags`` (if given), then extended by ``extra``."""
+        base = self.cflags if cflags is None else _flags(cflags)
+        return replace(self, cflags=base + _flags(extra))
+
+
+def _merge(defaults: Sequence[str], given: str | Iterable[str] | None,
+           kept: Sequence[str]) -> tuple[str, ...]:
+    """``given`` replaces ``defaults``; each of ``kept`` follows unless ``given`` sets its option."""
+    flags = list(_flags(defaults) if given is None else _flags(given))
+    for flag in kept:
+        option = flag.split("=", 1)[0] + "=" if "=" in flag else flag
+        if not any(f == flag or f.startswith(option) for f in flags):
+            flags.append(flag)
+    return tuple(flags)
+
+
+def _find(names: Sequence[str]) -> str | None:
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return os.path.abspath(path)
+    return None
+
+
+def gcc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
+        openmp: bool = True) -> Toolchain:
+    """The C toolchain: ``cc``, else ``$CC``, else gcc, else cc; ``cflags`` replace -O3 -march=native."""
+    if cc:
+        tried = [cc]
+    elif os.environ.get("CC"):
+        tried = [os.environ["CC"]]
+    else:
+        tried = ["gcc", "cc"]
+    path = _find(tried)
+    if path is None:
+        raise CompilerNotFoundError(
+            f"no C compiler was found (tried {', '.join(repr(t) for t in tried)}); "
+            "install gcc, or set CC or STENCILGEN_CC to the path of a C compiler")
+    kept = ["-std=gnu11"] + (["-fopenmp"] if openmp else [])
+    return Toolchain(name="GCC", cc=path, cflags=_merge(("-O3", "-march=native"), cflags, kept),
+                     ldflags=("-shared", "-fPIC"), libraries=("m",), source_suffix=".c")
+
+
+def nvcc(cflags: str | Iterable[str] | None = None, arch: str | None = None,
+         cc: str | None = None) -> Toolchain:
+    """The CUDA toolchain; ``arch`` defaults to the visible GPU's, else the oldest nvcc supports."""
+    tried = [cc] if cc else ["nvcc"]
+    path = _find(tried)
+    if path is None and not cc and os.environ.get("CUDA_HOME"):
+        tried.append(os.path.join(os.environ["CUDA_HOME"], "bin", "nvcc"))
+        path = _find(tried[-1:])
+    if path is None:
+        raise CompilerNotFoundError(
+            f"nvcc, the CUDA compiler, was not found (tried {', '.join(repr(t) for t in tried)}); "
+            "install the CUDA toolkit and put nvcc on PATH (or set CUDA_HOME), "
+            "or use the C backend")
+    arch = arch or _default_arch(path)
+    if not arch.startswith(("sm_", "compute_", "native", "all")):
+        arch = f"sm_{arch.replace('.', '')}"
+    kept = ["-std=c++17", f"-arch={arch}"]
+    return Toolchain(name="NVCC", cc=path, cflags=_merge(("-O3",), cflags, kept),
+                     ldflags=("-Xcompiler", "-fPIC", "--shared"), source_suffix=".cu")
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+@functools.lru_cache(maxsize=None)
+def _default_arch(nvcc_path: str) -> str:
+    """sm_XY of the first visible GPU if nvcc can target it, else the oldest arch >= sm_70."""
+    supported = sorted(int(m) for m in re.findall(r"compute_(\d+)", _run([nvcc_path, "--list-gpu-arch"])))
+    smi = _run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split()
+    gpu = int(smi[0].replace(".", "")) if smi and re.fullmatch(r"\d+\.\d+", smi[0]) else None
+    if gpu is not None and (not supported or gpu in supported):
+        arch = gpu
+    else:
+        # CUDA 13 dropped sm_70, so take the oldest this nvcc still supports.
+        arch = next((a for a in supported if a >= 70), 70)
+    logger.debug("nvcc %s: GPU arch %s, supported %s -> sm_%d", nvcc_path, gpu, supported, arch)
+    return f"sm_{arch}"
