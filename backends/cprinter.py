@@ -1,0 +1,65 @@
+"""The C expression printer shared by every backend.
+
+float32 programs stay float32: literals carry ``F``, math calls are ``sinf``/``sqrtf``, and
+integer powers become multiplications instead of ``pow``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import sympy
+from sympy.codegen.ast import float32, float64, real
+from sympy.printing.c import C99CodePrinter
+
+
+class CPrinter(C99CodePrinter):
+    """Prints IR expressions; ``Indexed`` accesses become flat offsets from each array's origin."""
+
+    def __init__(self, dtype, strides):
+        single = np.dtype(dtype) == np.float32
+        super().__init__(settings={"type_aliases": {real: float32 if single else float64}})
+        self.single = single
+        self.strides = strides   # array name -> list of stride expressions (C text)
+
+    def literal(self, value) -> str:
+        v = float(value)
+        if self.single:
+            # the shortest text that reads back as the same float32
+            return f"{np.format_float_scientific(np.float32(v), unique=True)}F"
+        return repr(v)
+
+    def _print_Rational(self, expr):
+        return self.literal(expr)
+
+    def _print_Integer(self, expr):
+        return str(int(expr))
+
+    def _print_Float(self, expr):
+        return self.literal(expr)
+
+    def _print_Literal(self, expr):
+        return self.literal(expr.value)
+
+    def _print_Dimension(self, expr):
+        return expr.name
+
+    def _print_Pow(self, expr):
+        base, exp = expr.base, expr.exp
+        if exp.is_Integer and 0 < abs(int(exp)) <= 8:
+            b = self.parenthesize(base, sympy.printing.precedence.PRECEDENCE["Mul"] + 1)
+            prod = "*".join([b] * abs(int(exp)))
+            if exp > 0:
+                return prod if int(exp) == 1 else f"({prod})"
+            one = "1.0F" if self.single else "1.0"
+            return f"{one}/({prod})" if int(exp) != -1 else f"{one}/{b}"
+        if exp == sympy.Rational(-1, 2):
+            one = "1.0F" if self.single else "1.0"
+            return f"{one}/{self._print(sympy.sqrt(base))}"
+        return super()._print_Pow(expr)
+
+    def _print_Indexed(self, expr):
+        name = expr.base.name
+        parts = []
+        for idx, stride in zip(expr.indices, self.strides[name]):
+            i = self._print(idx)
+            parts.append(f"({i})*{stride}" if stride != "1" else f"({i})" if idx.is_Add else i)
+        return f"{name}[{' + '.join(parts)}]"

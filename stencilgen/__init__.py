@@ -1,0 +1,19 @@
+"""stencilgen: finite-difference PDEs written in sympy, compiled to fast loop programs."""
+from .configuration import configuration
+from .derivatives import Derivative
+from .dimensions import Dimension, SpaceDimension, SteppingDimension, TimeDimension
+from .equations import Eq, solve
+from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
+                     HaloError, InvalidArgument, InvalidEquation, StencilgenError)
+from .functions import Constant, Function, TimeFunction
+from .grid import Grid
+from .operator import Operator
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
+    "Constant", "Derivative", "Dimension", "Eq", "Function", "Grid", "HaloError",
+    "InvalidArgument", "InvalidEquation", "Operator", "SpaceDimension", "StencilgenError",
+    "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "solve",
+]

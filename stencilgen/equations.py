@@ -1,0 +1,78 @@
+"""Equations and the linear ``solve`` that isolates the unknown (usually ``u.forward``)."""
+from __future__ import annotations
+
+import sympy
+
+from .derivatives import Derivative, evaluate
+from .errors import InvalidEquation
+from .functions import DiscreteFunction
+
+
+class Eq:
+    """``lhs = rhs``: the left side is written at every point of the grid (Devito's ``Eq``)."""
+
+    def __init__(self, lhs, rhs=0):
+        self.lhs = sympy.sympify(lhs)
+        self.rhs = sympy.sympify(rhs)
+
+    def __iter__(self):
+        yield self.lhs
+        yield self.rhs
+
+    def __repr__(self) -> str:
+        return f"Eq({self.lhs}, {self.rhs})"
+
+    def evaluate(self) -> "Eq":
+        return Eq(self.lhs, evaluate(self.rhs))
+
+    def __add__(self, other):
+        if isinstance(other, list):
+            return [self] + other
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, list):
+            return other + [self]
+        return NotImplemented
+
+
+def _expand_where(expr, target):
+    """Expand the derivatives whose expansion contains ``target``; keep the others lazy."""
+    if isinstance(expr, Derivative):
+        inner = _expand_where(expr.expr, target)
+        expanded = evaluate(expr.func(inner, *expr.args[1:]))
+        return expanded if expanded.has(target) else expr.func(inner, *expr.args[1:])
+    if not expr.args or not expr.has(Derivative):
+        return expr
+    return expr.func(*[_expand_where(a, target) for a in expr.args])
+
+
+def solve(eq, target):
+    """The expression for ``target`` that makes ``eq`` hold (eq: an Eq or an expression = 0).
+
+    The equation must be linear in ``target`` with a non-zero coefficient. Spatial
+    derivatives that do not involve ``target`` stay lazy for the compiler to schedule.
+    """
+    if not isinstance(target, DiscreteFunction):
+        raise InvalidEquation(f"solve: the unknown must be a Function access such as u.forward, "
+                              f"got {target!r}")
+    expr = (eq.lhs - eq.rhs) if isinstance(eq, Eq) else sympy.sympify(eq)
+    expr = _expand_where(expr, target)
+    opaque = {d: sympy.Dummy("d") for d in expr.atoms(Derivative)}
+    unknown = sympy.Dummy("unknown")
+    flat = expr.xreplace(opaque).xreplace({target: unknown})
+    flat = sympy.expand(flat, deep=False, mul=True, multinomial=False, power_exp=False,
+                        power_base=False, log=False)
+    coeff = sympy.together(sympy.diff(flat, unknown))
+    if coeff == 0:
+        raise InvalidEquation(f"solve: {target} does not appear in the equation, so there is "
+                              "no unique solution; check the unknown (e.g. u.forward)")
+    if coeff.has(unknown):
+        raise InvalidEquation(f"solve: the equation is not linear in {target}; stencilgen "
+                              "solves for unknowns that appear linearly")
+    if flat.has(target.func):
+        other = [a for a in flat.atoms(DiscreteFunction) if a.func == target.func]
+        _ = other  # other time levels of the unknown's function are ordinary knowns
+    rest = flat.subs(unknown, 0)
+    back = {v: k for k, v in opaque.items()}
+    return (-rest / coeff).xreplace(back)

@@ -1,0 +1,240 @@
+"""Discrete functions on a Grid: Function, TimeFunction and the scalar Constant.
+
+A Function *is* a sympy expression, ``u(t, x, y, z)``: a shift is a substitution of its
+arguments (``u.forward`` is ``u(t + dt, x, y, z)``), so derivatives of whole expressions are
+plain substitutions too. Each Function gets its own sympy class carrying a ``_field`` record
+with the grid, orders, halo and the data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+
+import numpy as np
+import sympy
+from sympy.core.function import AppliedUndef, UndefinedFunction
+
+from .differentiable import Differentiable
+from .errors import InvalidArgument
+from .grid import Grid, check_dtype
+
+
+@dataclass(eq=False)
+class FieldData:
+    """What a discrete function is: identity (by object), shape, halo and storage."""
+
+    name: str
+    grid: Grid
+    space_order: int
+    dtype: type
+    halo: tuple[int, ...]
+    time_order: int = 0
+    save: int | None = None
+    is_time: bool = False
+    _data: np.ndarray | None = dc_field(default=None, repr=False)
+
+    @property
+    def time_size(self) -> int | None:
+        if not self.is_time:
+            return None
+        return self.save if self.save is not None else self.time_order + 1
+
+    @property
+    def shape_with_halo(self) -> tuple[int, ...]:
+        space = tuple(n + 2 * h for n, h in zip(self.grid.shape, self.halo))
+        return ((self.time_size,) if self.is_time else ()) + space
+
+    def allocate(self) -> np.ndarray:
+        if self._data is None:
+            self._data = np.zeros(self.shape_with_halo, dtype=self.dtype)
+        return self._data
+
+
+def _check_order(owner: str, value, what: str, allowed: str, valid) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not valid(int(value)):
+        raise InvalidArgument(f"{owner}: {what}={value!r} is not supported; {allowed}")
+    return int(value)
+
+
+class DiscreteFunction(Differentiable, AppliedUndef):
+    """Base of the grid functions; instances are applied sympy functions ``u(x, y, z)``."""
+
+    is_TimeFunction = False
+    is_Sparse = False
+
+    def __new__(cls, *args, **kwargs):
+        if "_field" in cls.__dict__:
+            # sympy rebuilding an application (subs, xreplace): args are indices.
+            return super().__new__(cls, *args, **kwargs)
+        record = cls._make_record(*args, **kwargs)
+        klass = UndefinedFunction(record.name, bases=(cls,), _field=record)
+        return klass(*cls._indices(record))
+
+    @classmethod
+    def _make_record(cls, *args, **kwargs) -> FieldData:
+        raise NotImplementedError
+
+    @classmethod
+    def _indices(cls, record: FieldData):
+        return record.grid.dimensions
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def field(self) -> FieldData:
+        return type(self)._field
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+    @property
+    def grid(self) -> Grid:
+        return self.field.grid
+
+    @property
+    def space_order(self) -> int:
+        return self.field.space_order
+
+    @property
+    def time_order(self) -> int:
+        return self.field.time_order
+
+    @property
+    def dtype(self):
+        return self.field.dtype
+
+    @property
+    def halo(self) -> tuple[int, ...]:
+        return self.field.halo
+
+    @property
+    def dimensions(self):
+        return tuple(self.func(*self._indices(self.field)).args)
+
+    @property
+    def indices(self):
+        return self.args
+
+    @property
+    def origin(self):
+        """This function at its unshifted indices (``u(t, x)`` for ``u(t + dt, x)``)."""
+        return self.func(*self._indices(self.field))
+
+    # -- data --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        time = (self.field.time_size,) if self.field.is_time else ()
+        return time + self.grid.shape
+
+    @property
+    def data_with_halo(self) -> np.ndarray:
+        return self.field.allocate()
+
+    @property
+    def data(self) -> np.ndarray:
+        """A writable view of the domain, the halo hidden (``data_with_halo`` shows it)."""
+        inner = tuple(slice(h, h + n) for h, n in zip(self.halo, self.grid.shape))
+        if self.field.is_time:
+            inner = (slice(None),) + inner
+        return self.data_with_halo[inner]
+
+    @data.setter
+    def data(self, value):
+        self.data[...] = value
+
+    def _sympystr(self, printer):
+        return f"{self.name}({', '.join(printer.doprint(a) for a in self.args)})"
+
+
+class Function(DiscreteFunction):
+    """A field on the grid, constant in time (velocity, density...), Devito's ``Function``."""
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, space_order=2, dtype=None, **unknown) -> FieldData:
+        owner = f"{cls.__name__} {name!r}"
+        _common_checks(owner, name, grid, unknown)
+        so = _check_order(owner, space_order, "space_order",
+                          "use an even integer from 2 to 32 (the halo is space_order/2 wide)",
+                          lambda v: 2 <= v <= 32 and v % 2 == 0)
+        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
+        return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
+                         halo=(so // 2,) * grid.dim)
+
+
+class TimeFunction(Function):
+    """A field that evolves in time: a buffer of time_order+1 slots, or ``save`` slots."""
+
+    is_TimeFunction = True
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, space_order=2, time_order=1, save=None,
+                     dtype=None, **unknown) -> FieldData:
+        record = super()._make_record(name=name, grid=grid, space_order=space_order,
+                                      dtype=dtype, **unknown)
+        owner = f"TimeFunction {name!r}"
+        record.time_order = _check_order(owner, time_order, "time_order", "use 1 or 2",
+                                         lambda v: v in (1, 2))
+        if save is not None:
+            record.save = _check_order(owner, save, "save",
+                                       f"use None or a number of steps > time_order ({time_order})",
+                                       lambda v: v > record.time_order)
+        record.is_time = True
+        return record
+
+    @classmethod
+    def _indices(cls, record):
+        time = record.grid.time_dim if record.save is not None else record.grid.stepping_dim
+        return (time,) + record.grid.dimensions
+
+    @property
+    def time_dim(self):
+        return self.origin.args[0]
+
+    def _shifted(self, steps: int):
+        t = self.time_dim
+        args = list(self.args)
+        args[0] = args[0] + steps * t.spacing
+        return self.func(*args)
+
+    @property
+    def forward(self):
+        return self._shifted(1)
+
+    @property
+    def backward(self):
+        return self._shifted(-1)
+
+    @property
+    def save(self):
+        return self.field.save
+
+
+def _common_checks(owner, name, grid, unknown):
+    if unknown:
+        raise InvalidArgument(f"{owner}: unknown argument(s) {', '.join(sorted(unknown))}")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InvalidArgument(f"{owner}: name must be a valid identifier, got {name!r}")
+    if not isinstance(grid, Grid):
+        raise InvalidArgument(f"{owner}: grid must be a stencilgen Grid, got {type(grid).__name__}")
+
+
+class Constant(Differentiable, sympy.Symbol):
+    """A scalar known at run time (``apply(c=2.0)`` overrides its value)."""
+
+    def __new__(cls, name, value=0.0, dtype=np.float32):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InvalidArgument(f"Constant: name must be a valid identifier, got {name!r}")
+        obj = sympy.Symbol.__xnew__(cls, name, real=True)
+        obj.value = value
+        obj.dtype = check_dtype(dtype, f"Constant {name!r}").type
+        return obj
+
+    @property
+    def data(self):
+        return self.dtype(self.value)
+
+    @data.setter
+    def data(self, value):
+        self.value = value
+
+    def __getnewargs_ex__(self):
+        return ((self.name, self.value, self.dtype), {})

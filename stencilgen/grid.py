@@ -1,0 +1,81 @@
+"""The Grid: a rectangular, uniformly spaced domain in one to three dimensions."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dimensions import space_dimension, stepping_dimension, time_dimension
+from .errors import InvalidArgument
+
+_DIM_NAMES = ("x", "y", "z")
+SUPPORTED_DTYPES = (np.float32, np.float64)
+
+
+def check_dtype(dtype, owner: str) -> np.dtype:
+    """The numpy dtype for ``dtype`` if stencilgen supports it, else an InvalidArgument."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.type not in SUPPORTED_DTYPES:
+        raise InvalidArgument(f"{owner}: dtype {dtype!r} is not supported; "
+                              f"use numpy.float32 or numpy.float64")
+    return dt
+
+
+class Grid:
+    """A uniform grid of ``shape`` points spanning ``extent`` from ``origin`` (Devito's meaning).
+
+    ``extent`` defaults to unit spacing (``shape - 1``), ``origin`` to zeros.
+    """
+
+    def __init__(self, shape, extent=None, origin=None, dtype=np.float32):
+        try:
+            shape = tuple(int(n) for n in shape)
+        except TypeError:
+            raise InvalidArgument(f"Grid: shape must be a tuple of integers, got {shape!r}") from None
+        if not 1 <= len(shape) <= 3:
+            raise InvalidArgument(f"Grid: shape {shape} has {len(shape)} dimensions; "
+                                  "stencilgen supports 1, 2 and 3")
+        if any(n < 2 for n in shape):
+            raise InvalidArgument(f"Grid: every dimension needs at least 2 points, got shape {shape}")
+        self.shape = shape
+        self.extent = self._vector("extent", extent, tuple(float(n - 1) for n in shape))
+        if any(e <= 0 for e in self.extent):
+            raise InvalidArgument(f"Grid: extent must be positive in every dimension, got {self.extent}")
+        self.origin = self._vector("origin", origin, (0.0,) * len(shape))
+        self.dtype = check_dtype(dtype, "Grid").type
+        self.dimensions = tuple(space_dimension(n) for n in _DIM_NAMES[:len(shape)])
+        self.time_dim = time_dimension()
+        self.stepping_dim = stepping_dimension()
+
+    def _vector(self, what, value, default):
+        if value is None:
+            return default
+        try:
+            vec = tuple(float(v) for v in value)
+        except TypeError:
+            raise InvalidArgument(f"Grid: {what} must be a tuple of numbers, got {value!r}") from None
+        if len(vec) != len(self.shape):
+            raise InvalidArgument(f"Grid: {what} {vec} has {len(vec)} entries but shape "
+                                  f"{self.shape} has {len(self.shape)}")
+        return vec
+
+    @property
+    def dim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def spacing(self) -> tuple[float, ...]:
+        return tuple(e / (n - 1) for e, n in zip(self.extent, self.shape))
+
+    @property
+    def spacing_symbols(self):
+        return tuple(d.spacing for d in self.dimensions)
+
+    @property
+    def spacing_map(self) -> dict:
+        """Spacing symbol -> value, in the grid's dtype."""
+        return {d.spacing: self.dtype(h) for d, h in zip(self.dimensions, self.spacing)}
+
+    def __repr__(self) -> str:
+        return f"Grid(shape={self.shape}, extent={self.extent}, dtype={np.dtype(self.dtype).name})"

@@ -1,0 +1,33 @@
+"""Reading the array accesses of indexed expressions: which array, at which offsets."""
+from __future__ import annotations
+
+import sympy
+
+
+def space_offsets(access: sympy.Indexed, dims) -> tuple[int, ...]:
+    """Integer offsets of an access's trailing (space) indices from the loop dimensions."""
+    idx = access.indices[-len(dims):]
+    return tuple(int(i - d) for i, d in zip(idx, dims))
+
+
+def accesses(expr) -> set:
+    return expr.atoms(sympy.Indexed)
+
+
+def access_map(exprs, dims) -> dict[str, set[tuple]]:
+    """array name -> set of (time index, space offsets...) read by ``exprs``."""
+    out: dict[str, set[tuple]] = {}
+    for e in exprs:
+        for a in accesses(e):
+            time = a.indices[:-len(dims)]
+            out.setdefault(a.base.name, set()).add(tuple(time) + space_offsets(a, dims))
+    return out
+
+
+def shift_accesses(expr, dims, shift: tuple[int, ...]):
+    """``expr`` with every access moved by ``shift`` along the space dimensions."""
+    subs = {d: d + s for d, s in zip(dims, shift) if s}
+    if not subs:
+        return expr
+    return expr.xreplace({a: a.func(a.base, *(a.indices[:-len(dims)] + tuple(
+        i.xreplace(subs) for i in a.indices[-len(dims):]))) for a in accesses(expr)})

@@ -1,0 +1,300 @@
+"""Expression passes on indexed equations: factorisation, hoisting of invariants, CSE and
+the flop/byte counts that the performance report divides by."""
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import numpy as np
+import sympy
+
+from .accesses import access_map, accesses, shift_accesses, space_offsets
+
+
+# -- classification helpers ------------------------------------------------------------------
+
+def _is_call(e) -> bool:
+    """A math-library call: sin, cos, exp, sqrt (non-integer powers)..."""
+    if isinstance(e, sympy.Pow):
+        return not e.exp.is_Integer
+    return isinstance(e, sympy.Function) and not isinstance(e, sympy.Indexed)
+
+
+def _varies(e, loop_symbols) -> bool:
+    return bool(e.free_symbols & loop_symbols) or e.has(sympy.Indexed)
+
+
+# -- factorisation ---------------------------------------------------------------------------
+
+class Literal(sympy.Symbol):
+    """A numeric constant kept as an atom, so that ``w * (a + b)`` is not redistributed by
+    sympy into ``w*a + w*b``; printers write its value."""
+
+    def __new__(cls, value):
+        value = sympy.Rational(value) if sympy.sympify(value).is_Rational else sympy.Float(value)
+        obj = sympy.Symbol.__xnew__(cls, f"lit[{value}]", real=True)
+        obj.value = value
+        return obj
+
+    def __getnewargs_ex__(self):
+        return ((self.value,), {})
+
+
+def _factors(term):
+    coeff, rest = term.as_coeff_Mul()
+    out = Counter(sympy.Mul.make_args(rest))
+    if coeff < 0:
+        out[sympy.S.NegativeOne] += 1
+        coeff = -coeff
+    if coeff != 1:
+        out[Literal(coeff)] += 1
+    return out
+
+
+def _product(factors: Counter):
+    return sympy.Mul(*[k ** v for k, v in factors.items() if v])
+
+
+def factorize(expr):
+    """Pull the most shared factor out of sums, greedily and recursively.
+
+    After expansion a stencil is a flat sum of ``weight * spacing**-2 * u[x + i]`` terms; this
+    turns it back into ``spacing**-2 * (w1*(u[x-1] + u[x+1]) + ...)`` so that symmetric
+    weights cost one multiply per pair.
+    """
+    if not isinstance(expr, sympy.Basic) or not expr.args or isinstance(expr, sympy.Indexed):
+        return expr
+    if isinstance(expr, sympy.Add):
+        return _factor_sum(list(sympy.Add.make_args(expr)))
+    return expr.func(*[factorize(a) for a in expr.args])
+
+
+def _factor_sum(terms):
+    if len(terms) == 1:
+        return factorize(terms[0])
+    facts = [_factors(t) for t in terms]
+    counts = Counter()
+    for f in facts:
+        counts.update(set(k for k in f if k not in (1, -1)))
+    best, n = max(counts.items(), key=lambda kv: (kv[1], -len(str(kv[0])))) if counts \
+        else (None, 0)
+    if n < 2:
+        return sympy.Add(*[_product(Counter({factorize(k): v for k, v in f.items()}))
+                           for f in facts])
+    inside, outside = [], []
+    for t, f in zip(terms, facts):
+        if best in f:
+            f = f.copy()
+            f[best] -= 1
+            inside.append(_product(f))
+        else:
+            outside.append(t)
+    grouped = sympy.Mul(best, _factor_sum(inside), evaluate=False) if len(inside) > 1 \
+        else best * inside[0]
+    if not outside:
+        return grouped
+    return sympy.Add(grouped, _factor_sum(outside), evaluate=False)
+
+
+def simplify_stencil(expr):
+    """Expand into monomials, merge like terms, then factorise (see ``factorize``)."""
+    expanded = sympy.expand(expr, power_exp=False, power_base=False, log=False,
+                            multinomial=True, mul=True, deep=True)
+    return factorize(expanded)
+
+
+# -- scalar invariants -----------------------------------------------------------------------
+
+class ScalarHoister:
+    """Moves subexpressions of scalars only (dt, spacings, constants) to the prologue."""
+
+    def __init__(self, loop_symbols, names):
+        self.loop_symbols = set(loop_symbols)
+        self.names = names
+        self.table: dict = {}
+        self.prologue: list = []
+
+    def _symbol(self, expr):
+        if expr not in self.table:
+            for i in itertools.count(len(self.table)):
+                name = f"c{i}"
+                if name not in self.names:
+                    self.names.add(name)
+                    break
+            sym = sympy.Symbol(name, real=True)
+            self.table[expr] = sym
+            self.prologue.append((sym, expr))
+        return self.table[expr]
+
+    def _worth(self, e) -> bool:
+        return bool(e.args) and not e.is_Number and not (
+            isinstance(e, sympy.Mul) and len(e.args) == 2 and e.args[0] == -1 and e.args[1].is_Symbol)
+
+    def __call__(self, expr):
+        if not expr.args or expr.is_Number or isinstance(expr, sympy.Indexed):
+            return expr
+        if not _varies(expr, self.loop_symbols):
+            return self._symbol(expr) if self._worth(expr) else expr
+        if isinstance(expr, (sympy.Add, sympy.Mul)):
+            fixed = [a for a in expr.args if not _varies(a, self.loop_symbols)]
+            moving = [self(a) for a in expr.args if _varies(a, self.loop_symbols)]
+            fixed_expr = expr.func(*fixed)
+            if fixed and self._worth(fixed_expr):
+                fixed = [self._symbol(fixed_expr)]
+            return expr.func(*(fixed + moving))
+        return expr.func(*[self(a) for a in expr.args])
+
+
+# -- time-invariant arrays ---------------------------------------------------------------------
+
+class InvariantHoister:
+    """Finds time-invariant, costly (math-library) subexpressions of time-loop equations and
+    replaces them by arrays computed once before the time loop.
+
+    Shifted copies (``sin(theta[x+1])``, ``sin(theta[x-1])``) share one array read at two
+    offsets; the array is computed on the domain widened by those offsets.
+    """
+
+    def __init__(self, dims, invariant_arrays, halos, scalars):
+        self.dims = tuple(dims)
+        self.invariant_arrays = set(invariant_arrays)
+        self.halos = halos
+        self.scalars = set(scalars)
+        self.found: dict = {}   # canonical expr -> [lo, hi] per dim
+
+    def _invariant(self, e) -> bool:
+        if e.free_symbols - set(self.dims) - self.scalars - {a.base.label for a in accesses(e)} \
+                - {i for a in accesses(e) for i in a.free_symbols}:
+            return False
+        return all(a.base.name in self.invariant_arrays for a in accesses(e)) and bool(accesses(e))
+
+    def _costly(self, e) -> bool:
+        return any(_is_call(n) for n in sympy.preorder_traversal(e))
+
+    def _canonical(self, e):
+        offs = sorted(space_offsets(a, self.dims) for a in accesses(e))
+        shift = offs[0]
+        return shift_accesses(e, self.dims, tuple(-s for s in shift)), shift
+
+    def _candidates(self, e, out):
+        if not e.args or isinstance(e, sympy.Indexed):
+            return
+        if self._invariant(e):
+            if self._costly(e):
+                out.append(e)
+            return
+        if isinstance(e, (sympy.Add, sympy.Mul)):
+            inv = [a for a in e.args if self._invariant(a)]
+            if len(inv) > 1 and any(self._costly(a) for a in inv):
+                out.append(e.func(*inv))
+                for a in e.args:
+                    if a not in inv:
+                        self._candidates(a, out)
+                return
+        for a in e.args:
+            self._candidates(a, out)
+
+    def scan(self, exprs):
+        """First pass: record every candidate and the offsets it is needed at."""
+        for expr in exprs:
+            found = []
+            self._candidates(expr, found)
+            for c in found:
+                canon, shift = self._canonical(c)
+                rng = self.found.setdefault(canon, [[0, 0] for _ in self.dims])
+                for r, s in zip(rng, shift):
+                    r[0] = max(r[0], -s)
+                    r[1] = max(r[1], s)
+
+    def feasible(self):
+        """Candidates whose widened evaluation stays inside the halos of what they read."""
+        ok = {}
+        for canon, rng in self.found.items():
+            good = True
+            for name, offsets in access_map([canon], self.dims).items():
+                halo = self.halos[name]
+                for off in offsets:
+                    space = off[-len(self.dims):]
+                    for axis, o in enumerate(space):
+                        if o - rng[axis][0] < -halo[axis] or o + rng[axis][1] > halo[axis]:
+                            good = False
+            if good:
+                ok[canon] = tuple(tuple(r) for r in rng)
+        return ok
+
+    def rewrite(self, expr, table):
+        """Replace candidates in ``expr``; ``table`` maps canonical -> IndexedBase."""
+        found = []
+        self._candidates(expr, found)
+        subs = {}
+        for c in found:
+            canon, shift = self._canonical(c)
+            if canon in table:
+                subs[c] = table[canon][tuple(d + s for d, s in zip(self.dims, shift))]
+        if not subs:
+            return expr
+        # Mul/Add groups are not subtrees: rebuild those by hand, plain subtrees by xreplace.
+        def visit(e):
+            if e in subs:
+                return subs[e]
+            if not e.args:
+                return e
+            if isinstance(e, (sympy.Add, sympy.Mul)):
+                inv = [a for a in e.args if self._invariant(a)]
+                group = e.func(*inv) if len(inv) > 1 else None
+                if group is not None and group in subs:
+                    rest = [visit(a) for a in e.args if a not in inv]
+                    return e.func(subs[group], *rest)
+            return e.func(*[visit(a) for a in e.args])
+        return visit(expr)
+
+
+# -- CSE and counting --------------------------------------------------------------------------
+
+def cse(exprs, names):
+    """Common subexpressions of a kernel's right-hand sides, as (locals, reduced exprs)."""
+    def gen():
+        for i in itertools.count():
+            name = f"r{i}"
+            if name not in names:
+                names.add(name)
+                yield sympy.Symbol(name, real=True)
+    replacements, reduced = sympy.cse(exprs, symbols=gen(), optimizations=None, order="none")
+    return replacements, reduced
+
+
+def count_flops(expr) -> int:
+    """Floating-point operations of one evaluation: + - * / and math calls count one each."""
+    if not expr.args or isinstance(expr, sympy.Indexed) or expr.is_Number:
+        return 0
+    if isinstance(expr, sympy.Add):
+        return len(expr.args) - 1 + sum(count_flops(a) for a in expr.args)
+    if isinstance(expr, sympy.Mul):
+        args = [a for a in expr.args if a != -1]
+        own = max(len(args) - 1, 0) + (1 if len(args) < len(expr.args) and len(args) == 1 else 0)
+        return own + sum(count_flops(a) for a in args)
+    if isinstance(expr, sympy.Pow):
+        base = count_flops(expr.base)
+        if expr.exp.is_Integer:
+            k = abs(int(expr.exp))
+            return base + max(k - 1, 0) + (1 if expr.exp < 0 else 0)
+        return base + 1 + (1 if expr.exp.is_negative else 0)
+    return 1 + sum(count_flops(a) for a in expr.args)
+
+
+def count_bytes(reads, writes, itemsizes) -> int:
+    """Compulsory traffic per point: each distinct array slot read once, written once."""
+    total = 0
+    for table in (reads, writes):
+        for name, offsets in table.items():
+            slots = {o[:len(o) - _space_rank(o, name, itemsizes)] for o in offsets}
+            total += len(slots) * itemsizes[name][0]
+    return total
+
+
+def _space_rank(offset, name, itemsizes) -> int:
+    return itemsizes[name][1]
+
+
+def itemsize(dtype) -> int:
+    return np.dtype(dtype).itemsize

@@ -1,0 +1,89 @@
+"""Scheduling: which equations run before/inside the time loop, and which share a loop nest.
+
+Two equations share a nest unless one reads, at a neighbouring point, an array the other
+writes (flow or anti dependence): then the first must finish the whole grid before the
+second starts.
+"""
+from __future__ import annotations
+
+from .accesses import access_map
+from .nodes import Assign, Kernel
+from .optimize import (ScalarHoister, count_bytes, count_flops, cse, itemsize, simplify_stencil,
+                       _varies)
+
+
+def classify(eqs, has_time) -> None:
+    """Mark equations that must run every time step (they touch time-varying data)."""
+    if not has_time:
+        return
+    changed = True
+    while changed:
+        changed = False
+        varying = {e.lhs.base.name for e in eqs if e.time_dependent}
+        for e in eqs:
+            if e.time_dependent:
+                continue
+            names = {a.base.name for a in e.rhs.atoms(type(e.lhs))}
+            if names & varying:
+                e.time_dependent = True
+                changed = True
+
+
+def _space(offset, ndim):
+    return offset[-ndim:]
+
+
+def _conflict(group, eq, dims) -> bool:
+    ndim = len(dims)
+    written = access_map([g.lhs for g in group], dims)
+    read = access_map([g.rhs for g in group], dims)
+    new_reads = access_map([eq.rhs], dims)
+    new_write = access_map([eq.lhs], dims)
+    for name, offs in new_reads.items():
+        for w in written.get(name, ()):
+            for o in offs:
+                if o[:-ndim] == w[:-ndim] and any(_space(o, ndim)):
+                    return True
+    for name, offs in new_write.items():
+        for w in offs:
+            for r in read.get(name, ()):
+                if r[:-ndim] == w[:-ndim] and any(_space(r, ndim)):
+                    return True
+    return False
+
+
+def fuse(eqs, dims) -> list[list]:
+    """Consecutive equations grouped into loop nests, split at neighbour dependences."""
+    groups: list[list] = []
+    for e in eqs:
+        if groups and groups[-1][0].extent == e.extent and not _conflict(groups[-1], e, dims):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    return groups
+
+
+def build_kernel(name, group, dims, stage, names, hoister: ScalarHoister, arrays) -> Kernel:
+    """A Kernel from fused equations: forwarding, factorisation, hoisting, CSE, counts."""
+    forward = {}
+    rhss = []
+    for e in group:
+        rhs = simplify_stencil(e.rhs.xreplace(forward))
+        forward[e.lhs] = rhs
+        rhss.append(hoister(rhs))
+    temps, reduced = cse(rhss, names)
+    body = []
+    loop_symbols = hoister.loop_symbols
+    for sym, value in temps:
+        if not _varies(value, loop_symbols):
+            hoister.prologue.append((sym, value))
+        else:
+            body.append(Assign(sym, value))
+    body += [Assign(e.lhs, r) for e, r in zip(group, reduced)]
+    reads = access_map([a.rhs for a in body], dims)
+    writes = access_map([e.lhs for e in group], dims)
+    sizes = {a.name: (itemsize(a.dtype), len(dims)) for a in arrays}
+    return Kernel(name=name, dims=tuple(dims), body=body, extent=group[0].extent,
+                  reads=reads, writes=writes,
+                  flops=sum(count_flops(a.rhs) for a in body),
+                  bytes=count_bytes(reads, writes, sizes), stage=stage)

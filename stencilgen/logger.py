@@ -1,0 +1,41 @@
+"""stencilgen's log: INFO for builds, PERF for the performance report, DEBUG for passes."""
+from __future__ import annotations
+
+import logging
+import sys
+
+from .configuration import configuration
+
+PERF = 15
+logging.addLevelName(PERF, "PERF")
+
+logger = logging.getLogger("stencilgen")
+_handler = logging.StreamHandler(sys.stdout)
+_handler.setFormatter(logging.Formatter("%(message)s"))
+logger.addHandler(_handler)
+logger.propagate = False
+
+
+def _apply_level(key, value):
+    if key == "log-level":
+        logger.setLevel(PERF if value == "PERF" else getattr(logging, value))
+
+
+_apply_level("log-level", configuration["log-level"])
+configuration.on_change(_apply_level)
+
+
+def perf(msg, *args):
+    logger.log(PERF, msg, *args)
+
+
+def info(msg, *args):
+    logger.info(msg, *args)
+
+
+def debug(msg, *args):
+    logger.debug(msg, *args)
+
+
+def warning(msg, *args):
+    logger.warning(msg, *args)

@@ -1,0 +1,262 @@
+"""Lowering: symbolic equations -> indexed equations on arrays.
+
+Two passes: ``expand_derivatives`` turns lazy derivatives into weighted shifts, turning the
+argument of an outer derivative into a temporary where expanding it inline would read past
+the halo (nested staggered derivatives); ``index`` turns ``u(t + dt, x + 2*h_x)`` into
+``u[t1, x + 2]`` and collects the parameters the generated code needs.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy
+
+from .derivatives import Derivative, expand
+from .dimensions import Dimension, stepping_dimension, time_dimension
+from .equations import Eq
+from .errors import HaloError, InvalidEquation
+from .functions import Constant, DiscreteFunction, FieldData, Function
+from .ir.nodes import ArrayParam, ScalarParam, TimeIndex
+
+
+@dataclass
+class IndexedEq:
+    """An equation on arrays: ``lhs`` an Indexed store, ``rhs`` over Indexed reads."""
+
+    lhs: sympy.Indexed
+    rhs: sympy.Expr
+    time_dependent: bool = False
+    extent: tuple = ()         # iteration widened by (lo, hi) per dimension (hoisted arrays)
+
+
+class TempFunction(Function):
+    """A grid array the compiler introduces (gradient temporaries, hoisted invariants)."""
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, dtype=None) -> FieldData:
+        return FieldData(name=name, grid=grid, space_order=2, dtype=dtype,
+                         halo=(0,) * grid.dim)
+
+
+def check_equations(eqs) -> tuple:
+    """Flatten and validate a list of Eq; return (eqs, grid)."""
+    flat = []
+    for e in (eqs if isinstance(eqs, (list, tuple)) else [eqs]):
+        if isinstance(e, (list, tuple)):
+            flat.extend(e)
+        else:
+            flat.append(e)
+    if not flat:
+        raise InvalidEquation("Operator: no equations given")
+    grids = {}
+    for e in flat:
+        if not isinstance(e, Eq):
+            raise InvalidEquation(f"Operator: expected Eq objects, got {type(e).__name__}: {e!r}")
+        _check_lhs(e)
+        for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
+            grids.setdefault(id(f.grid), (f.grid, f.name))
+    if len(grids) > 1:
+        names = ", ".join(f"{n!r} on {g!r}" for g, n in grids.values())
+        raise InvalidEquation(f"Operator: the equations mix Functions of different Grids ({names}); "
+                              "build every Function of one Operator on the same Grid")
+    return flat, next(iter(grids.values()))[0]
+
+
+def _check_lhs(eq: Eq):
+    lhs = eq.lhs
+    if not isinstance(lhs, DiscreteFunction):
+        raise InvalidEquation(f"{eq}: the left-hand side must be a Function or TimeFunction "
+                              f"access such as u.forward, got {lhs}")
+    dims = lhs.grid.dimensions
+    if tuple(lhs.args[-len(dims):]) != dims:
+        raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
+                              f"{dims}, not at shifted indices {lhs.args[-len(dims):]}")
+
+
+# -- derivatives --------------------------------------------------------------------------
+
+def _axis_offset(arg, dim) -> sympy.Rational:
+    off = sympy.expand((arg - dim) / dim.spacing)
+    if not off.is_Rational:
+        raise InvalidEquation(f"index {arg} is not {dim} plus a multiple of {dim.spacing}")
+    return off
+
+
+def _space_offsets(access: DiscreteFunction) -> dict:
+    dims = access.grid.dimensions
+    return {d: _axis_offset(a, d) for d, a in zip(dims, access.args[-len(dims):])}
+
+
+def _fits(inner, d: Derivative, offsets) -> bool:
+    """Whether expanding ``d`` on ``inner`` inline stays within every function's halo."""
+    if d.dim.is_Time:
+        return True
+    lo, hi = min(offsets), max(offsets)
+    axis = inner.grid.dimensions.index(d.dim) if isinstance(inner, DiscreteFunction) else None
+    for f in inner.atoms(DiscreteFunction):
+        if isinstance(f, TempFunction):
+            continue
+        axis = f.grid.dimensions.index(d.dim)
+        off = _space_offsets(f)[d.dim]
+        if off + lo < -f.halo[axis] or off + hi > f.halo[axis]:
+            return False
+    return True
+
+
+class _Expander:
+    """Expands derivatives, creating temporaries for arguments too wide to inline."""
+
+    def __init__(self, grid, names):
+        self.grid = grid
+        self.names = names
+        self.new_eqs: list[Eq] = []
+
+    def temp(self, prefix="r"):
+        for i in itertools.count():
+            name = f"{prefix}{i}"
+            if name not in self.names:
+                self.names.add(name)
+                return TempFunction(name=name, grid=self.grid, dtype=self.grid.dtype)
+
+    def __call__(self, expr):
+        if isinstance(expr, Derivative):
+            from .derivatives import weights_of
+            inner = self(expr.expr)
+            offsets, _ = weights_of(expr)
+            if expr.expr.has(Derivative) and not _fits(inner, expr, offsets):
+                t = self.temp()
+                self.new_eqs.append(Eq(t, inner))
+                inner = t
+            return expand(expr, inner)
+        if isinstance(expr, DiscreteFunction) or not expr.args or not expr.has(Derivative):
+            return expr
+        return expr.func(*[self(a) for a in expr.args])
+
+
+def expand_derivatives(eqs, grid, names) -> list[Eq]:
+    """Every Eq with derivatives expanded; temporaries' equations precede their users."""
+    out = []
+    for eq in eqs:
+        ex = _Expander(grid, names)
+        rhs = ex(eq.rhs)
+        out.extend(ex.new_eqs)
+        out.append(Eq(eq.lhs, rhs))
+    return out
+
+
+# -- indexing -----------------------------------------------------------------------------
+
+@dataclass
+class Registry:
+    """The parameters an operator's code takes, collected while indexing."""
+
+    grid: object
+    arrays: dict = field(default_factory=dict)       # FieldData -> ArrayParam
+    functions: dict = field(default_factory=dict)    # FieldData -> DiscreteFunction (origin)
+    scalars: dict = field(default_factory=dict)      # name -> ScalarParam
+    constants: dict = field(default_factory=dict)    # name -> Constant
+    time_indices: dict = field(default_factory=dict)  # (shift, modulo) -> TimeIndex
+    reach: dict = field(default_factory=dict)         # array name -> max |offset| per dim
+
+    def array(self, f: DiscreteFunction) -> ArrayParam:
+        rec = f.field
+        if rec not in self.arrays:
+            for other in self.arrays:
+                if other.name == rec.name:
+                    raise InvalidEquation(f"two different functions are both named {rec.name!r}; "
+                                          "give every Function of an Operator its own name")
+            self.arrays[rec] = ArrayParam(
+                name=rec.name, dtype=rec.dtype, ndim=rec.grid.dim, time_size=rec.time_size,
+                modulo=rec.is_time and rec.save is None, temporary=isinstance(f, TempFunction))
+            self.functions[rec] = f.origin
+        return self.arrays[rec]
+
+    def time_index(self, shift: int, modulo: int | None):
+        if modulo is None:
+            return time_dimension() + shift
+        key = (shift % modulo, modulo)
+        if key not in self.time_indices:
+            sym = sympy.Symbol(f"t{len(self.time_indices)}", integer=True)
+            self.time_indices[key] = TimeIndex(sym, key[0], modulo)
+        return self.time_indices[key].symbol
+
+
+def index(eq: Eq, reg: Registry) -> IndexedEq:
+    """``eq`` on arrays: accesses become ``Indexed``; halos are checked."""
+    grid = reg.grid
+    dims = grid.dimensions
+    mapping = {}
+    time_dependent = False
+    for f in eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction):
+        arr = reg.array(f)
+        offs = _space_offsets(f)
+        idx = []
+        if arr.time_size is not None:
+            time_dependent = True
+            tdim = f.args[0]
+            root = tdim.free_symbols & {stepping_dimension(), time_dimension()}
+            base = root.pop() if root else time_dimension()
+            k = _axis_offset(f.args[0], base)
+            if not k.is_Integer:
+                raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
+            idx.append(reg.time_index(int(k), arr.time_size if arr.modulo else None))
+        for axis, d in enumerate(dims):
+            o = offs[d]
+            if not o.is_Integer:
+                raise InvalidEquation(
+                    f"{f} is read at {d}{o:+} {d.spacing}, between grid points: evaluate "
+                    f"staggered derivatives with x0= so that the result lands on a node")
+            o = int(o)
+            if arr.temporary:
+                reach = reg.reach.setdefault(arr.name, [0] * len(dims))
+                reach[axis] = max(reach[axis], abs(o))
+            elif abs(o) > f.halo[axis]:
+                raise HaloError(
+                    f"{f.name} is read at {d}{o:+d} but its halo is {f.halo[axis]} points wide "
+                    f"(space_order={f.space_order}): the stencil is wider than the halo; raise "
+                    f"space_order to at least {2 * abs(o)} or lower the derivatives' fd_order")
+            idx.append(d + o)
+        mapping[f] = arr.base[tuple(idx)]
+    lhs = mapping[eq.lhs]
+    rhs = eq.rhs.xreplace(mapping).xreplace({stepping_dimension(): time_dimension()})
+    _collect_scalars(rhs, reg, eq)
+    return IndexedEq(lhs, _plain(rhs), time_dependent)
+
+
+def _plain(expr):
+    from .differentiable import plain
+    return plain(expr)
+
+
+def _collect_scalars(rhs, reg: Registry, eq):
+    skip = set(reg.grid.dimensions) | {time_dimension()}
+    skip |= {ti.symbol for ti in reg.time_indices.values()}
+    skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)}
+    for s in rhs.free_symbols:
+        if isinstance(s, sympy.Indexed) or s in skip:
+            continue
+        if isinstance(s, Constant):
+            reg.scalars[s.name] = ScalarParam(s.name, s.dtype)
+            reg.constants[s.name] = s
+        elif s.name == "dt" or any(s == d.spacing for d in reg.grid.dimensions):
+            reg.scalars[s.name] = ScalarParam(s.name, reg.grid.dtype)
+        else:
+            raise InvalidEquation(f"{eq}: the symbol {s} is neither a grid dimension, a spacing, "
+                                  "dt nor a Constant; use stencilgen.Constant for run-time scalars")
+
+
+def finalize_temporaries(reg: Registry):
+    """Give each temporary the halo its readers reach."""
+    for rec, arr in reg.arrays.items():
+        if arr.temporary:
+            rec.halo = tuple(reg.reach.get(arr.name, [0] * rec.grid.dim))
+
+
+def default_dtype(grid) -> type:
+    return np.dtype(grid.dtype).type
+
+
+__all__ = ["IndexedEq", "Registry", "TempFunction", "check_equations", "expand_derivatives",
+           "index", "finalize_temporaries", "Dimension"]

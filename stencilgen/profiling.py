@@ -1,0 +1,72 @@
+"""The performance summary ``Operator.apply`` returns: per section and globally."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PerfEntry:
+    """Figures of one section (or of the whole run): time in seconds and derived rates."""
+
+    name: str
+    time: float
+    flops: float        # total floating-point operations executed
+    points: float       # total grid-point updates
+    traffic: float      # compulsory bytes moved
+
+    @property
+    def gflopss(self) -> float:
+        return self.flops / self.time / 1e9 if self.time > 0 else 0.0
+
+    @property
+    def gpointss(self) -> float:
+        return self.points / self.time / 1e9 if self.time > 0 else 0.0
+
+    @property
+    def oi(self) -> float:
+        """Operational intensity: flops per compulsory byte."""
+        return self.flops / self.traffic if self.traffic else 0.0
+
+    def line(self) -> str:
+        return f"[OI={self.oi:.2f}, {self.gflopss:.2f} GFlops/s, {self.gpointss:.2f} GPts/s]"
+
+
+@dataclass
+class PerformanceSummary:
+    """What ``apply`` returns: section entries, the global figures with and without setup."""
+
+    name: str
+    sections: dict
+    globals: PerfEntry            # kernel time only
+    globals_with_setup: PerfEntry  # wall time of apply, argument processing included
+    compiled: bool                # whether this apply ran the compiler
+    timesteps: int
+
+    def __getitem__(self, key):
+        return self.sections[key]
+
+    @property
+    def gflopss(self) -> float:
+        return self.globals.gflopss
+
+    @property
+    def gpointss(self) -> float:
+        return self.globals.gpointss
+
+    @property
+    def oi(self) -> float:
+        return self.globals.oi
+
+    @property
+    def time(self) -> float:
+        return self.globals.time
+
+    def report(self) -> list[str]:
+        lines = [f"Operator `{self.name}` ran in {self.globals.time:.2f} s",
+                 f"Global performance: {self.globals.line()}",
+                 f"Global performance with setup: [{self.globals_with_setup.time:.2f} s, "
+                 f"{self.globals_with_setup.gflopss:.2f} GFlops/s, "
+                 f"{self.globals_with_setup.gpointss:.2f} GPts/s]",
+                 "Local performance:"]
+        lines += [f"  * {s.name} ran in {s.time:.2f} s {s.line()}" for s in self.sections.values()]
+        return lines
