@@ -139,7 +139,21 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     @data.setter
     def data(self, value):
-        self.data[...] = value
+        view = self.data
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            raise InvalidArgument(f"{self.name}.data: got data of dtype {arr.dtype}; "
+                                  f"give real numbers (stored as {np.dtype(self.dtype).name})")
+        try:
+            np.broadcast_shapes(arr.shape, view.shape)
+        except ValueError:
+            raise InvalidArgument(f"{self.name}.data: got shape {arr.shape} but the domain has "
+                                  f"shape {view.shape} (data_with_halo: "
+                                  f"{self.data_with_halo.shape})") from None
+        if np.broadcast_shapes(arr.shape, view.shape) != view.shape:
+            raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit the "
+                                  f"domain shape {view.shape}")
+        view[...] = arr
 
     def _sympystr(self, printer):
         return f"{self.name}({', '.join(printer.doprint(a) for a in self.args)})"

@@ -270,9 +270,9 @@ def count_flops(expr) -> int:
     if isinstance(expr, sympy.Add):
         return len(expr.args) - 1 + sum(count_flops(a) for a in expr.args)
     if isinstance(expr, sympy.Mul):
+        # a sign (-1 factor) folds into the enclosing addition as a subtraction
         args = [a for a in expr.args if a != -1]
-        own = max(len(args) - 1, 0) + (1 if len(args) < len(expr.args) and len(args) == 1 else 0)
-        return own + sum(count_flops(a) for a in args)
+        return max(len(args) - 1, 0) + sum(count_flops(a) for a in args)
     if isinstance(expr, sympy.Pow):
         base = count_flops(expr.base)
         if expr.exp.is_Integer:

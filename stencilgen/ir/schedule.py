@@ -73,11 +73,12 @@ def build_kernel(name, group, dims, stage, names, hoister: ScalarHoister, arrays
         rhss.append(hoister(rhs))
     temps, reduced = cse(rhss, names)
     body = []
-    loop_symbols = hoister.loop_symbols
+    moving = set(hoister.loop_symbols)
     for sym, value in temps:
-        if not _varies(value, loop_symbols):
+        if not _varies(value, moving):
             hoister.prologue.append((sym, value))
         else:
+            moving.add(sym)
             body.append(Assign(sym, value))
     body += [Assign(e.lhs, r) for e, r in zip(group, reduced)]
     reads = access_map([a.rhs for a in body], dims)
