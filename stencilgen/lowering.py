@@ -189,7 +189,10 @@ def index(eq: Eq, reg: Registry) -> IndexedEq:
     dims = grid.dimensions
     mapping = {}
     time_dependent = False
-    for f in eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction):
+    # sorted: the parameter order (and so the source text and its cache key) must not depend
+    # on set iteration order, which changes between processes
+    found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
+    for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a))):
         arr = reg.array(f)
         offs = _space_offsets(f)
         idx = []

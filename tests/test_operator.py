@@ -128,3 +128,26 @@ def test_openmp_and_simd_in_the_code():
     code = str(Operator([Eq(u.forward, u + u.laplace)]))
     assert "#pragma omp parallel for collapse(2)" in code
     assert "#pragma omp simd" in code
+
+
+def test_generated_source_is_identical_across_processes():
+    """The cache key is the source text: it must not depend on Python's hash seed."""
+    import subprocess
+    import sys
+    script = (
+        "import hashlib, sympy\n"
+        "from stencilgen import *\n"
+        "g = Grid(shape=(6, 7, 8))\n"
+        "x, y, z = g.dimensions\n"
+        "u = TimeFunction(name='u', grid=g, time_order=2, space_order=8)\n"
+        "a, b, c = [Function(name=n, grid=g, space_order=8) for n in 'abc']\n"
+        "e = (b * sympy.sin(c) * u.dx(x0=x + x.spacing/2)).dx(x0=x - x.spacing/2) + a * u.dy.dz\n"
+        "op = Operator([Eq(u.forward, 2*u - u.backward + e)])\n"
+        "print(hashlib.sha1(op.ccode.encode()).hexdigest())\n")
+    digests = set()
+    for seed in ("1", "2", "3"):
+        env = dict(__import__("os").environ, PYTHONHASHSEED=seed, STENCILGEN_LOGGING="WARNING")
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, check=True)
+        digests.add(out.stdout.strip().splitlines()[-1])
+    assert len(digests) == 1

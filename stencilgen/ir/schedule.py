@@ -52,14 +52,40 @@ def _conflict(group, eq, dims) -> bool:
     return False
 
 
+def _depends(group, eq, dims) -> bool:
+    """Whether ``eq`` touches (at any offset) an array slot that ``group`` writes, or writes
+    one that ``group`` touches."""
+    ndim = len(dims)
+
+    def slots(table):
+        return {(name, o[:-ndim]) for name, offs in table.items() for o in offs}
+    g_writes = slots(access_map([g.lhs for g in group], dims))
+    g_all = g_writes | slots(access_map([g.rhs for g in group], dims))
+    e_writes = slots(access_map([eq.lhs], dims))
+    e_all = e_writes | slots(access_map([eq.rhs], dims))
+    return bool(e_all & g_writes) or bool(e_writes & g_all)
+
+
 def fuse(eqs, dims) -> list[list]:
-    """Consecutive equations grouped into loop nests, split at neighbour dependences."""
+    """Equations grouped into loop nests.
+
+    Each equation joins the last nest it depends on unless it reads that nest's results at
+    a neighbouring point (or the nest reads, at a neighbour, what it writes), in which case
+    it goes to the nest after; equations without dependences join the first nest. So
+    independent temporaries share one nest and their consumers the next.
+    """
     groups: list[list] = []
     for e in eqs:
-        if groups and groups[-1][0].extent == e.extent and not _conflict(groups[-1], e, dims):
-            groups[-1].append(e)
-        else:
-            groups.append([e])
+        last = max((i for i, g in enumerate(groups) if _depends(g, e, dims)), default=-1)
+        target = max(last, 0)
+        for i in range(target, len(groups) + 1):
+            if i == len(groups):
+                groups.append([e])
+                break
+            g = groups[i]
+            if g[0].extent == e.extent and not _conflict(g, e, dims):
+                g.append(e)
+                break
     return groups
 
 
