@@ -76,8 +76,9 @@ def _factor_sum(terms):
     counts = Counter()
     for f in facts:
         counts.update(set(k for k in f if k not in (1, -1)))
-    best, n = max(counts.items(), key=lambda kv: (kv[1], -len(str(kv[0])))) if counts \
-        else (None, 0)
+    # ties broken by text, never by set order, so the source is the same in every process
+    best, n = max(counts.items(), key=lambda kv: (kv[1], -len(str(kv[0])), str(kv[0]))) \
+        if counts else (None, 0)
     if n < 2:
         return sympy.Add(*[_product(Counter({factorize(k): v for k, v in f.items()}))
                            for f in facts])

@@ -1,0 +1,225 @@
+"""demos/acoustic/run.py: the command line, the printed report, and a wave that stays bounded."""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stencilgen
+from stencilgen import configuration
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "demos" / "acoustic" / "run.py"
+
+REPORT = [r"^Operator `Acoustic` ran in \d+\.\d+ s$",
+          r"^Global performance: \[OI=\d+\.\d+, \d+\.\d+ GFlops/s, \d+\.\d+ GPts/s\]$",
+          r"^  \* section\d+ ran in \d+\.\d+ s \[OI=\d+\.\d+, .* GPts/s\]$"]
+FINAL = re.compile(r"^Final wavefield u\(t = (?P<t>\S+) ms\): max \|u\| = (?P<amp>\S+), "
+                   r"finite: (?P<finite>yes|NO)$", re.M)
+DT = re.compile(r"^dt = (?P<dt>\S+) ms \(CFL", re.M)
+
+
+def _load_demo():
+    spec = importlib.util.spec_from_file_location("stencilgen_demo_acoustic", DEMO)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+demo = _load_demo()
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path):
+    """A private cache per test; the settings the demo or the test change are put back."""
+    keys = ("cache-dir", "log-level", "jit-backdoor", "cflags")
+    saved = {k: configuration[k] for k in keys}
+    configuration["cache-dir"] = str(tmp_path / "cache")
+    configuration["jit-backdoor"] = False
+    yield tmp_path / "cache"
+    for k, v in saved.items():
+        configuration[k] = " ".join(v) if isinstance(v, (list, tuple)) else v
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def stencilgen_log():
+    """The messages of the `stencilgen` logger (it does not propagate to the root logger)."""
+    handler = _Records()
+    log = logging.getLogger("stencilgen")
+    log.addHandler(handler)
+    yield handler.lines
+    log.removeHandler(handler)
+
+
+def _assert_report(text: str):
+    for pattern in REPORT:
+        assert re.search(pattern, text, re.M), f"no line matching {pattern!r} in:\n{text}"
+    assert "GPts/s" in text
+
+
+def _final(text: str):
+    match = FINAL.search(text)
+    assert match, f"no final amplitude line in:\n{text}"
+    return float(match["amp"]), match["finite"] == "yes"
+
+
+def _run_script(args, cache_dir, **env_extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STENCILGEN_")}
+    env.update(STENCILGEN_CACHE_DIR=str(cache_dir), OMP_NUM_THREADS="2", **env_extra)
+    done = subprocess.run([sys.executable, str(DEMO), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return done
+
+
+# -- the script as a user runs it -------------------------------------------------------------
+
+def test_script_prints_report_and_finite_amplitude(isolated_config):
+    done = _run_script(["-d", "24", "24", "24", "-nt", "10"], isolated_config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    _assert_report(out)
+    assert re.search(r"^Operator `Acoustic` jit-compiled `.*Acoustic\.c` in \S+ s with `GCC`$",
+                     out, re.M), out
+    dt = float(DT.search(out)["dt"])
+    assert dt == pytest.approx(0.5 * 10.0 / 1.5 / math.sqrt(3), rel=1e-5)
+    amplitude, finite = _final(out)
+    assert finite and 0 < amplitude <= 1.0
+
+
+def test_script_respects_user_log_level(isolated_config):
+    """With STENCILGEN_LOGGING set by the user, the script does not raise it to PERF."""
+    done = _run_script(["-d", "16", "16", "-tn", "3"], isolated_config,
+                       STENCILGEN_LOGGING="WARNING")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Global performance" not in done.stdout and "jit-compiled" not in done.stdout
+    assert _final(done.stdout)[1]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-d", "10"], "expected 2 values (2D) or 3 values (3D), got 1"),
+    (["-d", "10", "10", "10", "10"], "expected 2 values (2D) or 3 values (3D), got 4"),
+    (["-d", "-4", "10", "10"], "-4 grid points: each dimension needs at least 2"),
+    (["-d", "1", "10"], "1 grid points: each dimension needs at least 2"),
+    (["-d", "ten", "10"], "'ten' is not an integer"),
+    (["-nt", "0"], "0 must be at least 1"),
+    (["-so", "7"], "use an even number from 2 to 32"),
+    (["--dtype", "float16"], "invalid choice"),
+])
+def test_bad_arguments_are_argparse_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        demo.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and message in err
+
+
+def test_tn_is_a_synonym_of_nt():
+    assert demo.parse_args(["-tn", "7"]).nt == demo.parse_args(["-nt", "7"]).nt == 7
+    assert demo.parse_args([]).shape == [64, 64, 64]
+
+
+# -- main() in-process ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [("24", "24", "24"), ("30", "26")])
+def test_main_in_process(shape, capsys, stencilgen_log, monkeypatch):
+    monkeypatch.delenv("STENCILGEN_LOGGING", raising=False)
+    assert demo.main(["-d", *shape, "-nt", "10"]) == 0
+    # print() output goes to capsys; the stencilgen logger writes to the stdout it saw when it was
+    # imported, so its lines are read from a handler (see test_capsys_sees_the_report below).
+    out = capsys.readouterr().out
+    log = "\n".join(stencilgen_log)
+    _assert_report(log)
+    assert f"Acoustic {len(shape)}D" in out
+    dt = float(DT.search(out)["dt"])
+    assert dt == pytest.approx(0.5 * 10.0 / 1.5 / math.sqrt(len(shape)), rel=1e-5)
+    amplitude, finite = _final(out)
+    assert finite and 0 < amplitude <= 1.0
+
+
+@pytest.mark.xfail(strict=True, reason="stencilgen/logger.py binds sys.stdout when it is imported "
+                   "(logging.StreamHandler(sys.stdout)), so capsys / redirect_stdout do not see "
+                   "the performance report")
+def test_capsys_sees_the_report(capsys, monkeypatch):
+    monkeypatch.delenv("STENCILGEN_LOGGING", raising=False)
+    demo.main(["-d", "12", "12", "-nt", "2"])
+    _assert_report(capsys.readouterr().out)
+
+
+# -- the numbers: a leapfrog wave conserves its discrete energy --------------------------------
+
+def _laplacian(u_halo: np.ndarray, halo: int, spacing, space_order: int) -> np.ndarray:
+    """The centred Laplacian of the domain, zero outside it (what the halo holds), float64."""
+    p = space_order // 2
+    w = [2 * (-1) ** (k + 1) * math.factorial(p) ** 2 /
+         (k * k * math.factorial(p - k) * math.factorial(p + k)) for k in range(1, p + 1)]
+    w0 = -2 * sum(w)
+    u_halo = u_halo.astype(np.float64)
+    ndim = u_halo.ndim
+    inner = tuple(slice(halo, -halo) for _ in range(ndim))
+    out = np.zeros(u_halo[inner].shape)
+    for axis, h in enumerate(spacing):
+        acc = w0 * u_halo[inner]
+        for k, wk in enumerate(w, start=1):
+            for s in (k, -k):
+                idx = list(inner)
+                idx[axis] = slice(halo + s, u_halo.shape[axis] - halo + s)
+                acc = acc + wk * u_halo[tuple(idx)]
+        out += acc / h ** 2
+    return out
+
+
+def _energy(model, u, n: int, space_order: int) -> float:
+    """E(n+1/2) = sum m ((u[n+1]-u[n])/dt)^2 - sum u[n+1] L u[n], constant for the leapfrog scheme."""
+    halo = u.halo[0]
+    new, old = u.data[(n + 1) % 3].astype(np.float64), u.data[n % 3].astype(np.float64)
+    m = model.m.data.astype(np.float64)
+    lap_old = _laplacian(u.data_with_halo[n % 3], halo, model.spacing, space_order)
+    return float(np.sum(m * ((new - old) / model.dt) ** 2) - np.sum(new * lap_old))
+
+
+@pytest.mark.parametrize("shape, dtype, rtol", [((41, 37), np.float64, 1e-9),
+                                                ((20, 22, 18), np.float32, 1e-3)])
+def test_energy_is_conserved_and_amplitude_bounded(shape, dtype, rtol):
+    so = 8
+    model = demo.make_model(shape, dtype=dtype, space_order=so)
+    op, u = demo.build_operator(model, space_order=so, backend="c")
+    demo.initial_condition(model, u)
+    e0 = _energy(model, u, 0, so)
+    assert e0 > 0
+    energies, amplitudes = [], []
+    time_m = 1
+    for _ in range(8):                     # 8 x 25 = 200 steps, reflections from every side
+        result = demo.run(model, op, u, 25, time_m=time_m)
+        time_m += 25
+        assert result.finite
+        energies.append(_energy(model, u, time_m - 1, so))
+        amplitudes.append(result.max_amplitude)
+    np.testing.assert_allclose(energies, e0, rtol=rtol)
+    assert max(amplitudes) <= 1.0 and min(amplitudes) > 1e-3
+
+
+def test_energy_check_detects_an_unstable_time_step():
+    """The control: twice the demo's Courant number exceeds the stability limit and blows up."""
+    model = demo.make_model((41, 37), dtype=np.float64, space_order=8, courant=1.0)
+    op, u = demo.build_operator(model, space_order=8, backend="c")
+    demo.initial_condition(model, u)
+    result = demo.run(model, op, u, 100)
+    assert not result.finite or result.max_amplitude > 1e6
