@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import cgen as c
 
+from stencilgen.ir.nodes import SparseKernel
+
 from .cprinter import CPrinter
 
 
@@ -28,6 +30,9 @@ class CBackend:
         """Per array: the C expression of each index's stride (innermost is 1)."""
         out = {}
         for a in self.program.arrays:
+            if a.sparse:
+                out[a.name] = ([f"{a.name}_np"] if a.time_size is not None else []) + ["1"]
+                continue
             names = [f"{a.name}_s{i}" for i in range(a.ndim)]
             names[-1] = "1"
             if a.time_size is not None:
@@ -50,6 +55,8 @@ class CBackend:
                 args.append(c.Value(f"{self.ctype(p.dtype)} *restrict", p.name))
             elif p.kind == "index":
                 args.append(c.Value("const long", p.name))
+            elif p.kind == "coords":
+                args.append(c.Value("const double *restrict", p.name))
             elif p.kind == "scalar":
                 args.append(c.Value(f"const {self.ctype(p.dtype)}", p.name))
             else:
@@ -61,6 +68,10 @@ class CBackend:
         lines = []
         dims = self.program.dims
         for a in self.program.arrays:
+            if a.sparse:
+                lines.append(c.Initializer(c.Value(f"{self.ctype(a.dtype)} *restrict", a.name),
+                                           f"{a.name}_vec"))
+                continue
             extents = [f"({d.name}_size + 2*{a.name}_h{i})" for i, d in enumerate(dims)]
             stride = "1"
             strides = []
@@ -119,8 +130,51 @@ class CBackend:
             c.Statement(f"timers[{index}] += omp_get_wtime() - start_{kernel.name}"),
         ])
 
+    def sparse_pragmas(self, kernel):
+        return [c.Pragma("omp parallel for schedule(static)")]
+
+    def atomic_add(self, target, value):
+        """``target += value`` safe against other points adding to the same node."""
+        return [c.Pragma("omp atomic update"), c.Statement(f"{target} += {value}")]
+
+    def sparse_loop(self, k):
+        """One iteration per point: locate its cell, visit the 2**ndim corners with weights."""
+        real, dims, n = self.real, k.dims, len(k.dims)
+        p = k.point.name
+        body = []
+        for i, d in enumerate(dims):
+            body += [
+                c.Initializer(c.Value("const double", f"pos_{d.name}"),
+                              f"({k.sparse}_coords[{p}*{n} + {i}] - o_{d.name})/h_{d.name}"),
+                c.Initializer(c.Value("const long", f"i_{d.name}"), f"(long)floor(pos_{d.name})"),
+                c.Initializer(c.Value(f"const {real}", f"f_{d.name}"),
+                              f"({real})(pos_{d.name} - i_{d.name})"),
+            ]
+        value = self.printer.doprint(k.expr)
+        corner = [c.Initializer(c.Value("const long", d.name), f"i_{d.name} + c_{d.name}")
+                  for d in dims]
+        weight = "*".join(f"(c_{d.name} ? f_{d.name} : 1 - f_{d.name})" for d in dims)
+        inside = " && ".join(f"{d.name} >= {d.name}_m && {d.name} <= {d.name}_M" for d in dims)
+        corner.append(c.Initializer(c.Value(f"const {real}", "w"), weight))
+        if k.kind == "inject":
+            act = self.atomic_add(self.printer.doprint(k.target), f"w*({value})")
+        else:
+            body.append(c.Initializer(c.Value(real, "acc"), "0"))
+            act = [c.Statement(f"acc += w*({value})")]
+        inner = c.Block(corner + [c.If(inside, c.Block(act))])
+        for d in reversed(dims):
+            inner = c.For(f"int c_{d.name} = 0", f"c_{d.name} <= 1", f"c_{d.name} += 1", inner)
+        body.append(inner)
+        if k.kind == "interpolate":
+            body.append(c.Assign(self.printer.doprint(k.target), "acc"))
+        loop = c.For(f"long {p} = 0", f"{p} < {k.sparse}_np", f"{p} += 1", c.Block(body))
+        return c.Module(self.sparse_pragmas(k) + [loop])
+
     def sections(self, kernels, first_index):
-        return [self.timed(first_index + i, k, self.loop_nest(k)) for i, k in enumerate(kernels)]
+        return [self.timed(first_index + i, k,
+                           self.sparse_loop(k) if isinstance(k, SparseKernel)
+                           else self.loop_nest(k))
+                for i, k in enumerate(kernels)]
 
     def time_loop(self, body):
         idx = [c.Initializer(c.Value("const long", ti.symbol.name),

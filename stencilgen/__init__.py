@@ -8,12 +8,13 @@ from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, Con
 from .functions import Constant, Function, TimeFunction
 from .grid import Grid
 from .operator import Operator
+from .sparse import SparseFunction, SparseTimeFunction
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
     "Constant", "Derivative", "Dimension", "Eq", "Function", "Grid", "HaloError",
-    "InvalidArgument", "InvalidEquation", "Operator", "SpaceDimension", "StencilgenError",
+    "InvalidArgument", "InvalidEquation", "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
     "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "solve",
 ]

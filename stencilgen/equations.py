@@ -23,7 +23,14 @@ class Eq:
         return f"Eq({self.lhs}, {self.rhs})"
 
     def evaluate(self) -> "Eq":
-        return Eq(self.lhs, evaluate(self.rhs))
+        return self.with_rhs(evaluate(self.rhs))
+
+    def with_rhs(self, rhs) -> "Eq":
+        """A copy with another right-hand side (keeps the kind of equation)."""
+        import copy
+        new = copy.copy(self)
+        new.rhs = rhs
+        return new
 
     def __add__(self, other):
         if isinstance(other, list):
@@ -34,6 +41,19 @@ class Eq:
         if isinstance(other, list):
             return other + [self]
         return NotImplemented
+
+
+class SparseEq(Eq):
+    """An injection (``lhs`` the grid field) or interpolation (``lhs`` the sparse function)."""
+
+    def __init__(self, kind, lhs, rhs, sparse):
+        super().__init__(lhs, rhs)
+        self.kind = kind
+        self.sparse = sparse
+
+    def __repr__(self) -> str:
+        op = "+=" if self.kind == "inject" else "<-"
+        return f"{self.kind.capitalize()}({self.lhs} {op} {self.rhs} at {self.sparse.name})"
 
 
 def _expand_where(expr, target):

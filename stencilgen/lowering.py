@@ -18,7 +18,7 @@ from .dimensions import Dimension, stepping_dimension, time_dimension
 from .equations import Eq
 from .errors import HaloError, InvalidEquation
 from .functions import Constant, DiscreteFunction, FieldData, Function
-from .ir.nodes import ArrayParam, ScalarParam, TimeIndex
+from .ir.nodes import POINT, ArrayParam, ScalarParam, TimeIndex
 
 
 @dataclass
@@ -29,6 +29,8 @@ class IndexedEq:
     rhs: sympy.Expr
     time_dependent: bool = False
     extent: tuple = ()         # iteration widened by (lo, hi) per dimension (hoisted arrays)
+    sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
+    sparse: str | None = None        # the sparse array visited
 
 
 class TempFunction(Function):
@@ -50,11 +52,19 @@ def check_equations(eqs) -> tuple:
             flat.append(e)
     if not flat:
         raise InvalidEquation("Operator: no equations given")
+    from .equations import SparseEq
+    from .sparse import Injection, Interpolation
+    for i, e in enumerate(flat):
+        if isinstance(e, Injection):
+            flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
+        elif isinstance(e, Interpolation):
+            flat[i] = SparseEq("interpolate", e.sparse.origin, e.expr, e.sparse)
     grids = {}
     for e in flat:
         if not isinstance(e, Eq):
             raise InvalidEquation(f"Operator: expected Eq objects, got {type(e).__name__}: {e!r}")
-        _check_lhs(e)
+        if not (isinstance(e, SparseEq) and e.kind == "interpolate"):
+            _check_lhs(e)
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             grids.setdefault(id(f.grid), (f.grid, f.name))
     if len(grids) > 1:
@@ -142,7 +152,7 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
         ex = _Expander(grid, names)
         rhs = ex(eq.rhs)
         out.extend(ex.new_eqs)
-        out.append(Eq(eq.lhs, rhs))
+        out.append(eq.with_rhs(rhs))
     return out
 
 
@@ -167,9 +177,11 @@ class Registry:
                 if other.name == rec.name:
                     raise InvalidEquation(f"two different functions are both named {rec.name!r}; "
                                           "give every Function of an Operator its own name")
+            sparse = bool(f.is_Sparse)
             self.arrays[rec] = ArrayParam(
-                name=rec.name, dtype=rec.dtype, ndim=rec.grid.dim, time_size=rec.time_size,
-                modulo=rec.is_time and rec.save is None, temporary=isinstance(f, TempFunction))
+                name=rec.name, dtype=rec.dtype, ndim=1 if sparse else rec.grid.dim,
+                time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
+                temporary=isinstance(f, TempFunction), sparse=sparse)
             self.functions[rec] = f.origin
         return self.arrays[rec]
 
@@ -194,6 +206,10 @@ def index(eq: Eq, reg: Registry) -> IndexedEq:
     found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
     for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a))):
         arr = reg.array(f)
+        if arr.sparse:
+            mapping[f] = _sparse_access(f, arr, reg)
+            time_dependent |= arr.time_size is not None
+            continue
         offs = _space_offsets(f)
         idx = []
         if arr.time_size is not None:
@@ -225,7 +241,27 @@ def index(eq: Eq, reg: Registry) -> IndexedEq:
     lhs = mapping[eq.lhs]
     rhs = eq.rhs.xreplace(mapping).xreplace({stepping_dimension(): time_dimension()})
     _collect_scalars(rhs, reg, eq)
-    return IndexedEq(lhs, _plain(rhs), time_dependent)
+    kind = getattr(eq, "kind", None)
+    if kind is not None:
+        reg.array(eq.sparse)
+        for d in reg.grid.dimensions:
+            reg.scalars[f"o_{d.name}"] = ScalarParam(f"o_{d.name}", np.float64)
+            reg.scalars[d.spacing.name] = ScalarParam(d.spacing.name, reg.grid.dtype)
+    return IndexedEq(lhs, _plain(rhs), time_dependent, sparse_kind=kind,
+                     sparse=eq.sparse.name if kind else None)
+
+
+def _sparse_access(f, arr, reg):
+    """``src(time + k*dt, p_src)`` -> ``src[time + k, p]``."""
+    idx = []
+    if arr.time_size is not None:
+        k = _axis_offset(f.args[0], time_dimension())
+        if not k.is_Integer:
+            raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
+        idx.append(time_dimension() + int(k))
+    if f.args[-1] != f.origin.args[-1]:
+        raise InvalidEquation(f"{f}: a sparse function is read at its own points only")
+    return arr.base[tuple(idx) + (POINT,)]
 
 
 def _plain(expr):
@@ -236,7 +272,7 @@ def _plain(expr):
 def _collect_scalars(rhs, reg: Registry, eq):
     skip = set(reg.grid.dimensions) | {time_dimension()}
     skip |= {ti.symbol for ti in reg.time_indices.values()}
-    skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)}
+    skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {POINT}
     for s in rhs.free_symbols:
         if isinstance(s, sympy.Indexed) or s in skip:
             continue

@@ -18,10 +18,12 @@ from .errors import InvalidArgument, StencilgenError
 from .functions import Constant, DiscreteFunction
 from .ir.nodes import ArrayParam, Assign, Program, ScalarParam
 from .ir.optimize import InvariantHoister, ScalarHoister
-from .ir.schedule import build_kernel, classify, fuse
+from .ir.nodes import POINT, SparseKernel
+from .ir.schedule import build_kernel, build_sparse_kernel, classify, fuse
 from .lowering import (IndexedEq, Registry, TempFunction, check_equations, expand_derivatives,
                        finalize_temporaries, index)
 from .profiling import PerfEntry, PerformanceSummary
+from .sparse import check_coordinates
 
 
 def _select_backend(requested):
@@ -77,13 +79,29 @@ class Operator:
         finalize_temporaries(reg)
         # 5. loop nests, each optimised (factorisation, scalar hoisting, CSE, counts)
         arrays = list(reg.arrays.values())
-        hoister = ScalarHoister(set(dims) | {time_dimension()} |
+        hoister = ScalarHoister(set(dims) | {time_dimension(), POINT} |
                                 {ti.symbol for ti in reg.time_indices.values()}, names)
         counter = iter(range(10 ** 6))
         kernels = {}
-        for stage, group_eqs in (("before", before), ("time", steps)):
-            kernels[stage] = [build_kernel(f"section{next(counter)}", g, dims, stage, names,
-                                           hoister, arrays) for g in fuse(group_eqs, dims)]
+        for stage, stage_eqs in (("before", before), ("time", steps)):
+            kernels[stage] = []
+            # sparse operations keep their place; the equations between them are fused
+            runs, run = [], []
+            for e in stage_eqs:
+                if e.sparse_kind:
+                    runs += [run, e]
+                    run = []
+                else:
+                    run.append(e)
+            runs.append(run)
+            for item in runs:
+                if isinstance(item, list):
+                    kernels[stage] += [build_kernel(f"section{next(counter)}", g, dims, stage,
+                                                    names, hoister, arrays)
+                                       for g in fuse(item, dims)]
+                else:
+                    kernels[stage].append(build_sparse_kernel(
+                        f"section{next(counter)}", item, dims, stage, hoister, arrays))
         prologue = [Assign(s, v) for s, v in hoister.prologue]
         program = Program(name=self.name, dtype=grid.dtype, dims=dims, arrays=arrays,
                           scalars=sorted(reg.scalars.values(), key=lambda s: s.name),
@@ -98,12 +116,12 @@ class Operator:
         dims = grid.dimensions
         varying = {e.lhs.base.name for e in steps}
         invariant = {a.name for a in reg.arrays.values()
-                     if a.time_size is None and a.name not in varying}
+                     if a.time_size is None and a.name not in varying and not a.sparse}
         halos = {rec.name: rec.halo for rec in reg.arrays}
         scalars = {sympy.Symbol(n, real=True) for n in reg.scalars} | set(reg.constants.values())
         scalars |= {d.spacing for d in dims} | {time_dimension().spacing}
         hoister = InvariantHoister(dims, invariant, halos, scalars)
-        hoister.scan([e.rhs for e in steps])
+        hoister.scan([e.rhs for e in steps if not e.sparse_kind])
         table, new_eqs = {}, []
         for i, (canon, rng) in enumerate(hoister.feasible().items()):
             name = _fresh(names, "inv")
@@ -114,7 +132,8 @@ class Operator:
             table[canon] = arr.base
             new_eqs.append(IndexedEq(arr.base[dims], canon, False, extent=rng))
         for e in steps:
-            e.rhs = hoister.rewrite(e.rhs, table)
+            if not e.sparse_kind:
+                e.rhs = hoister.rewrite(e.rhs, table)
         return new_eqs
 
     def __str__(self) -> str:
@@ -147,7 +166,7 @@ class Operator:
 
     @staticmethod
     def _ctype(p):
-        if p.kind in ("array", "timers"):
+        if p.kind in ("array", "coords", "timers"):
             return ctypes.c_void_p
         if p.kind == "index":
             return ctypes.c_long
@@ -181,6 +200,14 @@ class Operator:
             data = self._array_data(rec, arr, kwargs.get(rec.name))
             keep.append(data)
             args[f"{arr.name}_vec"] = data.ctypes.data
+            if arr.sparse:
+                f = kwargs.get(rec.name, reg.functions[rec])
+                check_coordinates(f)
+                coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
+                keep.append(coords)
+                args[f"{arr.name}_coords"] = coords.ctypes.data
+                args[f"{arr.name}_np"] = f.npoint
+                continue
             halo = (np.array(data.shape[-len(prog.dims):]) - np.array(self.grid.shape)) // 2
             for i, h in enumerate(halo):
                 args[f"{arr.name}_h{i}"] = int(h)
@@ -195,6 +222,7 @@ class Operator:
         if prog.has_time_loop:
             args["time_m"], args["time_M"] = self._time_bounds(kwargs)
         spacing = dict(zip((d.spacing.name for d in prog.dims), self.grid.spacing))
+        spacing.update({f"o_{d.name}": o for d, o in zip(prog.dims, self.grid.origin)})
         for s in prog.scalars:
             if s.name in spacing:
                 value = spacing[s.name]
@@ -228,6 +256,10 @@ class Operator:
             return f.data_with_halo
         if isinstance(override, DiscreteFunction):
             ok = (override.grid.shape == rec.grid.shape and override.dtype == rec.dtype
+                  and override.field.time_size == rec.time_size
+                  and override.field.shape_with_halo[-1:] == rec.shape_with_halo[-1:]
+                  if arr.sparse else override.grid.shape == rec.grid.shape
+                  and override.dtype == rec.dtype
                   and override.field.time_size == rec.time_size)
             if not ok:
                 raise InvalidArgument(
@@ -235,7 +267,7 @@ class Operator:
                     f"{rec.grid.shape}, dtype {np.dtype(rec.dtype).name}, time slots "
                     f"{rec.time_size}); pass a function built like {rec.name}")
             data = override.data_with_halo
-            if any(h < r for h, r in zip(override.halo, rec.halo)):
+            if not arr.sparse and any(h < r for h, r in zip(override.halo, rec.halo)):
                 raise InvalidArgument(f"apply: {rec.name}={override.name} has halo "
                                       f"{override.halo}, narrower than the stencil needs {rec.halo}")
             return data
@@ -243,7 +275,7 @@ class Operator:
                               f"kind, got {type(override).__name__}")
 
     def _saved_shifts(self):
-        """For each saved time array: (name, slots, min time shift, max time shift)."""
+        """Each access of a directly indexed time array: (name, slots, time shift)."""
         out = []
         t = time_dimension()
         for k in self.program.kernels:
@@ -305,9 +337,12 @@ class Operator:
         steps = (args["time_M"] - args["time_m"] + 1) if prog.has_time_loop else 1
         sections = {}
         for i, k in enumerate(prog.kernels):
-            pts = 1
-            for d, (lo, hi) in zip(dims, k.widened):
-                pts *= args[f"{d.name}_M"] - args[f"{d.name}_m"] + 1 + lo + hi
+            if isinstance(k, SparseKernel):
+                pts = args[f"{k.sparse}_np"]
+            else:
+                pts = 1
+                for d, (lo, hi) in zip(dims, k.widened):
+                    pts *= args[f"{d.name}_M"] - args[f"{d.name}_m"] + 1 + lo + hi
             pts *= steps if k.stage == "time" else 1
             sections[k.name] = PerfEntry(k.name, float(timers[i]), float(pts * k.flops),
                                          float(pts), float(pts * k.bytes))

@@ -32,9 +32,15 @@ import os
 import sys
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import numpy as np
 
-import stencilgen
+try:
+    import stencilgen
+except ImportError:  # a checkout that is not installed: use the package two levels up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    import stencilgen
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
 
 VELOCITY = 1.5      # km/s (= m/ms)

@@ -8,6 +8,9 @@ import numpy as np
 import sympy
 
 
+POINT = sympy.Symbol("p", integer=True)   # the point index of sparse kernels
+
+
 @dataclass(frozen=True)
 class ArrayParam:
     """An array argument: a user function's buffer or a compiler temporary.
@@ -22,6 +25,7 @@ class ArrayParam:
     time_size: int | None = None   # slots of the leading time axis (None: no time axis)
     modulo: bool = False           # time slot = (time + k) % time_size (buffered TimeFunction)
     temporary: bool = False        # allocated by the Operator, invisible to the user
+    sparse: bool = False           # point values (npoint,) or (nt, npoint): no halo, no grid axes
 
     @property
     def base(self) -> sympy.IndexedBase:
@@ -76,12 +80,35 @@ class Kernel:
         return self.extent or tuple((0, 0) for _ in self.dims)
 
 
+@dataclass
+class SparseKernel:
+    """Injection into or interpolation from a grid at a sparse function's points.
+
+    For each point p the 2**ndim surrounding nodes are visited with multilinear weights;
+    inside ``expr`` (and ``target`` for injection) the loop dimensions name that node.
+    """
+
+    name: str
+    kind: str                      # "inject" or "interpolate"
+    sparse: str                    # the sparse array whose points are visited
+    point: sympy.Symbol            # the point index symbol
+    dims: tuple
+    target: sympy.Indexed          # inject: grid access at the node; interpolate: sparse[.., p]
+    expr: sympy.Expr
+    flops: int = 0                 # per point and corner
+    bytes: int = 0
+    stage: str = "time"
+    reads: dict = field(default_factory=dict)
+    writes: dict = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One argument of the generated entry point, in order.
 
-    kind: "array" (pointer to the array with its halo), "index" (64-bit integer: halo
-    widths, sizes, loop bounds), "scalar" (the real type of ``dtype``), "timers" (double*).
+    kind: "array" (pointer to the array with its halo), "coords" (double* to a sparse
+    function's (npoint, ndim) coordinates), "index" (64-bit integer: halo widths, sizes,
+    loop bounds, point counts), "scalar" (the real type of ``dtype``), "timers" (double*).
     """
 
     name: str
@@ -110,7 +137,11 @@ class Program:
         params = []
         for a in self.arrays:
             params.append(Parameter(f"{a.name}_vec", "array", a.dtype))
-            params += [Parameter(f"{a.name}_h{i}", "index") for i in range(a.ndim)]
+            if a.sparse:
+                params += [Parameter(f"{a.name}_coords", "coords", np.float64),
+                           Parameter(f"{a.name}_np", "index")]
+            else:
+                params += [Parameter(f"{a.name}_h{i}", "index") for i in range(a.ndim)]
         params += [Parameter(f"{d.name}_size", "index") for d in self.dims]
         for d in self.dims:
             params += [Parameter(f"{d.name}_m", "index"), Parameter(f"{d.name}_M", "index")]

@@ -6,8 +6,10 @@ second starts.
 """
 from __future__ import annotations
 
+import sympy
+
 from .accesses import access_map
-from .nodes import Assign, Kernel
+from .nodes import POINT, Assign, Kernel, SparseKernel
 from .optimize import (ScalarHoister, count_bytes, count_flops, cse, itemsize, simplify_stencil,
                        _varies)
 
@@ -114,3 +116,33 @@ def build_kernel(name, group, dims, stage, names, hoister: ScalarHoister, arrays
                   reads=reads, writes=writes,
                   flops=sum(count_flops(a.rhs) for a in body),
                   bytes=count_bytes(reads, writes, sizes), stage=stage)
+
+
+def _sparse_access_map(exprs, dims, sparse_names):
+    """Like ``access_map`` but sparse arrays keep their (time, point) indices as they are."""
+    out: dict = {}
+    grid_exprs = []
+    for e in exprs:
+        for a in e.atoms(sympy.Indexed) | ({e} if isinstance(e, sympy.Indexed) else set()):
+            if a.base.name in sparse_names:
+                out.setdefault(a.base.name, set()).add(tuple(a.indices[:-1]))
+            else:
+                grid_exprs.append(a)
+    for name, offs in access_map(grid_exprs, dims).items():
+        out.setdefault(name, set()).update(offs)
+    return out
+
+
+def build_sparse_kernel(name, eq, dims, stage, hoister: ScalarHoister, arrays) -> SparseKernel:
+    """A SparseKernel from an injection or interpolation equation."""
+    sparse_names = {a.name for a in arrays if a.sparse}
+    rhs = hoister(simplify_stencil(eq.rhs))
+    reads = _sparse_access_map([rhs], dims, sparse_names)
+    writes = _sparse_access_map([eq.lhs], dims, sparse_names)
+    corners = 2 ** len(dims)
+    sizes = {a.name: (itemsize(a.dtype), 0 if a.sparse else len(dims)) for a in arrays}
+    per_corner = count_flops(rhs) + len(dims) + 1   # the weight product and the accumulation
+    return SparseKernel(name=name, kind=eq.sparse_kind, sparse=eq.sparse, point=POINT,
+                        dims=tuple(dims), target=eq.lhs, expr=rhs, flops=corners * per_corner,
+                        bytes=corners * count_bytes(reads, writes, sizes), stage=stage,
+                        reads=reads, writes=writes)
