@@ -308,10 +308,12 @@ class Operator:
                                   "0 <= time_m <= time_M")
         for name, n, s in saved:
             if time_M + s > n - 1 or time_m + s < 0:
+                sparse = self.program.array(name).sparse
+                held = f"has nt={n} time samples" if sparse else f"saves {n} time steps"
                 raise InvalidArgument(
-                    f"apply: {name} saves {n} time steps but time steps {time_m}..{time_M} "
-                    f"access index {time_m + s if time_m + s < 0 else time_M + s}; "
-                    f"use time_M <= {n - 1 - s} or a larger save=")
+                    f"apply: {name} {held} but time steps {time_m}..{time_M} access index "
+                    f"{time_m + s if time_m + s < 0 else time_M + s}; use time_M <= {n - 1 - s} "
+                    f"or a larger {'nt' if sparse else 'save='}")
         return int(time_m), int(time_M)
 
     def apply(self, **kwargs) -> PerformanceSummary:

@@ -1,0 +1,128 @@
+"""Sources and receivers: multilinear injection/interpolation, exactness, adjointness, errors."""
+import numpy as np
+import pytest
+
+from stencilgen import (Eq, Function, Grid, InvalidArgument, Operator, SparseFunction,
+                        SparseTimeFunction, TimeFunction)
+
+SHAPES = [(17,), (9, 11), (6, 7, 8)]
+
+
+def _grid(shape, dtype=np.float64):
+    return Grid(shape=shape, extent=tuple(2.0 * (n - 1) for n in shape),
+                origin=tuple(-1.0 - i for i in range(len(shape))), dtype=dtype)
+
+
+def _random_points(grid, n, rng):
+    lo = np.array(grid.origin)
+    return lo + rng.random((n, grid.dim)) * np.array(grid.extent)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_interpolation_reproduces_linear_fields(shape):
+    rng = np.random.default_rng(1)
+    grid = _grid(shape)
+    f = Function(name="f", grid=grid)
+    coeff = rng.standard_normal(grid.dim)
+    axes = np.meshgrid(*[o + h * np.arange(n) for o, h, n in
+                         zip(grid.origin, grid.spacing, shape)], indexing="ij")
+    f.data[:] = 0.5 + sum(c * a for c, a in zip(coeff, axes))
+    rec = SparseFunction(name="rec", grid=grid, npoint=25,
+                         coordinates=_random_points(grid, 25, rng))
+    Operator(rec.interpolate(expr=f)).apply()
+    exact = 0.5 + rec.coordinates.data @ coeff
+    np.testing.assert_allclose(rec.data, exact, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_inject_then_interpolate_at_nodes_is_exact(shape):
+    rng = np.random.default_rng(2)
+    grid = _grid(shape)
+    f = Function(name="f", grid=grid)
+    nodes = np.array([[o + h * rng.integers(0, n) for o, h, n in
+                       zip(grid.origin, grid.spacing, shape)] for _ in range(4)])
+    nodes = np.unique(nodes, axis=0)
+    src = SparseFunction(name="src", grid=grid, npoint=len(nodes), coordinates=nodes)
+    src.data[:] = rng.standard_normal(len(nodes))
+    rec = SparseFunction(name="rec", grid=grid, npoint=len(nodes), coordinates=nodes)
+    Operator(src.inject(field=f, expr=src) + rec.interpolate(expr=f)).apply()
+    np.testing.assert_allclose(rec.data, src.data, rtol=0, atol=1e-13)
+    assert np.count_nonzero(f.data) == len(nodes)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-13), (np.float32, 1e-5)])
+def test_injection_is_the_adjoint_of_interpolation(shape, dtype, tol):
+    """<inject(s), u> == <s, interpolate(u)> for random s, u and random points."""
+    rng = np.random.default_rng(3)
+    grid = _grid(shape, dtype)
+    pts = _random_points(grid, 30, rng)
+    u = Function(name="u", grid=grid)
+    u.data[:] = rng.standard_normal(shape)
+    v = Function(name="v", grid=grid)
+    s = SparseFunction(name="s", grid=grid, npoint=30, coordinates=pts)
+    s.data[:] = rng.standard_normal(30)
+    r = SparseFunction(name="r", grid=grid, npoint=30, coordinates=pts)
+    Operator(s.inject(field=v, expr=s)).apply()
+    Operator(r.interpolate(expr=u)).apply()
+    lhs = np.dot(v.data.ravel().astype(float), u.data.ravel().astype(float))
+    rhs = np.dot(s.data.astype(float), r.data.astype(float))
+    assert abs(lhs - rhs) <= tol * max(abs(lhs), 1.0), (lhs, rhs)
+
+
+def test_source_and_receiver_in_a_time_loop():
+    """A source injected each step reaches a receiver; the trace matches a NumPy loop."""
+    grid = Grid(shape=(41,), extent=(40.0,), dtype=np.float64)
+    u = TimeFunction(name="u", grid=grid, time_order=1)
+    nt = 12
+    src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=nt, coordinates=[(10.25,)])
+    src.data[:, 0] = np.arange(nt)
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=1, nt=nt, coordinates=[(10.25,)])
+    eqs = [Eq(u.forward, 0.5 * u)] + src.inject(field=u.forward, expr=src)
+    eqs += rec.interpolate(expr=u)
+    Operator(eqs).apply(time_M=nt - 2)
+    ref = np.zeros(41)
+    trace = []
+    for n in range(nt - 1):
+        nxt = 0.5 * ref
+        nxt[10] += 0.75 * n
+        nxt[11] += 0.25 * n
+        trace.append(0.75 * ref[10] + 0.25 * ref[11])
+        ref = nxt
+    np.testing.assert_allclose(rec.data[:nt - 1, 0], trace, rtol=1e-12)
+
+
+def test_default_time_bounds_come_from_nt():
+    grid = Grid(shape=(8,))
+    u = TimeFunction(name="u", grid=grid)
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=1, nt=5, coordinates=[(3.0,)])
+    u.data[0] = 1.0
+    summary = Operator([Eq(u.forward, u + 1)] + rec.interpolate(expr=u)).apply()
+    assert summary.timesteps == 5
+    np.testing.assert_allclose(rec.data[:, 0], [1, 2, 3, 4, 5])
+
+
+def test_bad_sparse_input():
+    grid = Grid(shape=(10, 10), extent=(9.0, 9.0))
+    f = Function(name="f", grid=grid)
+    with pytest.raises(InvalidArgument, match=r"coordinates of shape \(3, 2\).*\(2, 2\)"):
+        SparseFunction(name="s", grid=grid, npoint=2, coordinates=np.zeros((3, 2)))
+    with pytest.raises(InvalidArgument, match="npoint"):
+        SparseFunction(name="s", grid=grid, npoint=0)
+    with pytest.raises(InvalidArgument, match="give nt"):
+        SparseTimeFunction(name="s", grid=grid, npoint=2)
+    s = SparseFunction(name="s", grid=grid, npoint=3,
+                       coordinates=[(1.0, 1.0), (4.0, 9.5), (2.0, 2.0)])
+    op = Operator(s.interpolate(expr=f))
+    with pytest.raises(InvalidArgument, match=r"s: point 1 at \(4.0, 9.5\) lies outside"):
+        op.apply()
+    s.coordinates.data[1] = (np.nan, 1.0)
+    with pytest.raises(InvalidArgument, match="s: point 1 has a non-finite coordinate"):
+        op.apply()
+    u = TimeFunction(name="u", grid=grid)
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=1, nt=4, coordinates=[(1.0, 1.0)])
+    op = Operator([Eq(u.forward, u + 1)] + rec.interpolate(expr=u))
+    with pytest.raises(InvalidArgument, match="rec has nt=4 time samples.*time_M <= 3"):
+        op.apply(time_M=10)
+    with pytest.raises(InvalidArgument, match="inject: field must be a grid Function"):
+        rec.inject(field=3, expr=rec)
