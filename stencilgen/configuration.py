@@ -29,6 +29,14 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected 0/1, true/false or yes/no, got {value!r}")
 
 
+def _flags(value: Any) -> list[str]:
+    """Compiler flags from a shell-quoted string or a list of strings."""
+    import shlex
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return shlex.split(str(value))
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         text = str(value).strip().lower()
@@ -63,7 +71,7 @@ _SETTINGS: dict[str, _Setting] = {
     "debug": _Setting("STENCILGEN_DEBUG", _bool, lambda: False,
                       "debug builds with bounds checks"),
     "nvtx": _Setting("STENCILGEN_NVTX", _bool, lambda: False, "NVTX ranges around sections"),
-    "cflags": _Setting("STENCILGEN_CFLAGS", lambda v: str(v).split() if v is not None else None,
+    "cflags": _Setting("STENCILGEN_CFLAGS", lambda v: _flags(v),
                        lambda: None, "replace the C compiler's default optimisation flags"),
     "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
                    "C compiler executable (default: $CC, then gcc, then cc)"),

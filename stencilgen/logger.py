@@ -9,8 +9,20 @@ from .configuration import configuration
 PERF = 15
 logging.addLevelName(PERF, "PERF")
 
+class _StdoutHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is at the time (redirections and pytest capture)."""
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 logger = logging.getLogger("stencilgen")
-_handler = logging.StreamHandler(sys.stdout)
+_handler = _StdoutHandler()
 _handler.setFormatter(logging.Formatter("%(message)s"))
 logger.addHandler(_handler)
 logger.propagate = False

@@ -157,8 +157,6 @@ def test_changing_a_compiler_flag_builds(log):
     assert fetched(log.take(), "Heat", op2.source_path)
 
 
-@pytest.mark.xfail(strict=True, reason="configuration['cflags'] parses with str(value).split(), so a list "
-                          "['-O2'] becomes the single flag \"['-O2']\" and gcc fails")
 def test_cflags_setting_as_list():
     configuration["cflags"] = ["-O2"]
     assert configuration["cflags"] == ["-O2"]

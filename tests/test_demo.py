@@ -154,9 +154,6 @@ def test_main_in_process(shape, capsys, stencilgen_log, monkeypatch):
     assert finite and 0 < amplitude <= 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="stencilgen/logger.py binds sys.stdout when it is imported "
-                   "(logging.StreamHandler(sys.stdout)), so capsys / redirect_stdout do not see "
-                   "the performance report")
 def test_capsys_sees_the_report(capsys, monkeypatch):
     monkeypatch.delenv("STENCILGEN_LOGGING", raising=False)
     demo.main(["-d", "12", "12", "-nt", "2"])
