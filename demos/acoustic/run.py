@@ -1,28 +1,42 @@
 #!/usr/bin/env python
-"""Isotropic, constant-density acoustic wave propagation: ``m * u.dt2 - u.laplace = 0``.
+"""Isotropic, constant-density acoustic wave propagation: one seismic shot.
 
-    python demos/acoustic/run.py -d 64 64 64 -nt 40 -so 8
-    python demos/acoustic/run.py -d 201 201 -nt 500 --dtype float64     # a 2D run
+    python demos/acoustic/run.py -d 301 201 --outdir out      # 2D: 3 km x 2 km, layered
+    python demos/acoustic/run.py -d 64 64 64 -so 8             # 3D
+    python demos/acoustic/run.py -d 201 201 -nt 500 --no-plot
 
-Units: lengths in metres, velocity in km/s (= m/ms), hence time in milliseconds. The model is
-homogeneous, v = 1.5 km/s (m = 1/v**2 in s**2/km**2), with a grid spacing of 10 m in every
-dimension, so the extent is (shape - 1) * 10 m. The time step follows the CFL condition
+Units: lengths in metres, velocity in km/s (= m/ms), hence time in milliseconds and frequency
+in kHz. The model (``demos/seismic``) has three horizontal layers, v = 1.5, 2.5, 3.5 km/s, with
+interfaces at 1/3 and 2/3 of the depth, on a grid of ``-d`` points 10 m apart, padded by an
+absorbing (sponge) layer of ``--nbl`` points on every side. The PDE is
 
-    dt = 0.5 * h_min / (v * sqrt(ndim))        [ms]
+    m * u.dt2 - u.laplace + damp * u.dt = 0,      m = 1 / v**2,
 
-which is inside the stability limit of the leapfrog scheme for every space order stencilgen
-supports (the limit is 2 / sqrt(ndim * sum|w_k|) >= 0.63 / sqrt(ndim) in units of h_min / v,
-where w_k are the second-derivative weights). The initial condition is a smooth Gaussian bump
-in the centre of the model, in both the u(t=0) and u(t=dt) slots (zero initial velocity); the
-time loop runs time = 1 .. nt and the script ends with the wavefield's largest amplitude.
+``damp`` being zero in the physical domain. One shot: a Ricker wavelet of peak frequency
+``--f0`` (kHz, delayed by 1/f0) injected two grid spacings below the top centre, recorded by a
+line of ``--nrec`` receivers along x at the same depth (in 3D at the centre in y). The time
+step is 0.8 times the leapfrog stability limit, derived from the Laplacian's weights:
 
-The script needs only ``stencilgen``: it runs from a checkout (``python demos/acoustic/run.py``)
-and after ``pip install .``. The performance report is printed at log level PERF, which this
-script selects unless STENCILGEN_LOGGING is set.
+    dt = 0.8 * 2 / (v_max * sqrt(sum_d S / h_d**2)),   S = sum_i |w_i| of the d2/dx2 stencil
 
-Built to be extended (sources and receivers come later): ``make_model`` builds the grid and
-the physical parameters, ``build_operator`` the wavefield and its Operator, ``run`` sets the
-initial condition and steps it, ``main`` is the command line.
+(S = 6.50 at space order 8: dt = 0.444 h / v_max in 2D, 0.362 h / v_max in 3D). By default the
+run lasts until the reflection from the deepest interface is back at the receivers.
+
+Outputs, in ``--outdir`` (default: the current directory): ``shot_record.png`` (receivers
+across, time down, gray, clipped at a percentile; next to it the same record with the arrival
+times ray theory predicts for the direct wave and each interface) and
+``wavefield_snapshot.png`` (the velocity model and a 2D slice of u halfway through the run).
+matplotlib is optional: without it the script says how to get it and still runs. Progress is
+printed per chunk of time steps; the performance report, summed over the chunks, is printed at
+log level PERF, which this script selects unless STENCILGEN_LOGGING is set.
+
+The script needs only ``stencilgen`` and the ``demos/seismic`` package next to it: it runs from a
+checkout (``python demos/acoustic/run.py``) and after ``pip install .`` in a checkout.
+
+Also here, used by the tests as a library: the homogeneous, sponge-free building blocks of the
+first version of this demo (``make_model``, ``build_operator``, ``initial_condition``, ``run``:
+a Gaussian bump at rest, dt = 0.5 * h_min / (v * sqrt(ndim))), whose discrete energy is
+conserved. The shot uses ``make_shot_model``, ``build_shot``, ``run_shot``, ``save_pictures``.
 """
 from __future__ import annotations
 
@@ -36,12 +50,17 @@ from pathlib import Path
 
 import numpy as np
 
+_ROOT = str(Path(__file__).resolve().parents[2])
 try:
     import stencilgen
 except ImportError:  # a checkout that is not installed: use the package two levels up
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, _ROOT)
     import stencilgen
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
+
+if _ROOT not in sys.path:  # demos/seismic lives in the checkout, not in the installed package
+    sys.path.append(_ROOT)
+from demos import seismic  # noqa: E402
 
 VELOCITY = 1.5      # km/s (= m/ms)
 SPACING = 10.0      # m
@@ -138,6 +157,159 @@ def run(model: Model, op: Operator, u: TimeFunction, nt: int, time_m: int = 1) -
     return Result(model=model, op=op, u=u, summary=summary, nt=nt, final_slot=(time_M + 1) % 3)
 
 
+# -- one seismic shot: layered model, sponge, Ricker source, receiver line --------------------
+
+LAYER_VELOCITIES = (1.5, 2.5, 3.5)   # km/s, top down
+NBL = 40                              # absorbing layer, points per side
+F0 = 0.010                            # kHz: a 10 Hz Ricker wavelet
+PICTURES = ("shot_record.png", "wavefield_snapshot.png")
+
+
+def make_shot_model(shape, spacing: float = SPACING, nbl: int = NBL, space_order: int = 8,
+                    dtype=np.float32, velocities=LAYER_VELOCITIES) -> seismic.Model:
+    """The layered model (interfaces evenly in depth) padded by ``nbl`` sponge points."""
+    return seismic.layered_model(shape, spacing, velocities=velocities, nbl=nbl,
+                                 space_order=space_order, dtype=dtype)
+
+
+def default_duration(model: seismic.Model, f0: float, source_depth: float) -> float:
+    """ms until the zero-offset reflection from the deepest interface has passed (or the
+    direct wave crossed the model when there is no interface), with a 20 % margin."""
+    interfaces = _interfaces(model)
+    if interfaces:
+        z = source_depth
+        v = _layer_velocities(model)
+        two_way = seismic.reflection_times([0.0], len(interfaces) - 1, interfaces, v, z, z)[0]
+    else:
+        two_way = max(model.extent) / model.vmax
+    return 1.0 / f0 + 1.2 * two_way + 1.0 / f0
+
+
+def build_shot(model: seismic.Model, f0: float = F0, nrec: int | None = None,
+               nt: int | None = None, space_order: int | None = None,
+               backend: str | None = None, name: str = "Acoustic"):
+    """The shot (source at the top centre, receiver line), u and the Operator: (shot, op, u).
+
+    ``nt`` time samples (= time steps run); by default ``default_duration`` / dt.
+    """
+    dt = model.critical_dt
+    src = seismic.source_at(model)
+    nrec = model.shape[0] if nrec is None else nrec
+    rec = seismic.receiver_line(model, nrec)
+    if nt is None:
+        time = seismic.time_axis(0.0, default_duration(model, f0, float(src[0, -1])), dt)
+    else:
+        time = seismic.TimeAxis(start=0.0, stop=(nt - 1) * dt, step=dt, num=int(nt))
+    shot = seismic.make_shot(model, time, f0, src, rec)
+    op, u = seismic.acoustic_operator(model, shot, space_order=space_order, backend=backend,
+                                      name=name)
+    return shot, op, u
+
+
+@dataclass
+class ShotResult:
+    """What ``run_shot`` returns: the record, a snapshot, the final wavefield, the summary."""
+
+    model: seismic.Model
+    shot: seismic.Shot
+    u: TimeFunction
+    summary: object              # the PerformanceSummary of the whole run (chunks summed)
+    snapshot: np.ndarray         # u (padded grid) at snapshot_time
+    snapshot_time: float         # ms
+    final_slot: int              # u's slot holding u(t = nt * dt)
+
+    @property
+    def record(self) -> np.ndarray:
+        return self.shot.rec.data
+
+    @property
+    def wavefield(self) -> np.ndarray:
+        return self.u.data[self.final_slot]
+
+    @property
+    def max_amplitude(self) -> float:
+        return float(np.max(np.abs(self.wavefield)))
+
+    @property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.wavefield)) and np.all(np.isfinite(self.record)))
+
+
+def run_shot(model: seismic.Model, shot: seismic.Shot, op: Operator, u: TimeFunction,
+             chunks: int | None = None, snapshot_step: int | None = None,
+             progress=seismic.default_progress) -> ShotResult:
+    """Steps time = 0 .. nt-1 (every receiver sample), in ``chunks`` pieces (default: one per
+    50 steps, at most 10) with a progress line each; keeps u at ``snapshot_step`` (default
+    halfway)."""
+    nt = shot.nt
+    dt = shot.time.step
+    chunks = min(10, max(1, nt // 50)) if chunks is None else chunks
+    snapshot_step = max(1, nt // 2) if snapshot_step is None else snapshot_step
+    u.data[:] = 0
+    shot.rec.data[:] = 0
+    kept = {}
+
+    def keep(step):
+        if step == snapshot_step:
+            kept["u"] = u.data[step % 3].copy()
+
+    summary = seismic.run_chunked(op, 0, nt - 1, dt, chunks=chunks, progress=progress,
+                                  on_chunk=keep, split_at=(snapshot_step,))
+    snapshot = kept.get("u", u.data[nt % 3].copy())
+    when = snapshot_step if "u" in kept else nt
+    return ShotResult(model=model, shot=shot, u=u, summary=summary, snapshot=snapshot,
+                      snapshot_time=when * dt, final_slot=nt % 3)
+
+
+def _interfaces(model: seismic.Model) -> list[float]:
+    """Depths (m) of the layer interfaces of a layered model (none for any other model)."""
+    return list(model.layers[1]) if model.layers else []
+
+
+def _layer_velocities(model: seismic.Model) -> list[float]:
+    """The layers' velocities, top down (of a layered model; else the velocity at the top)."""
+    if model.layers:
+        return list(model.layers[0])
+    return [float(model.physical(model.vp)[(model.shape[0] // 2,) + (0,) * (model.dim - 1)])]
+
+
+def expected_arrivals(model: seismic.Model, shot: seismic.Shot):
+    """(label, x, t) curves of the direct wave and each primary reflection, t in ms including
+    the wavelet's peak delay 1/f0 (flat layers; ray theory)."""
+    src = shot.src.coordinates.data[0]
+    rec = shot.rec.coordinates.data
+    x = rec[:, 0]
+    offsets = np.hypot(*(rec[:, :-1] - src[:-1]).T) if model.dim == 3 else np.abs(x - src[0])
+    delay = 1.0 / shot.f0
+    v = _layer_velocities(model)
+    zs, zr = float(src[-1]), float(rec[0, -1])
+    curves = [("direct wave", x, delay + seismic.direct_times(offsets, v[0], zr - zs))]
+    interfaces = _interfaces(model)
+    for k, depth in enumerate(interfaces):
+        t = seismic.reflection_times(offsets, k, interfaces, v, zs, zr)
+        curves.append((f"reflection, interface at {depth:g} m", x, delay + t))
+    return curves
+
+
+def save_pictures(result: ShotResult, outdir, percentile: float = 98.0) -> list[Path]:
+    """Writes shot_record.png and wavefield_snapshot.png into ``outdir``; returns the paths."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    model, shot = result.model, result.shot
+    rec_x = shot.rec.coordinates.data[:, 0]
+    record = seismic.plot_shot_record(
+        result.record, shot.time.values, rec_x, outdir / PICTURES[0],
+        title=f"Shot record, {model.dim}D layered model, Ricker {shot.f0 * 1000:g} Hz",
+        percentile=percentile, arrivals=expected_arrivals(model, shot))
+    field = result.snapshot
+    if model.dim == 3:
+        field = field[:, field.shape[1] // 2, :]
+    snap = seismic.plot_snapshot(field, model, outdir / PICTURES[1],
+                                 time_ms=result.snapshot_time,
+                                 src=shot.src.coordinates.data, rec=shot.rec.coordinates.data)
+    return [record, snap]
+
+
 # -- the command line ------------------------------------------------------------------------
 
 def _grid_points(text: str) -> int:
@@ -170,24 +342,71 @@ def _space_order(text: str) -> int:
     return value
 
 
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 0")
+    return value
+
+
+def _frequency(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{value} must be a positive frequency in kHz")
+    return value
+
+
+def _percentile(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{value}: give a percentile in (0, 100]")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="demos/acoustic/run.py",
-        description="Isotropic constant-density acoustic propagation m*u.dt2 - u.laplace = 0 "
-                    f"(v = {VELOCITY} km/s, spacing {SPACING:g} m, a Gaussian bump at rest in "
-                    "the centre, dt from the CFL condition in ms); prints the performance "
-                    "report and the final wavefield's largest amplitude.")
+        description="One acoustic seismic shot, m*u.dt2 - u.laplace + damp*u.dt = 0, in a "
+                    f"layered model (v = {', '.join(map(str, LAYER_VELOCITIES))} km/s, spacing "
+                    f"{SPACING:g} m) with an absorbing layer: a Ricker source at the top centre, "
+                    "a receiver line; writes shot_record.png and wavefield_snapshot.png and "
+                    "prints the performance report. Units: m, km/s, ms, kHz.")
     p.add_argument("-d", "--shape", dest="shape", nargs="+", type=_grid_points,
                    default=[64, 64, 64], metavar="N",
-                   help="grid points per dimension: 3 values (3D) or 2 (2D); default 64 64 64")
-    p.add_argument("-nt", "-tn", "--nt", dest="nt", type=_positive, default=40,
-                   help="number of time steps (time = 1..nt); default 40")
+                   help="grid points per dimension of the physical model (x, [y,] z): 3 values "
+                        "(3D) or 2 (2D); default 64 64 64")
+    p.add_argument("-nt", "-tn", "--nt", dest="nt", type=_positive, default=None,
+                   help="number of time steps (= receiver samples); default: until the "
+                        "reflection from the deepest interface is back at the receivers")
     p.add_argument("-so", "--space-order", dest="space_order", type=_space_order, default=8,
                    help="space order of the Laplacian, even, 2..32; default 8")
     p.add_argument("--backend", choices=("c", "auto"), default=None,
                    help="code generator (default: STENCILGEN_BACKEND, else auto)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
                    help="floating-point type of the fields; default float32")
+    p.add_argument("--nbl", type=_nonnegative, default=NBL,
+                   help=f"absorbing layer width in grid points per side; default {NBL}")
+    p.add_argument("--f0", type=_frequency, default=F0,
+                   help=f"peak frequency of the Ricker wavelet in kHz; default {F0:g}")
+    p.add_argument("--nrec", type=_positive, default=None,
+                   help="number of receivers along x; default: one per grid point in x")
+    p.add_argument("--outdir", default=".",
+                   help="directory for the PNG pictures (created if missing); default: the "
+                        "current directory")
+    p.add_argument("--no-plot", dest="plot", action="store_false",
+                   help="do not draw the pictures")
+    p.add_argument("--clip", type=_percentile, default=98.0,
+                   help="colour range of the shot record: this percentile of |u| (lower it "
+                        "to see weak reflections); default 98")
     return p
 
 
@@ -205,21 +424,40 @@ def main(argv=None) -> int:
     if "STENCILGEN_LOGGING" not in os.environ:
         stencilgen.configuration["log-level"] = "PERF"
     shape = tuple(args.shape)
-    model = make_model(shape, dtype=DTYPES[args.dtype], space_order=args.space_order)
     ndim = len(shape)
-    print(f"Acoustic {ndim}D: shape {shape}, spacing {SPACING:g} m, extent "
-          f"{tuple(model.grid.extent)} m, v = {VELOCITY} km/s, space order {args.space_order}, "
-          f"{args.dtype}")
-    print(f"dt = {model.dt:.6g} ms (CFL: {COURANT} * h_min / (v * sqrt(ndim)) with "
-          f"h_min = {min(model.spacing):g} m, v = {VELOCITY} km/s, ndim = {ndim}); "
-          f"{args.nt} steps simulate {args.nt * model.dt:.6g} ms")
-    op, u = build_operator(model, space_order=args.space_order, backend=args.backend)
-    width = initial_condition(model, u)
-    print(f"Initial condition: Gaussian bump of width {width:g} m in the centre, "
-          f"in u(t=0) and u(t=dt)")
-    result = run(model, op, u, args.nt)
-    print(f"Final wavefield u(t = {(args.nt + 1) * model.dt:.6g} ms): max |u| = "
-          f"{result.max_amplitude:.6e}, finite: {'yes' if result.finite else 'NO'}")
+    model = make_shot_model(shape, nbl=args.nbl, space_order=args.space_order,
+                            dtype=DTYPES[args.dtype])
+    layers = ", ".join(f"{v:g}" for v in _layer_velocities(model))
+    tops = ", ".join(f"{z:g}" for z in _interfaces(model))
+    print(f"Acoustic {ndim}D: shape {shape} + {args.nbl} absorbing points per side (grid "
+          f"{model.grid.shape}), spacing {SPACING:g} m, extent {model.extent} m, space order "
+          f"{args.space_order}, {args.dtype}")
+    print(f"Model: layers v = {layers} km/s, interfaces at depth {tops or 'none'} m")
+    s_sum = seismic.laplacian_weight_sum(args.space_order)
+    shot, op, u = build_shot(model, f0=args.f0, nrec=args.nrec, nt=args.nt,
+                             space_order=args.space_order, backend=args.backend)
+    dt, nt = shot.time.step, shot.nt
+    print(f"dt = {dt:.6g} ms (CFL: {model.safety:g} * 2 / (v_max * sqrt(sum_d S / h_d**2)) "
+          f"with S = sum|w| = {s_sum:.4g}, h_min = {min(model.spacing):g} m, v_max = "
+          f"{model.vmax:g} km/s; stability limit {model.stability_limit:.6g} ms); {nt} steps "
+          f"simulate {nt * dt:.6g} ms")
+    src = shot.src.coordinates.data[0]
+    rec = shot.rec.coordinates.data
+    print(f"Shot: Ricker wavelet, f0 = {args.f0 * 1000:g} Hz (peak at {1 / args.f0:g} ms), at "
+          f"{tuple(float(c) for c in src)} m; {len(rec)} receivers from x = {rec[0, 0]:g} to "
+          f"{rec[-1, 0]:g} m at depth {rec[0, -1]:g} m")
+    for label, _, t in expected_arrivals(model, shot)[1:]:
+        print(f"  expected {label}: {np.nanmin(t):.1f} ms at the nearest receiver")
+    result = run_shot(model, shot, op, u)
+    print(f"Final wavefield u(t = {nt * dt:.6g} ms): max |u| = {result.max_amplitude:.6e}, "
+          f"finite: {'yes' if result.finite else 'NO'}")
+    if not args.plot:
+        print("--no-plot: no pictures written")
+    elif not seismic.have_matplotlib():
+        print(f"No pictures: {seismic.MATPLOTLIB_HINT}")
+    else:
+        for path in save_pictures(result, args.outdir, percentile=args.clip):
+            print(f"Wrote {path}")
     return 0 if result.finite else 1
 
 

@@ -1,0 +1,23 @@
+"""Seismic support for the demos: wavelets, velocity models with a sponge layer, source and
+receiver geometry, the acoustic propagator, arrival times and pictures.
+
+The physics lives here, outside the ``stencilgen`` package. Units: metres, km/s and ms
+(frequencies in kHz). Import from a checkout with the repository root on ``sys.path``.
+"""
+from .geometry import Shot, make_shot, receiver_line, source_at
+from .model import (SAFETY, Model, damping_profile, homogeneous_model, laplacian_weight_sum,
+                    layered_model, layered_velocity, stability_limit)
+from .plotting import MATPLOTLIB_HINT, have_matplotlib, plot_shot_record, plot_snapshot
+from .propagators import (acoustic_operator, acoustic_pde, combine_summaries,
+                          default_progress, run_chunked)
+from .traveltimes import direct_times, reflection_times
+from .wavelets import TimeAxis, ricker, time_axis
+
+__all__ = [
+    "MATPLOTLIB_HINT", "SAFETY", "Model", "Shot", "TimeAxis", "acoustic_operator",
+    "acoustic_pde", "combine_summaries", "damping_profile", "default_progress",
+    "direct_times", "have_matplotlib", "homogeneous_model", "laplacian_weight_sum",
+    "layered_model", "layered_velocity", "make_shot", "plot_shot_record", "plot_snapshot",
+    "receiver_line", "reflection_times", "ricker", "run_chunked", "source_at",
+    "stability_limit", "time_axis",
+]

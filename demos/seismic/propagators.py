@@ -1,0 +1,108 @@
+"""The acoustic propagator with the sponge, and running it in chunks with a progress line."""
+from __future__ import annotations
+
+import logging
+import time as _time
+from contextlib import contextmanager
+from typing import Callable
+
+from stencilgen import Eq, Operator, TimeFunction, solve
+from stencilgen.profiling import PerfEntry, PerformanceSummary
+
+
+def acoustic_pde(model, u):
+    """m * u.dt2 - u.laplace + damp * u.dt (= 0)."""
+    return model.m * u.dt2 - u.laplace + model.damp * u.dt
+
+
+def acoustic_operator(model, shot=None, space_order: int | None = None,
+                      backend: str | None = None, name: str = "Acoustic"):
+    """The wavefield ``u`` and the Operator that steps the acoustic PDE with the sponge,
+    injecting ``shot.src * dt**2 / m`` into u.forward and recording ``rec`` = u; returns
+    (op, u)."""
+    so = model.space_order if space_order is None else space_order
+    u = TimeFunction(name="u", grid=model.grid, time_order=2, space_order=so)
+    eqs = [Eq(u.forward, solve(acoustic_pde(model, u), u.forward))]
+    if shot is not None:
+        dt = model.grid.stepping_dim.spacing
+        eqs += shot.src.inject(field=u.forward, expr=shot.src * dt ** 2 / model.m)
+        eqs += shot.rec.interpolate(expr=u)
+    return Operator(eqs, name=name, backend=backend), u
+
+
+# -- chunked runs --------------------------------------------------------------------------
+
+@contextmanager
+def _no_perf_report():
+    """Holds back stencilgen's per-apply performance report (level PERF) for a while."""
+    from stencilgen.logger import PERF, logger
+
+    class _Drop(logging.Filter):
+        def filter(self, record):
+            return record.levelno != PERF
+
+    flt = _Drop()
+    logger.addFilter(flt)
+    try:
+        yield
+    finally:
+        logger.removeFilter(flt)
+
+
+def combine_summaries(summaries) -> PerformanceSummary:
+    """One PerformanceSummary for consecutive applies of the same Operator: times, flops,
+    points and bytes add up, so the rates are those of the whole run."""
+    summaries = list(summaries)
+    if not summaries:
+        raise ValueError("combine_summaries: no summaries")
+
+    def add(entries, name):
+        return PerfEntry(name, sum(e.time for e in entries), sum(e.flops for e in entries),
+                         sum(e.points for e in entries), sum(e.traffic for e in entries))
+
+    first = summaries[0]
+    sections = {k: add([s.sections[k] for s in summaries], k) for k in first.sections}
+    return PerformanceSummary(
+        first.name, sections, add([s.globals for s in summaries], first.globals.name),
+        add([s.globals_with_setup for s in summaries], first.globals_with_setup.name),
+        any(s.compiled for s in summaries), sum(s.timesteps for s in summaries))
+
+
+def default_progress(done: int, total: int, time_ms: float, elapsed: float) -> None:
+    """Prints ``[ 40%] step 240/600, t = 360.0 ms, 1.2 s elapsed, ~1.8 s left``."""
+    left = elapsed * (total - done) / done if done else float("nan")
+    print(f"[{100 * done / total:3.0f}%] step {done}/{total}, t = {time_ms:.1f} ms, "
+          f"{elapsed:.1f} s elapsed, ~{left:.1f} s left", flush=True)
+
+
+def run_chunked(op, time_m: int, time_M: int, dt: float, chunks: int = 10,
+                progress: Callable | None = default_progress,
+                on_chunk: Callable | None = None, split_at=(), **kwargs) -> PerformanceSummary:
+    """``op.apply(time_m=.., time_M=.., dt=dt)`` in ``chunks`` pieces of consecutive steps.
+
+    Pieces also end before each step in ``split_at``. After each piece
+    ``progress(done, total, t_ms, elapsed_s)`` and ``on_chunk(next_step)`` are called (u then
+    holds the wavefield at time ``next_step * dt``). The per-piece performance reports are held back and the combined one
+    (``combine_summaries``) is logged once at the end, as a single apply would.
+    """
+    from stencilgen.logger import perf
+
+    total = time_M - time_m + 1
+    if total < 1:
+        raise ValueError(f"run_chunked: time_m={time_m}, time_M={time_M}: nothing to run")
+    chunks = max(1, min(int(chunks), total))
+    bounds = {time_m + (total * k) // chunks for k in range(chunks + 1)}
+    bounds = sorted(bounds | {int(s) for s in split_at if time_m < s <= time_M})
+    summaries = []
+    t0 = _time.perf_counter()
+    with _no_perf_report():
+        for lo, hi in zip(bounds, bounds[1:]):
+            summaries.append(op.apply(time_m=lo, time_M=hi - 1, dt=dt, **kwargs))
+            if progress is not None:
+                progress(hi - time_m, total, hi * dt, _time.perf_counter() - t0)
+            if on_chunk is not None:
+                on_chunk(hi)
+    summary = combine_summaries(summaries)
+    for line in summary.report():
+        perf(line)
+    return summary
