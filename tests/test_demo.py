@@ -46,8 +46,10 @@ demo = _load_demo()
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(tmp_path):
-    """A private cache per test; the settings the demo or the test change are put back."""
+def isolated_config(tmp_path, monkeypatch):
+    """A private cache and working directory (the demo writes its PNGs there) per test; the
+    settings the demo or the test change are put back."""
+    monkeypatch.chdir(tmp_path)
     keys = ("cache-dir", "log-level", "jit-backdoor", "cflags")
     saved = {k: configuration[k] for k in keys}
     configuration["cache-dir"] = str(tmp_path / "cache")
@@ -91,7 +93,7 @@ def _final(text: str):
 def _run_script(args, cache_dir, **env_extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STENCILGEN_")}
     env.update(STENCILGEN_CACHE_DIR=str(cache_dir), OMP_NUM_THREADS="2", **env_extra)
-    done = subprocess.run([sys.executable, str(DEMO), *args], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, str(DEMO), *args], cwd=cache_dir.parent, env=env,
                           capture_output=True, text=True, timeout=120)
     return done
 
