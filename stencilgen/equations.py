@@ -90,9 +90,6 @@ def solve(eq, target):
     if coeff.has(unknown):
         raise InvalidEquation(f"solve: the equation is not linear in {target}; stencilgen "
                               "solves for unknowns that appear linearly")
-    if flat.has(target.func):
-        other = [a for a in flat.atoms(DiscreteFunction) if a.func == target.func]
-        _ = other  # other time levels of the unknown's function are ordinary knowns
     rest = flat.subs(unknown, 0)
     back = {v: k for k, v in opaque.items()}
     return (-rest / coeff).xreplace(back)

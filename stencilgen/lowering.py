@@ -104,7 +104,6 @@ def _fits(inner, d: Derivative, offsets) -> bool:
     if d.dim.is_Time:
         return True
     lo, hi = min(offsets), max(offsets)
-    axis = inner.grid.dimensions.index(d.dim) if isinstance(inner, DiscreteFunction) else None
     for f in inner.atoms(DiscreteFunction):
         if isinstance(f, TempFunction):
             continue
@@ -293,9 +292,5 @@ def finalize_temporaries(reg: Registry):
             rec.halo = tuple(reg.reach.get(arr.name, [0] * rec.grid.dim))
 
 
-def default_dtype(grid) -> type:
-    return np.dtype(grid.dtype).type
-
-
 __all__ = ["IndexedEq", "Registry", "TempFunction", "check_equations", "expand_derivatives",
-           "index", "finalize_temporaries", "Dimension"]
+           "index", "finalize_temporaries"]

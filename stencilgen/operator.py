@@ -257,10 +257,8 @@ class Operator:
         if isinstance(override, DiscreteFunction):
             ok = (override.grid.shape == rec.grid.shape and override.dtype == rec.dtype
                   and override.field.time_size == rec.time_size
-                  and override.field.shape_with_halo[-1:] == rec.shape_with_halo[-1:]
-                  if arr.sparse else override.grid.shape == rec.grid.shape
-                  and override.dtype == rec.dtype
-                  and override.field.time_size == rec.time_size)
+                  and (not arr.sparse
+                       or override.field.shape_with_halo == rec.shape_with_halo))
             if not ok:
                 raise InvalidArgument(
                     f"apply: {rec.name}={override.name} does not match {rec.name} (grid shape "

@@ -312,44 +312,32 @@ def save_pictures(result: ShotResult, outdir, percentile: float = 98.0) -> list[
 
 # -- the command line ------------------------------------------------------------------------
 
-def _grid_points(text: str) -> int:
+def _integer(text: str, ok, message: str) -> int:
+    """An argparse integer that satisfies ``ok``; otherwise ``message`` (formatted with it)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"{value} grid points: each dimension needs at least 2")
+    if not ok(value):
+        raise argparse.ArgumentTypeError(message.format(value))
     return value
+
+
+def _grid_points(text: str) -> int:
+    return _integer(text, lambda v: v >= 2, "{} grid points: each dimension needs at least 2")
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+    return _integer(text, lambda v: v >= 1, "{} must be at least 1")
 
 
 def _space_order(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 2 or value > 32 or value % 2:
-        raise argparse.ArgumentTypeError(f"{value}: use an even number from 2 to 32")
-    return value
+    return _integer(text, lambda v: 2 <= v <= 32 and v % 2 == 0,
+                    "{}: use an even number from 2 to 32")
 
 
 def _nonnegative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 0")
-    return value
+    return _integer(text, lambda v: v >= 0, "{} must be at least 0")
 
 
 def _frequency(text: str) -> float:

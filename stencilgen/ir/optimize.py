@@ -288,13 +288,10 @@ def count_bytes(reads, writes, itemsizes) -> int:
     total = 0
     for table in (reads, writes):
         for name, offsets in table.items():
-            slots = {o[:len(o) - _space_rank(o, name, itemsizes)] for o in offsets}
-            total += len(slots) * itemsizes[name][0]
+            size, space_rank = itemsizes[name]
+            slots = {o[:len(o) - space_rank] for o in offsets}
+            total += len(slots) * size
     return total
-
-
-def _space_rank(offset, name, itemsizes) -> int:
-    return itemsizes[name][1]
 
 
 def itemsize(dtype) -> int:
