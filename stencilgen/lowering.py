@@ -14,7 +14,7 @@ import numpy as np
 import sympy
 
 from .derivatives import Derivative, expand
-from .dimensions import Dimension, stepping_dimension, time_dimension
+from .dimensions import stepping_dimension, time_dimension
 from .equations import Eq
 from .errors import HaloError, InvalidEquation
 from .functions import Constant, DiscreteFunction, FieldData, Function

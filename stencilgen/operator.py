@@ -15,8 +15,8 @@ from . import logger as log
 from .configuration import configuration
 from .dimensions import time_dimension
 from .errors import InvalidArgument, StencilgenError
-from .functions import Constant, DiscreteFunction
-from .ir.nodes import ArrayParam, Assign, Program, ScalarParam
+from .functions import DiscreteFunction
+from .ir.nodes import Assign, Program
 from .ir.optimize import InvariantHoister, ScalarHoister
 from .ir.nodes import POINT, SparseKernel
 from .ir.schedule import build_kernel, build_sparse_kernel, classify, fuse
