@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import cgen as c
 
+import jitcache
+from stencilgen.configuration import configuration
 from stencilgen.ir.nodes import SparseKernel
 
 from .cprinter import CPrinter
@@ -19,6 +21,16 @@ class CBackend:
     name = "c"
     language = "C"
     source_suffix = ".c"
+
+    @classmethod
+    def toolchain(cls, cflags):
+        """The jitcache toolchain that builds this backend's source (``cflags`` replace defaults)."""
+        return jitcache.gcc(cflags=cflags, cc=configuration["cc"])
+
+    @classmethod
+    def usable(cls):
+        """Whether this backend can build and run here, and a few words saying why."""
+        return True, "a C compiler with OpenMP is all it needs"
 
     def __init__(self, program):
         self.program = program

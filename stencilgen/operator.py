@@ -9,7 +9,7 @@ import numpy as np
 import sympy
 
 import jitcache
-from backends import get_backend
+from backends import choose_auto, get_backend
 
 from . import logger as log
 from .configuration import configuration
@@ -29,8 +29,9 @@ from .sparse import check_coordinates
 def _select_backend(requested):
     name = (requested or configuration["backend"]).lower()
     if name == "auto":
-        name = "c"
-        log.info("Backend `auto` chose `c`: the C/OpenMP backend is the one this build provides")
+        cls, why = choose_auto()
+        log.info(f"Backend `auto` chose {why}")
+        return cls
     try:
         return get_backend(name)
     except ValueError as exc:
@@ -142,7 +143,7 @@ class Operator:
     # -- building ------------------------------------------------------------------------------
     def _toolchain(self):
         flags = self._cflags if self._cflags is not None else configuration["cflags"]
-        return jitcache.gcc(cflags=flags, cc=configuration["cc"])
+        return self._backend_cls.toolchain(flags)
 
     def _ensure_built(self):
         if self._build is not None:
@@ -325,11 +326,22 @@ class Operator:
         status = self._cfunction(*ordered)
         del keep
         if status != 0:
-            raise StencilgenError(f"Operator `{self.name}` returned error status {status}")
+            raise StencilgenError(f"Operator `{self.name}` failed: {self._error_text(status)}")
         summary = self._summary(args, timers, _time.perf_counter() - t0, compiled)
         for line in summary.report():
             log.perf(line)
         return summary
+
+    def _error_text(self, status):
+        """The message the generated code left in ``stencilgen_error`` (if it has one)."""
+        try:
+            fn = self._build.library.stencilgen_error
+        except AttributeError:
+            return f"error status {status}"
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = []
+        text = fn()
+        return text.decode(errors="replace") if text else f"error status {status}"
 
     def _summary(self, args, timers, wall, compiled):
         prog = self.program
