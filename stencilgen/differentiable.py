@@ -100,6 +100,26 @@ class Differentiable:
         from .derivatives import Derivative
         return Derivative(self, (dim, order))
 
+    def diff(self, *specs, fd_order=None, x0=None):
+        """The lazy finite-difference derivative, as Devito's ``u.diff(x)``:
+        ``u.diff(x)``, ``u.diff(x, 2)``, ``u.diff(x, y)``, with ``fd_order=`` and ``x0=``."""
+        from .derivatives import Derivative
+        from .dimensions import Dimension
+        if not specs or not isinstance(specs[0], Dimension):
+            # sympy's symbolic differentiation (solve and simplify call it internally)
+            return super().diff(*specs)
+        merged = []
+        for s in specs:
+            if isinstance(s, (int, sympy.Integer)) and not isinstance(s, bool) and merged:
+                merged[-1] = (merged[-1][0], merged[-1][1] + int(s) - 1)
+            else:
+                if not isinstance(s, Dimension):
+                    from .errors import InvalidArgument
+                    raise InvalidArgument(f"diff: expected grid dimensions (and orders), got {s!r}; "
+                                          "e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
+                merged.append((s, 1))
+        return Derivative(self, *merged, fd_order=fd_order, x0=x0)
+
     @property
     def dx(self):
         return self._d(self._space_dim(0), 1)

@@ -1,8 +1,8 @@
 """Lowering: symbolic equations -> indexed equations on arrays.
 
 Two passes: ``expand_derivatives`` turns lazy derivatives into weighted shifts, turning the
-argument of an outer derivative into a temporary where expanding it inline would read past
-the halo (nested staggered derivatives); ``index`` turns ``u(t + dt, x + 2*h_x)`` into
+argument of an outer space derivative that holds a space derivative into a temporary (nested
+staggered derivatives, cross derivatives); ``index`` turns ``u(t + dt, x + 2*h_x)`` into
 ``u[t1, x + 2]`` and collects the parameters the generated code needs.
 """
 from __future__ import annotations
@@ -65,6 +65,10 @@ def check_equations(eqs) -> tuple:
             raise InvalidEquation(f"Operator: expected Eq objects, got {type(e).__name__}: {e!r}")
         if not (isinstance(e, SparseEq) and e.kind == "interpolate"):
             _check_lhs(e)
+        if e.rhs.atoms(sympy.Derivative):
+            raise InvalidEquation(f"{e}: holds a sympy derivative ({next(iter(e.rhs.atoms(sympy.Derivative)))}),"
+                                  " which has no finite-difference meaning; write u.dx, "
+                                  "u.diff(x) or stencilgen.Derivative(u, x) instead")
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             grids.setdefault(id(f.grid), (f.grid, f.name))
     if len(grids) > 1:
@@ -99,23 +103,14 @@ def _space_offsets(access: DiscreteFunction) -> dict:
     return {d: _axis_offset(a, d) for d, a in zip(dims, access.args[-len(dims):])}
 
 
-def _fits(inner, d: Derivative, offsets) -> bool:
-    """Whether expanding ``d`` on ``inner`` inline stays within every function's halo."""
-    if d.dim.is_Time:
-        return True
-    lo, hi = min(offsets), max(offsets)
-    for f in inner.atoms(DiscreteFunction):
-        if isinstance(f, TempFunction):
-            continue
-        axis = f.grid.dimensions.index(d.dim)
-        off = _space_offsets(f)[d.dim]
-        if off + lo < -f.halo[axis] or off + hi > f.halo[axis]:
-            return False
-    return True
+def _has_space_derivative(expr) -> bool:
+    return any(not d.dim.is_Time for d in expr.atoms(Derivative))
 
 
 class _Expander:
-    """Expands derivatives, creating temporaries for arguments too wide to inline."""
+    """Expands derivatives; the argument of a space derivative that itself holds a space
+    derivative becomes a zero-halo temporary, so the outer derivative always sees the inner
+    expression as zero outside the domain (the discrete -G^T B G form, exactly self-adjoint)."""
 
     def __init__(self, grid, names):
         self.grid = grid
@@ -131,10 +126,8 @@ class _Expander:
 
     def __call__(self, expr):
         if isinstance(expr, Derivative):
-            from .derivatives import weights_of
             inner = self(expr.expr)
-            offsets, _ = weights_of(expr)
-            if expr.expr.has(Derivative) and not _fits(inner, expr, offsets):
+            if not expr.dim.is_Time and _has_space_derivative(expr.expr):
                 t = self.temp()
                 self.new_eqs.append(Eq(t, inner))
                 inner = t

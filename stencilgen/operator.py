@@ -65,7 +65,7 @@ class Operator:
         names = {f.name for e in eqs for f in (e.lhs.atoms(DiscreteFunction) |
                                                  e.rhs.atoms(DiscreteFunction))}
         names |= {d.name for d in dims} | {"time", "dt", "timers"}
-        # 1. derivatives -> weighted shifts (temporaries for nested ones too wide to inline)
+        # 1. derivatives -> weighted shifts (nested space derivatives through temporaries)
         eqs = expand_derivatives(eqs, grid, names)
         # 2. function accesses -> array accesses, parameters collected, halos checked
         reg = Registry(grid)

@@ -158,3 +158,13 @@ def test_bad_configuration():
         configuration["colour"] = 1
     with pytest.raises(InvalidArgument, match="unknown backend"):
         Operator([Eq(Function(name="q", grid=Grid((4,))), 1)], backend="fortran")
+
+
+def test_sympy_derivative_is_rejected():
+    import sympy
+    grid = Grid(shape=(5,))
+    x, = grid.dimensions
+    u = Function(name="u", grid=grid, space_order=2)
+    v = Function(name="v", grid=grid, space_order=2)
+    with pytest.raises(InvalidEquation, match=r"sympy derivative.*u\.diff\(x\)"):
+        Operator([Eq(v, sympy.Derivative(u, x))])

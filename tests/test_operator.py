@@ -151,3 +151,38 @@ def test_generated_source_is_identical_across_processes():
                              text=True, check=True)
         digests.add(out.stdout.strip().splitlines()[-1])
     assert len(digests) == 1
+
+
+def _matrix(op, src, dst):
+    """The matrix of ``dst = op(src)`` on the domain, column by column."""
+    n = src.data.size
+    out = np.zeros((dst.data.size, n))
+    for j in range(n):
+        src.data[:] = 0
+        src.data.flat[j] = 1
+        op.apply()
+        out[:, j] = dst.data.ravel()
+    return out
+
+
+@pytest.mark.parametrize("so", [2, 4, 8])
+def test_nested_staggered_derivative_is_minus_gradient_transpose(so):
+    """(b u.dx(+h/2)).dx(-h/2) summed over axes is exactly -sum G_d^T B G_d on the domain at
+    every order, with G_d the forward-staggered derivative, even when b's halo holds non-zero
+    values: the inner expression is a zero-halo temporary, never inlined over b's halo."""
+    grid = Grid(shape=(9, 8), extent=(1.2, 1.0), dtype=np.float64)
+    x, y = grid.dimensions
+    b = Function(name="b", grid=grid, space_order=so)
+    u = Function(name="u", grid=grid, space_order=so)
+    out = Function(name="out", grid=grid, space_order=so)
+    rng = np.random.default_rng(so)
+    b.data_with_halo[:] = rng.uniform(1, 2, b.data_with_halo.shape)
+    dims = (x, y)
+    L = _matrix(Operator([Eq(out, sum((b * u.diff(d, x0=d + d.spacing / 2))
+                                      .diff(d, x0=d - d.spacing / 2) for d in dims))]), u, out)
+    B = np.diag(b.data.ravel())
+    ref = np.zeros_like(L)
+    for d in dims:
+        G = _matrix(Operator([Eq(out, u.diff(d, x0=d + d.spacing / 2))]), u, out)
+        ref -= G.T @ B @ G
+    np.testing.assert_allclose(L, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
