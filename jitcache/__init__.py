@@ -6,10 +6,12 @@ keyed by source, compiler, version and flags, and is safe to share between proce
 from .cache import BuildResult, build, cache_key, clear, entries
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError,
                      EditedSourceWarning, JitCacheError)
-from .toolchains import Toolchain, gcc, nvcc
+from .toolchains import (Toolchain, gcc, gcc_offloads, gcc_openacc, nvcc, nvhpc,
+                         openacc)
 
 __all__ = [
-    "Toolchain", "gcc", "nvcc", "build", "BuildResult", "cache_key", "entries", "clear",
+    "Toolchain", "gcc", "nvcc", "openacc", "gcc_openacc", "nvhpc", "gcc_offloads",
+    "build", "BuildResult", "cache_key", "entries", "clear",
     "JitCacheError", "CompilerNotFoundError", "CompilationError", "BackdoorError",
     "EditedSourceWarning",
 ]

@@ -172,3 +172,153 @@ def _default_arch(nvcc_path: str) -> str:
         arch = next((a for a in supported if a >= 70), 70)
     logger.debug("nvcc %s: GPU arch %s, supported %s -> sm_%d", nvcc_path, gpu, supported, arch)
     return f"sm_{arch}"
+
+
+# -- OpenACC: nvc++ (NVIDIA HPC SDK) or GCC with -fopenacc ------------------------------------
+
+NVPTX = "nvptx-none"
+_NVHPC_NAMES = ("nvc++", "nvc", "pgc++", "pgcc")
+_PROBE = "int main(void){int on=0;\n#pragma acc parallel copy(on)\non=1;\nreturn on!=1;}\n"
+
+
+def openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
+            debug: bool = False, offload: bool | None = None) -> Toolchain:
+    """The OpenACC toolchain: ``cc`` if given (nvc++/nvc or a GCC), else nvc++ when installed,
+    else GCC (offloading to nvptx-none when an offload compiler is installed, else on the host)."""
+    if cc:
+        path = _find([cc])
+        if path is None:
+            raise CompilerNotFoundError(
+                f"the OpenACC compiler {cc!r} (setting openacc-cc / STENCILGEN_OPENACC_CC) was "
+                "not found; give a path or a name on PATH (nvc++, nvc or a gcc with -fopenacc), "
+                "or unset it to let stencilgen choose")
+        if is_nvhpc(path):
+            return nvhpc(cflags, cc=path, debug=debug)
+        return gcc_openacc(cflags, cc=path, offload=offload)
+    path = _find(["nvc++"])
+    if path is not None:
+        return nvhpc(cflags, cc=path, debug=debug)
+    return gcc_openacc(cflags, offload=offload)
+
+
+def is_nvhpc(cc: str) -> bool:
+    """Whether ``cc`` names a compiler of the NVIDIA HPC SDK (nvc++, nvc; PGI's pgc++, pgcc)."""
+    return os.path.basename(cc) in _NVHPC_NAMES
+
+
+def nvhpc_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from ``nvc++ --version`` text, e.g. ``nvc++ 24.5-1 64-bit target ...``."""
+    match = re.search(r"\b(?:nvc\+\+|nvc|pgc\+\+|pgcc)\s+(\d+)\.(\d+)", text)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+@functools.lru_cache(maxsize=None)
+def visible_gpu_cc() -> int | None:
+    """Compute capability of the first visible NVIDIA GPU as an integer (90 for 9.0), or None."""
+    smi = _run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split()
+    return int(smi[0].replace(".", "")) if smi and re.fullmatch(r"\d+\.\d+", smi[0]) else None
+
+
+def nvhpc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
+          gpu: str | None = None, debug: bool = False) -> Toolchain:
+    """nvc++ with ``-acc -gpu=ccXX`` (XX: the visible GPU's, else ``ccall``); ``-Minfo=accel``
+    in debug builds so the compiler reports what it offloaded. ``cflags`` replace -O3."""
+    tried = [cc] if cc else ["nvc++"]
+    path = _find(tried)
+    if path is None:
+        raise CompilerNotFoundError(
+            f"nvc++, the NVIDIA HPC SDK compiler, was not found (tried "
+            f"{', '.join(repr(t) for t in tried)}); install the HPC SDK and put its bin on PATH, "
+            "or set STENCILGEN_OPENACC_CC to a gcc with OpenACC support")
+    if gpu is None:
+        cap = visible_gpu_cc()
+        gpu = f"cc{cap}" if cap else "ccall"
+    elif not gpu.startswith("cc"):
+        gpu = f"cc{gpu.replace('.', '').removeprefix('sm_')}"
+    base = os.path.basename(path)
+    toolchain = Toolchain(
+        name=f"{base.upper()} (OpenACC, {gpu})", cc=path,
+        cflags=_merge(("-O3",), cflags, ["-acc", f"-gpu={gpu}"] + (["-Minfo=accel"] if debug else [])),
+        ldflags=("-shared", "-fPIC"), libraries=("m",),
+        # nvc++ compiles C++; the generated source is valid C and C++ (extern "C" entry points)
+        source_suffix=".cpp" if base.endswith("++") else ".c")
+    version = nvhpc_version(toolchain.version_text())
+    if version is not None and version < (20, 7):
+        raise CompilerNotFoundError(
+            f"{path} is version {version[0]}.{version[1]}; the OpenACC backend needs the NVIDIA "
+            "HPC SDK 20.7 or newer (-gpu=ccXX); upgrade it or set STENCILGEN_OPENACC_CC to gcc")
+    return toolchain
+
+
+@functools.lru_cache(maxsize=None)
+def _gcc_offloads(path: str, stamp: float) -> bool:
+    """Whether the GCC at ``path`` builds and links OpenACC code for nvptx-none: its offload
+    compiler is installed (``accel/nvptx-none/mkoffload``) and a tiny probe compiles.
+
+    Cached per executable and modification time (``stamp``), so a process probes once.
+    """
+    mkoffload = _run([path, f"-print-prog-name=accel/{NVPTX}/mkoffload"]).strip()
+    if not (os.path.isabs(mkoffload) and os.access(mkoffload, os.X_OK)):
+        return False
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="stencilgen-acc-probe-") as tmp:
+        src, out = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
+        with open(src, "w") as f:
+            f.write(_PROBE)
+        try:
+            done = subprocess.run([path, "-fopenacc", f"-foffload={NVPTX}", src, "-o", out],
+                                  capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        ok = done.returncode == 0 and os.path.exists(out)
+    logger.debug("gcc %s: nvptx offload compiler %s, probe %s", path, mkoffload,
+                 "compiled" if ok else f"failed: {done.stderr.strip()[:500]}")
+    return ok
+
+
+def gcc_offloads(path: str) -> bool:
+    """Whether the GCC at ``path`` can offload OpenACC regions to NVIDIA GPUs (nvptx-none)."""
+    try:
+        stamp = os.stat(path).st_mtime
+    except OSError:
+        return False
+    return _gcc_offloads(os.path.realpath(path), stamp)
+
+
+def gcc_openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
+                offload: bool | None = None, isa: str = "sm_80") -> Toolchain:
+    """GCC with ``-fopenacc``: ``-foffload=nvptx-none -foffload-options=-misa=ISA`` when it has
+    an nvptx offload compiler (``offload=None`` detects it), else ``-foffload=disable`` (host).
+
+    Without ``cc`` the first of gcc, gcc-14 ... gcc-10 that offloads is taken, else gcc; a
+    ``-foffload...`` flag in ``cflags`` replaces the offload flags chosen here.
+    """
+    tried = [cc] if cc else ["gcc"] + [f"gcc-{v}" for v in range(14, 9, -1)] + ["cc"]
+    found: list[str] = []
+    for name in tried:
+        path = _find([name])
+        if path and os.path.realpath(path) not in map(os.path.realpath, found):
+            found.append(path)
+    if not found:
+        raise CompilerNotFoundError(
+            f"no C compiler for OpenACC was found (tried {', '.join(repr(t) for t in tried)}); "
+            "install gcc (and gcc-offload-nvptx to run on NVIDIA GPUs) or the NVIDIA HPC SDK, "
+            "or set STENCILGEN_OPENACC_CC")
+    if offload is None:
+        path = next((p for p in found if gcc_offloads(p)), found[0])
+        offload = gcc_offloads(path)
+    else:
+        path = found[0]
+        if offload and not gcc_offloads(path):
+            raise CompilerNotFoundError(
+                f"{path} cannot offload OpenACC to {NVPTX}: its offload compiler "
+                f"(accel/{NVPTX}/mkoffload, e.g. Debian's gcc-N-offload-nvptx) is missing or "
+                "broken; install it, or build for the host")
+    flags = list(_merge(("-O3", "-march=native"), cflags, ["-std=gnu11", "-fopenacc"]))
+    if not any(f.startswith("-foffload") for f in flags):
+        flags += ([f"-foffload={NVPTX}", f"-foffload-options=-misa={isa}",
+                   "-foffload-options=-lm"] if offload else ["-foffload=disable"])
+    offloads = any(f.startswith("-foffload=") and f != "-foffload=disable" for f in flags)
+    where = f"offload to {NVPTX}" if offloads else "host"
+    return Toolchain(name=f"GCC (OpenACC, {where})", cc=path, cflags=tuple(flags),
+                     ldflags=("-shared", "-fPIC"), libraries=("m",), source_suffix=".c")

@@ -159,6 +159,11 @@ class Operator:
                      f"{b.seconds:.2f} s with `{b.compiler}`{extra}")
         else:
             log.info(f"Operator `{self.name}` fetched `{b.source_path}` from jit-cache")
+        # a backend may report what the loaded build does at run time (e.g. where it runs)
+        describe = getattr(self._backend_cls, "describe", None)
+        where = describe(b.library) if describe is not None else None
+        if where:
+            log.info(f"Operator `{self.name}` {where}")
         fn = getattr(b.library, self.name)
         fn.restype = ctypes.c_int
         fn.argtypes = [self._ctype(p) for p in self.program.parameters()]
