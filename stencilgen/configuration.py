@@ -71,6 +71,8 @@ _SETTINGS: dict[str, _Setting] = {
     "debug": _Setting("STENCILGEN_DEBUG", _bool, lambda: False,
                       "debug builds with bounds checks"),
     "nvtx": _Setting("STENCILGEN_NVTX", _bool, lambda: False, "NVTX ranges around sections"),
+    "fast-math": _Setting("STENCILGEN_FAST_MATH", _bool, lambda: False,
+                          "GPU builds with fast, less accurate math (nvcc --use_fast_math)"),
     "cflags": _Setting("STENCILGEN_CFLAGS", lambda v: _flags(v),
                        lambda: None, "replace the C compiler's default optimisation flags"),
     "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
