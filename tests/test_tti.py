@@ -165,3 +165,35 @@ def test_codegen_of_the_so8_operator_is_under_5_seconds():
     op, _, _ = sa_tti_operator(medium, 8, name="TTICodegen")
     print(f"code generation: {op.codegen_seconds:.2f} s")
     assert op.codegen_seconds < 5.0
+
+
+def _load(path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(path.parent.name + "_run", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dummy_benchmark_prints_its_figures(capsys, caplog):
+    """-tn is a synonym of -nt; the script reports dt, the figures and a finite field."""
+    import re
+    bench = _load(ROOT / "demos" / "dummy_benchmark" / "run.py")
+    with caplog.at_level("DEBUG", logger="stencilgen"):
+        assert bench.main(["-d", "24", "20", "22", "-tn", "30", "--backend", "c"]) == 0
+    out = capsys.readouterr().out + caplog.text
+    assert "30 time steps" in out
+    dt = float(re.search(r"dt = ([0-9.]+) ms \(0\.8 x the stability limit ([0-9.]+) ms", out)[1])
+    grid = Grid(shape=(24, 20, 22), extent=(230.0, 190.0, 210.0))
+    assert dt == pytest.approx(0.8 * tti_stability_limit(
+        grid.spacing, DUMMY_MEDIUM["V"], DUMMY_MEDIUM["epsilon"], 8), rel=1e-5)
+    assert re.search(r"Global performance: \[OI=[0-9.]+, [0-9.]+ GFlops/s, [0-9.]+ GPts/s\]", out)
+    assert "finite: yes" in out
+
+
+def test_tti_demo_shot_runs(tmp_path, capsys):
+    demo = _load(ROOT / "demos" / "tti" / "run.py")
+    assert demo.main(["-d", "41", "31", "-nt", "120", "--nbl", "10", "--no-plot",
+                      "--outdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "finite: yes" in out and "dt = " in out

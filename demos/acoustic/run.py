@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from dataclasses import dataclass
 
@@ -52,20 +51,21 @@ import numpy as np
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 try:
-    import stencilgen
+    import stencilgen  # noqa: F401
 except ImportError:  # a checkout that is not installed: use the package two levels up
     sys.path.insert(0, _ROOT)
-    import stencilgen
+    import stencilgen  # noqa: F401
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
 
 if _ROOT not in sys.path:  # demos/seismic lives in the checkout, not in the installed package
     sys.path.append(_ROOT)
 from demos import seismic  # noqa: E402
+from demos.seismic import cli  # noqa: E402
 
 VELOCITY = 1.5      # km/s (= m/ms)
 SPACING = 10.0      # m
 COURANT = 0.5       # dt = COURANT * h_min / (v * sqrt(ndim))
-DTYPES = {"float32": np.float32, "float64": np.float64}
+DTYPES = cli.DTYPES
 
 
 @dataclass
@@ -206,59 +206,7 @@ def build_shot(model: seismic.Model, f0: float = F0, nrec: int | None = None,
     return shot, op, u
 
 
-@dataclass
-class ShotResult:
-    """What ``run_shot`` returns: the record, a snapshot, the final wavefield, the summary."""
-
-    model: seismic.Model
-    shot: seismic.Shot
-    u: TimeFunction
-    summary: object              # the PerformanceSummary of the whole run (chunks summed)
-    snapshot: np.ndarray         # u (padded grid) at snapshot_time
-    snapshot_time: float         # ms
-    final_slot: int              # u's slot holding u(t = nt * dt)
-
-    @property
-    def record(self) -> np.ndarray:
-        return self.shot.rec.data
-
-    @property
-    def wavefield(self) -> np.ndarray:
-        return self.u.data[self.final_slot]
-
-    @property
-    def max_amplitude(self) -> float:
-        return float(np.max(np.abs(self.wavefield)))
-
-    @property
-    def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.wavefield)) and np.all(np.isfinite(self.record)))
-
-
-def run_shot(model: seismic.Model, shot: seismic.Shot, op: Operator, u: TimeFunction,
-             chunks: int | None = None, snapshot_step: int | None = None,
-             progress=seismic.default_progress) -> ShotResult:
-    """Steps time = 0 .. nt-1 (every receiver sample), in ``chunks`` pieces (default: one per
-    50 steps, at most 10) with a progress line each; keeps u at ``snapshot_step`` (default
-    halfway)."""
-    nt = shot.nt
-    dt = shot.time.step
-    chunks = min(10, max(1, nt // 50)) if chunks is None else chunks
-    snapshot_step = max(1, nt // 2) if snapshot_step is None else snapshot_step
-    u.data[:] = 0
-    shot.rec.data[:] = 0
-    kept = {}
-
-    def keep(step):
-        if step == snapshot_step:
-            kept["u"] = u.data[step % 3].copy()
-
-    summary = seismic.run_chunked(op, 0, nt - 1, dt, chunks=chunks, progress=progress,
-                                  on_chunk=keep, split_at=(snapshot_step,))
-    snapshot = kept.get("u", u.data[nt % 3].copy())
-    when = snapshot_step if "u" in kept else nt
-    return ShotResult(model=model, shot=shot, u=u, summary=summary, snapshot=snapshot,
-                      snapshot_time=when * dt, final_slot=nt % 3)
+ShotResult, run_shot = seismic.ShotResult, seismic.run_shot
 
 
 def _interfaces(model: seismic.Model) -> list[float]:
@@ -312,54 +260,6 @@ def save_pictures(result: ShotResult, outdir, percentile: float = 98.0) -> list[
 
 # -- the command line ------------------------------------------------------------------------
 
-def _integer(text: str, ok, message: str) -> int:
-    """An argparse integer that satisfies ``ok``; otherwise ``message`` (formatted with it)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not ok(value):
-        raise argparse.ArgumentTypeError(message.format(value))
-    return value
-
-
-def _grid_points(text: str) -> int:
-    return _integer(text, lambda v: v >= 2, "{} grid points: each dimension needs at least 2")
-
-
-def _positive(text: str) -> int:
-    return _integer(text, lambda v: v >= 1, "{} must be at least 1")
-
-
-def _space_order(text: str) -> int:
-    return _integer(text, lambda v: 2 <= v <= 32 and v % 2 == 0,
-                    "{}: use an even number from 2 to 32")
-
-
-def _nonnegative(text: str) -> int:
-    return _integer(text, lambda v: v >= 0, "{} must be at least 0")
-
-
-def _frequency(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{value} must be a positive frequency in kHz")
-    return value
-
-
-def _percentile(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{value}: give a percentile in (0, 100]")
-    return value
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="demos/acoustic/run.py",
@@ -368,31 +268,22 @@ def parser() -> argparse.ArgumentParser:
                     f"{SPACING:g} m) with an absorbing layer: a Ricker source at the top centre, "
                     "a receiver line; writes shot_record.png and wavefield_snapshot.png and "
                     "prints the performance report. Units: m, km/s, ms, kHz.")
-    p.add_argument("-d", "--shape", dest="shape", nargs="+", type=_grid_points,
-                   default=[64, 64, 64], metavar="N",
-                   help="grid points per dimension of the physical model (x, [y,] z): 3 values "
-                        "(3D) or 2 (2D); default 64 64 64")
-    p.add_argument("-nt", "-tn", "--nt", dest="nt", type=_positive, default=None,
-                   help="number of time steps (= receiver samples); default: until the "
-                        "reflection from the deepest interface is back at the receivers")
-    p.add_argument("-so", "--space-order", dest="space_order", type=_space_order, default=8,
-                   help="space order of the Laplacian, even, 2..32; default 8")
-    p.add_argument("--backend", choices=("c", "auto"), default=None,
-                   help="code generator (default: STENCILGEN_BACKEND, else auto)")
-    p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
-                   help="floating-point type of the fields; default float32")
-    p.add_argument("--nbl", type=_nonnegative, default=NBL,
+    cli.add_common(p, (64, 64, 64),
+                   "number of time steps (= receiver samples); default: until the reflection "
+                   "from the deepest interface is back at the receivers",
+                   so_help="space order of the Laplacian, even, 2..32; default 8")
+    p.add_argument("--nbl", type=cli.nonnegative, default=NBL,
                    help=f"absorbing layer width in grid points per side; default {NBL}")
-    p.add_argument("--f0", type=_frequency, default=F0,
+    p.add_argument("--f0", type=cli.frequency, default=F0,
                    help=f"peak frequency of the Ricker wavelet in kHz; default {F0:g}")
-    p.add_argument("--nrec", type=_positive, default=None,
+    p.add_argument("--nrec", type=cli.positive, default=None,
                    help="number of receivers along x; default: one per grid point in x")
     p.add_argument("--outdir", default=".",
                    help="directory for the PNG pictures (created if missing); default: the "
                         "current directory")
     p.add_argument("--no-plot", dest="plot", action="store_false",
                    help="do not draw the pictures")
-    p.add_argument("--clip", type=_percentile, default=98.0,
+    p.add_argument("--clip", type=cli.percentile, default=98.0,
                    help="colour range of the shot record: this percentile of |u| (lower it "
                         "to see weak reflections); default 98")
     return p
@@ -401,16 +292,13 @@ def parser() -> argparse.ArgumentParser:
 def parse_args(argv=None) -> argparse.Namespace:
     p = parser()
     args = p.parse_args(argv)
-    if len(args.shape) not in (2, 3):
-        p.error(f"argument -d/--shape: expected 2 values (2D) or 3 values (3D), "
-                f"got {len(args.shape)}: {' '.join(map(str, args.shape))}")
+    cli.check_dims(p, args)
     return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if "STENCILGEN_LOGGING" not in os.environ:
-        stencilgen.configuration["log-level"] = "PERF"
+    cli.perf_logging()
     shape = tuple(args.shape)
     ndim = len(shape)
     model = make_shot_model(shape, nbl=args.nbl, space_order=args.space_order,

@@ -4,7 +4,10 @@ from __future__ import annotations
 import logging
 import time as _time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 from stencilgen import Eq, Operator, TimeFunction, solve
 from stencilgen.profiling import PerfEntry, PerformanceSummary
@@ -106,3 +109,60 @@ def run_chunked(op, time_m: int, time_M: int, dt: float, chunks: int = 10,
     for line in summary.report():
         perf(line)
     return summary
+
+
+# -- one shot -------------------------------------------------------------------------------
+
+@dataclass
+class ShotResult:
+    """What ``run_shot`` returns: the record, a snapshot, the final wavefield, the summary."""
+
+    model: object
+    shot: object
+    u: object                    # the recorded TimeFunction
+    summary: object              # the PerformanceSummary of the whole run (chunks summed)
+    snapshot: np.ndarray         # u (padded grid) at snapshot_time
+    snapshot_time: float         # ms
+    final_slot: int              # u's slot holding u(t = nt * dt)
+
+    @property
+    def record(self) -> np.ndarray:
+        return self.shot.rec.data
+
+    @property
+    def wavefield(self) -> np.ndarray:
+        return self.u.data[self.final_slot]
+
+    @property
+    def max_amplitude(self) -> float:
+        return float(np.max(np.abs(self.wavefield)))
+
+    @property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.wavefield)) and np.all(np.isfinite(self.record)))
+
+
+def run_shot(model: object, shot: object, op, u,
+             chunks: int | None = None, snapshot_step: int | None = None,
+             progress=default_progress) -> ShotResult:
+    """Steps time = 0 .. nt-1 (every receiver sample), in ``chunks`` pieces (default: one per
+    50 steps, at most 10) with a progress line each; keeps u at ``snapshot_step`` (default
+    halfway)."""
+    nt = shot.nt
+    dt = shot.time.step
+    chunks = min(10, max(1, nt // 50)) if chunks is None else chunks
+    snapshot_step = max(1, nt // 2) if snapshot_step is None else snapshot_step
+    u.data[:] = 0
+    shot.rec.data[:] = 0
+    kept = {}
+
+    def keep(step):
+        if step == snapshot_step:
+            kept["u"] = u.data[step % 3].copy()
+
+    summary = run_chunked(op, 0, nt - 1, dt, chunks=chunks, progress=progress,
+                                  on_chunk=keep, split_at=(snapshot_step,))
+    snapshot = kept.get("u", u.data[nt % 3].copy())
+    when = snapshot_step if "u" in kept else nt
+    return ShotResult(model=model, shot=shot, u=u, summary=summary, snapshot=snapshot,
+                      snapshot_time=when * dt, final_slot=nt % 3)
