@@ -37,10 +37,23 @@ static double stencilgen_wtime(void)
   return (double)ts.tv_sec + 1.0e-9*(double)ts.tv_nsec;
 }
 
+/* Host builds (STENCILGEN_ACC_HOST: gcc -foffload=disable) hold no device code, so they select
+   the host even where the runtime finds a GPU; device builds take the GPU back if one is there. */
+static void stencilgen_acc_select(void)
+{
+#ifdef STENCILGEN_ACC_HOST
+  acc_set_device_type(acc_device_host);
+#else
+  if (acc_get_device_type() == acc_device_host && acc_get_num_devices(acc_device_not_host) > 0)
+    acc_set_device_type(acc_device_not_host);
+#endif
+}
+
 /* 1 when compute regions run on an accelerator, as the OpenACC runtime reports it from inside one */
 STENCILGEN_EXPORT int stencilgen_acc_device(void)
 {
   int on = 0;
+  stencilgen_acc_select();
   #pragma acc parallel num_gangs(1) copy(on)
   {
     on = acc_on_device(acc_device_not_host);
@@ -78,6 +91,7 @@ class OpenACCBackend(CBackend):
     name = "openacc"
     language = "OpenACC"
     source_suffix = ".c"     # nvc++ builds take ``.cpp`` from their toolchain
+    vector_length: int | None = None   # of every loop nest's parallel loop (None: the compiler's)
 
     @classmethod
     def toolchain(cls, cflags):
@@ -201,7 +215,8 @@ class OpenACCBackend(CBackend):
             return []
         n = len(kernel.dims)
         collapse = f" collapse({n})" if n > 1 else ""
-        return [c.Pragma(f"acc parallel loop{collapse} gang vector {self._present(kernel)}")]
+        vl = f" vector_length({self.vector_length})" if self.vector_length else ""
+        return [c.Pragma(f"acc parallel loop{collapse} gang vector{vl} {self._present(kernel)}")]
 
     def sparse_pragmas(self, kernel):
         return [c.Pragma(f"acc parallel loop gang vector {self._present(kernel)}")]
@@ -233,7 +248,8 @@ class OpenACCBackend(CBackend):
             inside.append(self.time_loop(self.sections(prog.steps, nb)))
         inside += self.sections(prog.after, nb + ns)
         return (self.array_views() + self.prologue() +
-                [c.Comment("arrays move to the device once, and the written ones back once"),
+                [c.Statement("stencilgen_acc_select()"),
+                 c.Comment("arrays move to the device once, and the written ones back once"),
                  c.Pragma(f"acc data {self.data_clauses()}"), c.Block(inside),
                  c.Statement("return 0")])
 

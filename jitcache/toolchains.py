@@ -251,11 +251,12 @@ def nvhpc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
 
 
 @functools.lru_cache(maxsize=None)
-def _gcc_offloads(path: str, stamp: float) -> bool:
+def _gcc_offloads(path: str, stamp: float, isa: str) -> bool:
     """Whether the GCC at ``path`` builds and links OpenACC code for nvptx-none: its offload
-    compiler is installed (``accel/nvptx-none/mkoffload``) and a tiny probe compiles.
+    compiler is installed (``accel/nvptx-none/mkoffload``) and a tiny probe compiles for ``isa``
+    (nvptx-tools check the PTX with the installed ptxas, which may reject gcc's default sm_30).
 
-    Cached per executable and modification time (``stamp``), so a process probes once.
+    Cached per executable, modification time (``stamp``) and isa, so a process probes once.
     """
     mkoffload = _run([path, f"-print-prog-name=accel/{NVPTX}/mkoffload"]).strip()
     if not (os.path.isabs(mkoffload) and os.access(mkoffload, os.X_OK)):
@@ -266,7 +267,8 @@ def _gcc_offloads(path: str, stamp: float) -> bool:
         with open(src, "w") as f:
             f.write(_PROBE)
         try:
-            done = subprocess.run([path, "-fopenacc", f"-foffload={NVPTX}", src, "-o", out],
+            done = subprocess.run([path, "-fopenacc", f"-foffload={NVPTX}",
+                                   f"-foffload-options=-misa={isa}", src, "-o", out],
                                   capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError):
             return False
@@ -276,13 +278,13 @@ def _gcc_offloads(path: str, stamp: float) -> bool:
     return ok
 
 
-def gcc_offloads(path: str) -> bool:
+def gcc_offloads(path: str, isa: str = "sm_80") -> bool:
     """Whether the GCC at ``path`` can offload OpenACC regions to NVIDIA GPUs (nvptx-none)."""
     try:
         stamp = os.stat(path).st_mtime
     except OSError:
         return False
-    return _gcc_offloads(os.path.realpath(path), stamp)
+    return _gcc_offloads(os.path.realpath(path), stamp, isa)
 
 
 def gcc_openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
@@ -305,11 +307,11 @@ def gcc_openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None
             "install gcc (and gcc-offload-nvptx to run on NVIDIA GPUs) or the NVIDIA HPC SDK, "
             "or set STENCILGEN_OPENACC_CC")
     if offload is None:
-        path = next((p for p in found if gcc_offloads(p)), found[0])
-        offload = gcc_offloads(path)
+        path = next((p for p in found if gcc_offloads(p, isa)), found[0])
+        offload = gcc_offloads(path, isa)
     else:
         path = found[0]
-        if offload and not gcc_offloads(path):
+        if offload and not gcc_offloads(path, isa):
             raise CompilerNotFoundError(
                 f"{path} cannot offload OpenACC to {NVPTX}: its offload compiler "
                 f"(accel/{NVPTX}/mkoffload, e.g. Debian's gcc-N-offload-nvptx) is missing or "
@@ -319,6 +321,9 @@ def gcc_openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None
         flags += ([f"-foffload={NVPTX}", f"-foffload-options=-misa={isa}",
                    "-foffload-options=-lm"] if offload else ["-foffload=disable"])
     offloads = any(f.startswith("-foffload=") and f != "-foffload=disable" for f in flags)
+    if not offloads:
+        # the code then holds no device image: it must not run on a GPU libgomp may find
+        flags.append("-DSTENCILGEN_ACC_HOST")
     where = f"offload to {NVPTX}" if offloads else "host"
     return Toolchain(name=f"GCC (OpenACC, {where})", cc=path, cflags=tuple(flags),
                      ldflags=("-shared", "-fPIC"), libraries=("m",), source_suffix=".c")

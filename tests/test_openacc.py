@@ -213,6 +213,24 @@ def compare(name, dtype):
     return worst, TOL[dtype] * max(1, steps), op
 
 
+def _build_one(job):
+    name, dtype, backend, cache_dir = job
+    configuration["cache-dir"] = cache_dir
+    eqs, *_ = PROGRAMS[name](dtype, np.random.default_rng(0))
+    op = Operator(eqs, name=f"acc_{name.replace('-', '_')}", backend=backend)
+    return jitcache.build(op.ccode, op._toolchain(), op.name, cache_dir=cache_dir).seconds
+
+
+def prebuild(processes=None):
+    """Compile every program for C and OpenACC in parallel processes (offload builds are slow);
+    later Operators fetch them from the cache. Returns the seconds spent compiling, summed."""
+    import multiprocessing
+    jobs = [(n, d, b, configuration["cache-dir"]) for n in PROGRAMS for d in DTYPES.values()
+            for b in ("c", "openacc")]
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        return sum(pool.map(_build_one, jobs))
+
+
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_openacc_matches_c(name, dtype):
@@ -229,6 +247,7 @@ def test_openacc_runs_on_the_gpu():
     tc = jitcache.openacc(cc=configuration["openacc-cc"])
     if "host" in tc.name or toolchains.visible_gpu_cc() is None:
         pytest.skip(f"no GPU or no offloading OpenACC compiler ({tc.name})")
+    prebuild()
     failures = []
     for name in PROGRAMS:
         for dtype in DTYPES.values():
@@ -261,6 +280,8 @@ def test_source_has_data_region_present_and_atomics():
     assert code.count("#pragma acc wait") == len(loops)
     assert "omp_get_wtime" not in code and "stencilgen_wtime()" in code
     assert 'extern "C"' in code and "stencilgen_acc_device(void)" in code
+    # the device is chosen before the data region (host builds must not run on a GPU)
+    assert code.index("stencilgen_acc_select();\n  /* arrays") < code.index("#pragma acc data")
 
 
 def test_temporaries_only_copied_in():
@@ -343,6 +364,8 @@ case "$1" in
   --version) echo "gcc (Fake) 12.2.0"; exit 0;;
   -print-prog-name=accel/nvptx-none/mkoffload) echo "{mkoffload}"; exit 0;;
 esac
+# an offload compile must name an isa that today's ptxas accepts
+case " $* " in *" -foffload=nvptx-none "*) case "$*" in *-misa=sm_80*) ;; *) exit 1;; esac;; esac
 # a compile: create the file after -o
 while [ $# -gt 0 ]; do [ "$1" = "-o" ] && : > "$2"; shift; done
 exit {status}
@@ -384,6 +407,7 @@ def test_gcc_without_offload_compiler_runs_on_host(fake_bin):
     assert not jitcache.gcc_offloads(cc)
     tc = jitcache.openacc(cc=cc)
     assert tc.name == "GCC (OpenACC, host)" and "-foffload=disable" in tc.cflags
+    assert "-DSTENCILGEN_ACC_HOST" in tc.cflags      # selects the host device at run time
     with pytest.raises(CompilerNotFoundError, match="offload compiler"):
         jitcache.gcc_openacc(cc=cc, offload=True)
 
