@@ -149,11 +149,14 @@ class ScalarHoister:
 # -- time-invariant arrays ---------------------------------------------------------------------
 
 class InvariantHoister:
-    """Finds time-invariant, costly (math-library) subexpressions of time-loop equations and
-    replaces them by arrays computed once before the time loop.
+    """Finds time-invariant, costly (math-library calls, divisions) subexpressions of
+    time-loop equations and replaces them by arrays computed once before the time loop.
 
-    Shifted copies (``sin(theta[x+1])``, ``sin(theta[x-1])``) share one array read at two
-    offsets; the array is computed on the domain widened by those offsets.
+    A product of invariant factors is split into clusters: factors that always occur together
+    share one array, the others get their own, and the loop multiplies the arrays it needs.
+    So ``A*n_x``, ``A*n_y``, ``C*n_x``... cost an array per A, C and per factor of n rather
+    than one per product. Shifted copies (``sin(theta[x+1])``, ``sin(theta[x-1])``) share one
+    array read at two offsets; it is computed on the domain widened by those offsets.
     """
 
     def __init__(self, dims, invariant_arrays, halos, scalars):
@@ -161,7 +164,8 @@ class InvariantHoister:
         self.invariant_arrays = set(invariant_arrays)
         self.halos = halos
         self.scalars = set(scalars)
-        self.found: dict = {}   # canonical expr -> [lo, hi] per dim
+        self.found: dict = {}       # canonical cluster -> [lo, hi] per dim
+        self.signature: dict = {}   # canonical factor -> canonical products it occurs in
 
     def _invariant(self, e) -> bool:
         if e.free_symbols - set(self.dims) - self.scalars - {a.base.label for a in accesses(e)} \
@@ -170,10 +174,14 @@ class InvariantHoister:
         return all(a.base.name in self.invariant_arrays for a in accesses(e)) and bool(accesses(e))
 
     def _costly(self, e) -> bool:
-        return any(_is_call(n) for n in sympy.preorder_traversal(e))
+        return any(_is_call(n) or (isinstance(n, sympy.Pow) and n.exp.is_negative
+                                   and n.base.has(sympy.Indexed))
+                   for n in sympy.preorder_traversal(e))
 
     def _canonical(self, e):
         offs = sorted(space_offsets(a, self.dims) for a in accesses(e))
+        if not offs:
+            return e, (0,) * len(self.dims)
         shift = offs[0]
         return shift_accesses(e, self.dims, tuple(-s for s in shift)), shift
 
@@ -195,20 +203,40 @@ class InvariantHoister:
         for a in e.args:
             self._candidates(a, out)
 
+    def _factors(self, c):
+        return list(sympy.Mul.make_args(c)) if isinstance(c, sympy.Mul) else [c]
+
+    def _clusters(self, c):
+        """``c``'s factors grouped by the set of products they occur in (same set, one group)."""
+        groups: dict = {}
+        for f in self._factors(c):
+            key = self.signature.get(self._canonical(f)[0], frozenset())
+            groups.setdefault(key, []).append(f)
+        return [sympy.Mul(*fs) for _, fs in sorted(groups.items(), key=lambda kv: str(kv[1]))]
+
     def scan(self, exprs):
-        """First pass: record every candidate and the offsets it is needed at."""
+        """First pass: every candidate, its factors' signatures, the offsets each cluster is
+        needed at."""
+        found = []
         for expr in exprs:
-            found = []
             self._candidates(expr, found)
-            for c in found:
-                canon, shift = self._canonical(c)
+        for c in found:
+            canon = self._canonical(c)[0]
+            for f in self._factors(c):
+                self.signature.setdefault(self._canonical(f)[0], set()).add(canon)
+        self.signature = {k: frozenset(v) for k, v in self.signature.items()}
+        for c in found:
+            for cluster in self._clusters(c):
+                if not self._costly(cluster):
+                    continue
+                canon, shift = self._canonical(cluster)
                 rng = self.found.setdefault(canon, [[0, 0] for _ in self.dims])
                 for r, s in zip(rng, shift):
                     r[0] = max(r[0], -s)
                     r[1] = max(r[1], s)
 
     def feasible(self):
-        """Candidates whose widened evaluation stays inside the halos of what they read."""
+        """Clusters whose widened evaluation stays inside the halos of what they read."""
         ok = {}
         for canon, rng in self.found.items():
             good = True
@@ -224,14 +252,21 @@ class InvariantHoister:
         return ok
 
     def rewrite(self, expr, table):
-        """Replace candidates in ``expr``; ``table`` maps canonical -> IndexedBase."""
+        """Replace candidates in ``expr``; ``table`` maps canonical cluster -> IndexedBase."""
         found = []
         self._candidates(expr, found)
         subs = {}
         for c in found:
-            canon, shift = self._canonical(c)
-            if canon in table:
-                subs[c] = table[canon][tuple(d + s for d, s in zip(self.dims, shift))]
+            parts, hit = [], False
+            for cluster in self._clusters(c):
+                canon, shift = self._canonical(cluster)
+                if canon in table:
+                    hit = True
+                    parts.append(table[canon][tuple(d + s for d, s in zip(self.dims, shift))])
+                else:
+                    parts.append(cluster)
+            if hit:
+                subs[c] = sympy.Mul(*parts)
         if not subs:
             return expr
         # Mul/Add groups are not subtrees: rebuild those by hand, plain subtrees by xreplace.
