@@ -1,0 +1,92 @@
+"""GPts/s of the SA-TTI benchmark and the acoustic propagator against a copy-bandwidth roofline.
+
+    python benchmarks/roofline.py --backend c --tti 128 128 128 --acoustic 256 256 256 --nt 20
+    python benchmarks/roofline.py --backend cuda --tti 412 423 476 --acoustic 512 512 512 --nt 200
+
+The roofline is measured in the same run with the same backend: an Operator copying one
+float32 time slot into the other (``u.forward = u``) on the larger grid moves 8 bytes per
+point and step, so its rate is the attainable bandwidth. A propagator's compulsory traffic per point and step (each
+array it touches read once and written once, from the performance summary) then bounds it at
+``bandwidth / bytes`` points per second; the table gives the fraction of that bound reached.
+Each Operator is applied once to warm up (JIT build, first-touch, device copies) and then
+timed; the figures are the kernels' times from the performance summary.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from stencilgen import Eq, Grid, Operator, TimeFunction, configuration  # noqa: E402
+from demos import seismic  # noqa: E402
+from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
+
+
+def _grid(shape):
+    return Grid(shape=tuple(shape), extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+
+
+def copy_bandwidth(backend, shape, nt=20):
+    """GB/s of ``u.forward = u`` (float32, one slot into the other, ``nt`` steps): the
+    attainable memory bandwidth of this backend."""
+    u = TimeFunction(name="u", grid=_grid(shape), time_order=1, space_order=2)
+    u.data[:] = 1.0
+    op = Operator([Eq(u.forward, u)], name="Copy", backend=backend)
+    op.apply(time_M=1)
+    s = op.apply(time_m=0, time_M=nt - 1)
+    return 8.0 * s.globals.points / s.globals.time / 1e9
+
+
+def tti(backend, shape, nt):
+    op, P, M, medium, dt = tti_setup(shape, 8, np.float32, backend)
+    op.apply(time_m=1, time_M=2, dt=dt)
+    return op.apply(time_m=1, time_M=nt, dt=dt)
+
+
+def acoustic(backend, shape, nt):
+    """The acoustic demo's propagator (sponge of 40 points included in ``shape``), a source."""
+    nbl = 40
+    model = seismic.layered_model(tuple(n - 2 * nbl for n in shape), 10.0, nbl=nbl,
+                                  space_order=8, dtype=np.float32)
+    ta = seismic.TimeAxis(start=0.0, stop=(nt + 1) * model.critical_dt, step=model.critical_dt,
+                          num=nt + 2)
+    shot = seismic.make_shot(model, ta, 0.010, seismic.source_at(model),
+                             seismic.receiver_line(model, 101))
+    op, u = seismic.acoustic_operator(model, shot, backend=backend, name="AcousticBench")
+    op.apply(time_m=0, time_M=1, dt=model.critical_dt)
+    return op.apply(time_m=0, time_M=nt - 1, dt=model.critical_dt)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", default="c")
+    p.add_argument("--tti", nargs=3, type=int, default=[128, 128, 128])
+    p.add_argument("--acoustic", nargs=3, type=int, default=[256, 256, 256])
+    p.add_argument("--nt", type=int, default=20)
+    args = p.parse_args(argv)
+    configuration["log-level"] = "INFO"
+    bigger = max(args.tti, args.acoustic, key=lambda s: s[0] * s[1] * s[2])
+    bw = copy_bandwidth(args.backend, bigger)
+    rows = []
+    for name, shape, run in (("SA-TTI dummy", args.tti, tti), ("acoustic so8", args.acoustic, acoustic)):
+        s = run(args.backend, shape, args.nt)
+        bytes_per_point = s.globals.traffic / s.globals.points
+        bound = bw / bytes_per_point
+        rows.append((name, "x".join(map(str, shape)), args.nt, s.globals.gpointss,
+                     s.globals.gflopss, bytes_per_point, bound, s.globals.gpointss / bound))
+    print(f"\nbackend {args.backend}: copy bandwidth {bw:.1f} GB/s (u.forward = u, float32, "
+          f"{'x'.join(map(str, bigger))})")
+    print(f"{'workload':14s} {'grid':>12s} {'nt':>4s} {'GPts/s':>8s} {'GFlops/s':>9s} "
+          f"{'B/pt':>6s} {'roof GPts/s':>11s} {'% roof':>7s}")
+    for r in rows:
+        print(f"{r[0]:14s} {r[1]:>12s} {r[2]:4d} {r[3]:8.3f} {r[4]:9.1f} {r[5]:6.0f} "
+              f"{r[6]:11.2f} {100 * r[7]:6.1f}%")
+
+
+if __name__ == "__main__":
+    main()
