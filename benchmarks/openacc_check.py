@@ -1,14 +1,17 @@
 """OpenACC against C: where the OpenACC build runs, whether it matches, and how fast it is.
 
-    python benchmarks/openacc_check.py [--shape 320 320 320] [--nt 60] [--skip-programs]
+    python benchmarks/openacc_check.py [--program acoustic|tti] [--shape 320 320 320] [--nt 60]
+                                       [--vector-lengths 0 128] [--skip-programs]
 
 1. Names the OpenACC toolchain (and whether it offloads), then builds the test programs of
    tests/test_openacc.py for C and OpenACC in parallel and runs each with both backends:
    the max relative difference, its tolerance and where the OpenACC regions ran (as the
    OpenACC runtime reports it from inside a compute region).
-2. Times a float32 acoustic step (space order 8) at --shape for --nt steps with C/OpenMP and
-   with OpenACC (default vector length, then 128): GPts/s from the performance summary,
-   and the difference between the final wavefields.
+2. Times a float32 propagator (space order 8) at --shape for --nt steps with C/OpenMP and with
+   OpenACC (each of --vector-lengths, 0 meaning the compiler's choice): GPts/s from the
+   performance summary, and the difference between the final wavefields. --program picks the
+   acoustic equation or the SA-TTI system of demos/dummy_benchmark (e.g. --shape 412 423 476
+   --nt 200 for the benchmark's size).
 The last lines printed are a short table.
 """
 from __future__ import annotations
@@ -41,7 +44,7 @@ def check_programs():
     return rows, compile_seconds, build_wall
 
 
-def acoustic(backend, shape, nt, vector_length=None):
+def _acoustic(backend, shape):
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)
     m = Function(name="m", grid=grid, space_order=8)
@@ -49,24 +52,44 @@ def acoustic(backend, shape, nt, vector_length=None):
     m.data[:] = 1 / rng.uniform(1.5, 3.0, size=shape) ** 2      # dt v / h <= 0.3: stable
     u.data[:] = 0
     u.data[(0, *(n // 2 for n in shape))] = 1.0                 # an impulse at the centre
-    OpenACCBackend.vector_length = vector_length
     op = Operator([Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))],
                   name="bench_acoustic", backend=backend)
+    return op, u, dict(time_m=0, dt=1.0)
+
+
+def _tti(backend, shape):
+    from demos.dummy_benchmark import run as dummy
+    op, P, _, _, dt = dummy.setup(shape, 8, np.float32, backend)
+    return op, P, dict(time_m=1, dt=dt)
+
+
+PROGRAMS = {"acoustic": _acoustic, "tti": _tti}
+
+
+def timed_run(program, backend, shape, nt, vector_length=None):
+    """(final wavefield, summary, build seconds, where the OpenACC regions ran)."""
+    OpenACCBackend.vector_length = vector_length or None
+    try:
+        op, field, kwargs = PROGRAMS[program](backend, shape)
+    finally:
+        OpenACCBackend.vector_length = None
     t0 = time.perf_counter()
     op.cfunction                                   # build (or fetch) outside the timing
     build = time.perf_counter() - t0
-    summary = op.apply(time_M=nt, dt=1.0)
-    OpenACCBackend.vector_length = None
+    time_m = kwargs.pop("time_m")
+    summary = op.apply(time_m=time_m, time_M=time_m + nt - 1, **kwargs)
     where = ""
     if backend == "openacc":
         where = "GPU" if op._build.library.stencilgen_acc_device() else "host"
-    return u.data[(nt + 1) % 3].copy(), summary, build, where
+    return field.data[(time_m + nt) % 3].copy(), summary, build, where
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", type=int, nargs="+", default=[320, 320, 320])
-    ap.add_argument("--nt", type=int, default=60)
+    ap.add_argument("--nt", type=int, default=60, help="time steps")
+    ap.add_argument("--program", choices=sorted(PROGRAMS), default="acoustic")
+    ap.add_argument("--vector-lengths", type=int, nargs="+", default=[0, 128])
     ap.add_argument("--skip-programs", action="store_true")
     args = ap.parse_args(argv)
     tc = OpenACCBackend.toolchain(configuration["cflags"])
@@ -75,11 +98,12 @@ def main(argv=None):
     rows, compile_s, build_wall = ([], 0.0, 0.0) if args.skip_programs else check_programs()
 
     perf = []
-    ref, summary, build, _ = acoustic("c", tuple(args.shape), args.nt)
+    shape = tuple(args.shape)
+    ref, summary, build, _ = timed_run(args.program, "c", shape, args.nt)
     perf.append(("C/OpenMP", summary, build, "", 0.0))
     scale = np.abs(ref).max()
-    for vl in (None, 128):
-        out, summary, build, where = acoustic("openacc", tuple(args.shape), args.nt, vl)
+    for vl in args.vector_lengths:
+        out, summary, build, where = timed_run(args.program, "openacc", shape, args.nt, vl)
         diff = np.abs(out.astype(np.float64) - ref).max() / scale
         perf.append((f"OpenACC vl={vl or 'default'}", summary, build, where, diff))
 
@@ -94,7 +118,7 @@ def main(argv=None):
         for name, diff, tol, where in rows:
             flag = "" if diff <= tol else "  <-- FAIL"
             print(f"{name:28s} {diff:12.2e} {tol:9.0e}  {where}{flag}")
-    print(f"\nacoustic so=8 float32 {'x'.join(map(str, args.shape))}, {args.nt + 1} steps")
+    print(f"\n{args.program} so=8 float32 {'x'.join(map(str, shape))}, {args.nt} steps")
     print(f"{'backend':20s} {'build s':>8s} {'kernel s':>9s} {'GPts/s':>7s} {'GFlops/s':>9s} "
           f"{'rel diff':>9s}  where")
     for label, s, build, where, diff in perf:
