@@ -72,6 +72,7 @@ static unsigned int sg_blocks(const long n, const long threads, const long limit
   if (sg_e != cudaSuccess) { sg_status = sg_fail(sg_e, text); goto sg_cleanup; } } while (0)
 #define SG_CHECK(call) SG_CHECK_AS(call, #call)
 #define SG_SLOTS %(slots)d
+#define SG_NARROW_MAX (1L << 30)   /* so that index + grid stride cannot overflow */
 /* Section i's CUDA events live in a ring of SG_SLOTS pairs; a pair is read back (and its time
    added to timers[i]) before it is reused and at the end, so timings hold with or without
    CUDA_LAUNCH_BLOCKING and the host never waits on the kernel it just launched. */
@@ -88,17 +89,45 @@ static unsigned int sg_blocks(const long n, const long threads, const long limit
 """
 
 _DEBUG_PRELUDE = r"""
-/* Debug builds: every array subscript is checked against the allocation it points into. */
+/* Debug builds: every array subscript is checked against the allocation it points into. The
+   first violation is recorded (the access is redirected to a valid element, so nothing is
+   corrupted and the CUDA context survives) and the host turns it into an error. */
+struct sg_oob_record { int hit, array, line; long index, lo, hi; };
+static __device__ sg_oob_record sg_oob;
+
 static __device__ __forceinline__ long sg_checked(const long i, const long lo, const long hi,
-                                                  const char *name, const int line)
+                                                  const int array, const int line)
 {
-  if (i < lo || i >= hi) {
-    printf("stencilgen: out-of-bounds access %s[%ld] (valid %ld..%ld) at line %d, "
-           "block (%d,%d,%d) thread (%d,%d,%d)\n", name, i, lo, hi - 1, line,
-           blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
-    assert(i >= lo && i < hi);
+  if (i >= lo && i < hi)
+    return i;
+  if (atomicCAS(&sg_oob.hit, 0, 1) == 0) {
+    sg_oob.array = array; sg_oob.line = line; sg_oob.index = i; sg_oob.lo = lo; sg_oob.hi = hi;
   }
-  return i;
+  return lo;
+}
+"""
+
+
+_OOB_REPORT = r"""static const char *sg_array_names[] = {%(names)s};
+
+/* After a kernel (debug builds): nonzero, with the message set, if it reached outside an array. */
+static int sg_out_of_bounds(const char *kernel, int *status)
+{
+  sg_oob_record r;
+  const cudaError_t err = cudaMemcpyFromSymbol(&r, sg_oob, sizeof(r));
+  if (err != cudaSuccess) {
+    *status = sg_fail(err, "cudaMemcpyFromSymbol(&r, sg_oob, sizeof(r))");
+    return 1;
+  }
+  if (!r.hit)
+    return 0;
+  snprintf(sg_error_text, sizeof(sg_error_text), "out-of-bounds access %%s[%%ld] in kernel %%s "
+           "(line %%d of the generated source; valid offsets from the array's first domain "
+           "point are %%ld..%%ld): the halo widths, sizes or iteration bounds passed to the "
+           "operator do not fit the arrays", sg_array_names[r.array], r.index, kernel, r.line,
+           r.lo, r.hi - 1);
+  *status = 3;
+  return 1;
 }
 """
 
@@ -106,11 +135,15 @@ static __device__ __forceinline__ long sg_checked(const long i, const long lo, c
 class CheckedPrinter(CPrinter):
     """The shared printer, with each array subscript wrapped in a device-side bounds check."""
 
+    def __init__(self, dtype, strides, names):
+        super().__init__(dtype, strides)
+        self.ids = {n: i for i, n in enumerate(names)}
+
     def _print_Indexed(self, expr):
         text = super()._print_Indexed(expr)
         name = expr.base.name
         inner = text[len(name) + 1:-1]
-        return f'{name}[sg_checked({inner}, {name}_lo, {name}_hi, "{name}", __LINE__)]'
+        return f"{name}[sg_checked({inner}, {name}_lo, {name}_hi, {self.ids[name]}, __LINE__)]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +200,15 @@ def probe_gpu() -> tuple[bool, str]:
     return False, f"the GPU probe failed: {(done.stderr or done.stdout).strip()[-200:]}"
 
 
+def _thread(axis):
+    """This thread's global index along ``axis``, in signed arithmetic of the index type."""
+    return f"(long)blockIdx.{axis}*(long)blockDim.{axis} + (long)threadIdx.{axis}"
+
+
+def _stride(axis):
+    return f"(long)blockDim.{axis}*(long)gridDim.{axis}"
+
+
 class CudaBackend(CBackend):
     """Prints a Program as CUDA C++: kernels for the loop nests, a host driver for the rest."""
 
@@ -207,7 +249,8 @@ class CudaBackend(CBackend):
         self.debug = configuration["debug"]
         self.nvtx = configuration["nvtx"]
         if self.debug:
-            self.printer = CheckedPrinter(program.dtype, self._strides())
+            self.printer = CheckedPrinter(program.dtype, self._strides(),
+                                          [a.name for a in program.arrays])
 
     # -- what kernels can take --------------------------------------------------------------
     def kernel_args(self) -> list[_Arg]:
@@ -251,8 +294,8 @@ class CudaBackend(CBackend):
         if isinstance(k, SparseKernel):
             loop = self.sparse_loop(k).contents[-1]
             p = k.point.name
-            return c.For(f"long {p} = (long)blockIdx.x*blockDim.x + threadIdx.x",
-                         f"{p} < {k.sparse}_np", f"{p} += (long)blockDim.x*gridDim.x", loop.body)
+            return c.For(f"long {p} = {_thread('x')}", f"{p} < {k.sparse}_np",
+                         f"{p} += {_stride('x')}", loop.body)
         body = c.Block([self.statement(a) for a in k.body])
         n = len(k.dims)
         for depth in reversed(range(n)):
@@ -261,9 +304,8 @@ class CudaBackend(CBackend):
             axis = "xyz"[n - 1 - depth]
             start = f"{d.name}_m - {lo}" if lo else f"{d.name}_m"
             stop = f"{d.name}_M + {hi}" if hi else f"{d.name}_M"
-            body = c.For(f"long {d.name} = {start} + (long)blockIdx.{axis}*blockDim.{axis} + "
-                         f"threadIdx.{axis}", f"{d.name} <= {stop}",
-                         f"{d.name} += (long)blockDim.{axis}*gridDim.{axis}", body)
+            body = c.For(f"long {d.name} = {start} + {_thread(axis)}", f"{d.name} <= {stop}",
+                         f"{d.name} += {_stride(axis)}", body)
         return body
 
     def kernel_name(self, k) -> str:
@@ -285,11 +327,13 @@ class CudaBackend(CBackend):
         arrays = {a.name for a in self.program.arrays} - set(k.writes)
         params = ",\n    ".join(f"{'const ' if a.name in arrays else ''}{a.ctype} {a.name}"
                                for a in used)
-        text = (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
-                f"static __global__ void __launch_bounds__({self.threads(k)})\n"
+        text = (f"static __global__ void __launch_bounds__({self.threads(k)})\n"
                 f"{self.kernel_name(k)}({params})\n{{\n"
                 + "\n".join("  " + line for line in loops.splitlines()) + "\n}\n")
-        return text, used
+        # index arithmetic in 32 bits where every array fits (much faster), else in 64
+        text = re.sub(r"\blong\b", "sg_int", text)
+        return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
+                f"template <typename sg_int>\n{text}"), used
 
     # -- host code --------------------------------------------------------------------------
     def signature(self):
@@ -354,6 +398,9 @@ class CudaBackend(CBackend):
             "  goto sg_cleanup;",
             "}",
         ]
+        if self.debug:
+            lines += ["const sg_oob_record sg_clear = {};",
+                      "SG_CHECK(cudaMemcpyToSymbol(sg_oob, &sg_clear, sizeof(sg_clear)));"]
         if self.nvtx:
             lines.append('nvtxRangePushA("copy-in");')
         for a in arrays:
@@ -393,11 +440,13 @@ class CudaBackend(CBackend):
         if self.nvtx:
             body.append(f'nvtxRangePushA("{k.name}");')
         body += [f"SG_TIMER_START({index});",
-                 f"{name}<<<sg_grid, sg_block>>>({call});",
+                 f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
+                 f"else {name}<long><<<sg_grid, sg_block>>>({call});",
                  f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
         if self.debug:
-            body.append(f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
-                        f'kernel {name}");')
+            body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
+                     f'kernel {name}");',
+                     f'if (sg_out_of_bounds("{name}", &sg_status)) goto sg_cleanup;']
         body.append(f"SG_TIMER_STOP({index});")
         if self.nvtx:
             body.append("nvtxRangePop();")
@@ -411,6 +460,12 @@ class CudaBackend(CBackend):
         nb, ns = len(prog.before), len(prog.steps)
         lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"]
         lines += self.layouts()
+        sizes = [f"{a.name}_count" for a in prog.arrays]
+        sizes += [f"{a.name}_np*{len(prog.dims)}" for a in prog.arrays if a.sparse]
+        lines += ["/* 32-bit index arithmetic in the kernels when every offset fits in it */",
+                  "#ifdef STENCILGEN_WIDE_INDEX", "const bool sg_narrow = false;", "#else",
+                  "const bool sg_narrow = " +
+                  " && ".join(f"{n} <= SG_NARROW_MAX" for n in sizes) + ";", "#endif"]
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};"]
         lines += [str(s) for s in self.prologue()]
         main = self.setup()
@@ -480,7 +535,8 @@ class CudaBackend(CBackend):
         sticky = ", ".join(_STICKY)
         parts = [header, _PRELUDE % {"sticky": sticky, "slots": EVENT_SLOTS}]
         if self.debug:
-            parts.append(_DEBUG_PRELUDE)
+            names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
+            parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]
         launches = []
         for i, k in enumerate(self.program.kernels):
             text, used = self.device_kernel(k)
@@ -488,6 +544,7 @@ class CudaBackend(CBackend):
             launches.append(self.launch(i, k, used))
         body = self.host_body(launches)
         parts.append(str(self.signature()).rstrip(";") + "\n{\n" +
-                     "\n".join("  " + ln if ln and not ln.endswith(":") else ln for ln in body)
+                     "\n".join("  " + ln if ln and not ln.endswith(":") and not ln.startswith("#")
+                               else ln for ln in body)
                      + "\n}\n")
         return "\n".join(parts)
