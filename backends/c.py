@@ -24,8 +24,10 @@ class CBackend:
 
     @classmethod
     def toolchain(cls, cflags):
-        """The jitcache toolchain that builds this backend's source (``cflags`` replace defaults)."""
-        return jitcache.gcc(cflags=cflags, cc=configuration["cc"])
+        """The jitcache toolchain that builds this backend's source; ``cflags`` (default: the
+        ``cflags`` setting) replace the compiler's default flags."""
+        flags = configuration["cflags"] if cflags is None else cflags
+        return jitcache.gcc(cflags=flags, cc=configuration["cc"])
 
     @classmethod
     def usable(cls):

@@ -218,7 +218,9 @@ class CudaBackend(CBackend):
 
     @classmethod
     def toolchain(cls, cflags):
-        """nvcc for the visible GPU's arch, plus the debug / fast-math flags the user asked for."""
+        """nvcc for the visible GPU's arch, plus the debug / fast-math flags the user asked for;
+        ``cflags`` (an Operator's ``cflags=``) replace nvcc's -O3. The ``cflags`` setting is
+        for the C compilers and does not apply."""
         extra = []
         if configuration["debug"]:
             extra += ["-G", "-lineinfo"]

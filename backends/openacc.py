@@ -96,14 +96,15 @@ class OpenACCBackend(CBackend):
     @classmethod
     def toolchain(cls, cflags):
         """nvc++ when installed, else GCC (offloading to nvptx when it can); ``openacc-cc`` forces one."""
-        return jitcache.openacc(cflags=cflags, cc=configuration["openacc-cc"],
+        flags = configuration["cflags"] if cflags is None else cflags
+        return jitcache.openacc(cflags=flags, cc=configuration["openacc-cc"],
                                 debug=configuration["debug"])
 
     @classmethod
     def usable(cls):
         """Whether an OpenACC compiler is installed, and where its builds would run."""
         try:
-            tc = cls.toolchain(configuration["cflags"])
+            tc = cls.toolchain(None)
         except jitcache.CompilerNotFoundError as exc:
             return False, str(exc)
         if tc.name.startswith("GCC") and "host" in tc.name:

@@ -142,8 +142,8 @@ class Operator:
 
     # -- building ------------------------------------------------------------------------------
     def _toolchain(self):
-        flags = self._cflags if self._cflags is not None else configuration["cflags"]
-        return self._backend_cls.toolchain(flags)
+        # None: the backend's defaults (STENCILGEN_CFLAGS applies to the C-language backends)
+        return self._backend_cls.toolchain(self._cflags)
 
     def _ensure_built(self):
         if self._build is not None:

@@ -507,3 +507,14 @@ def test_debug_build_catches_out_of_bounds_access(tmp_path):
                      r"\(line \d+ of the generated source; valid offsets .* are -?\d+\.\.\d+\)",
                      out), out
     assert "AFTER OK" in out                      # the CUDA context is still usable
+
+
+@needs_nvcc
+def test_c_flag_setting_does_not_reach_nvcc(monkeypatch):
+    """STENCILGEN_CFLAGS is for C compilers (-march=native would make nvcc fail); an
+    Operator's own cflags= do replace nvcc's -O3."""
+    monkeypatch.setitem(configuration._values, "cflags", ("-O1", "-march=native"))
+    op, _, _ = _make("shot2d", np.float32, "cuda")
+    assert "-march=native" not in op._toolchain().cflags and "-O3" in op._toolchain().cflags
+    op, _, _ = _make("shot2d", np.float32, "c")
+    assert {"-O1", "-march=native"} <= set(op._toolchain().cflags)
