@@ -232,14 +232,10 @@ class OpenACCBackend(CBackend):
         point_loop.body.contents = [_seq(s) for s in point_loop.body.contents]
         return module
 
-    def timed(self, index, kernel, block):
-        return c.Block([
-            c.Comment(f"{kernel.name}: {kernel.flops} flops, {kernel.bytes} bytes per point"),
-            c.Initializer(c.Value("const double", f"start_{kernel.name}"), "stencilgen_wtime()"),
-            block,
-            c.Pragma("acc wait"),
-            c.Statement(f"timers[{index}] += stencilgen_wtime() - start_{kernel.name}"),
-        ])
+    clock = "stencilgen_wtime()"
+
+    def settle(self):
+        return [c.Pragma("acc wait")]
 
     def body(self):
         prog = self.program
