@@ -4,7 +4,8 @@
                                        [--vector-lengths 0 128] [--skip-programs]
 
 1. Names the OpenACC toolchain (and whether it offloads), then builds the test programs of
-   tests/test_openacc.py for C and OpenACC in parallel and runs each with both backends:
+   tests/programs.py for C and OpenACC in parallel and runs each with both backends (as
+   tests/test_openacc.py does):
    the max relative difference, its tolerance and where the OpenACC regions ran (as the
    OpenACC runtime reports it from inside a compute region).
 2. Times a float32 propagator (space order 8) at --shape for --nt steps with C/OpenMP and with
@@ -24,14 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from backends.openacc import OpenACCBackend  # noqa: E402
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, configuration, solve  # noqa: E402
 
 
 def check_programs():
-    from tests import test_openacc as t
+    sys.path.insert(0, str(ROOT / "tests"))            # where test_openacc finds its programs
+    import test_openacc as t
     start = time.perf_counter()
     compile_seconds = t.prebuild(processes=os.cpu_count())
     build_wall = time.perf_counter() - start

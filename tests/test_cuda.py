@@ -9,17 +9,17 @@ import subprocess
 import sys
 import textwrap
 import time
-import zlib
 
 import numpy as np
 import pytest
-import sympy
 
 import backends
 import backends.cuda as cuda_backend
 import jitcache
-from stencilgen import (Constant, Eq, Function, Grid, Operator, SparseFunction,
-                        SparseTimeFunction, StencilgenError, TimeFunction, configuration, solve)
+import programs
+from programs import PROGRAMS, TOL
+from stencilgen import (Eq, Function, Grid, Operator, StencilgenError, TimeFunction,
+                        configuration)
 
 HAVE_NVCC = shutil.which("nvcc") is not None or bool(
     os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin",
@@ -38,179 +38,38 @@ def _gpu_missing():
 GPU_MISSING = _gpu_missing()
 needs_gpu = pytest.mark.skipif(GPU_MISSING is not None, reason=str(GPU_MISSING))
 
-SHAPES = {1: (37,), 2: (23, 19), 3: (14, 11, 13)}
-TOL = {np.float32: 2e-5, np.float64: 1e-12}
-DTYPES = [np.float32, np.float64]
-
-
-def _grid(dim, dtype):
-    shape = SHAPES[dim]
-    return Grid(shape=shape, extent=tuple(float(n - 1) for n in shape), dtype=dtype)
-
-
-def _rand(f, rng, lo=-1.0, hi=1.0):
-    f.data[:] = rng.uniform(lo, hi, size=f.data.shape)
-    return f
-
-
-# -- the programs: each builder makes its functions with random data from ``rng`` and returns
-#    (equations, apply arguments, the functions whose values the run produces) ---------------
-
-def _laplace(dim, so):
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = _rand(Function(name="u", grid=grid, space_order=so), rng)
-        out = Function(name="out", grid=grid, space_order=so)
-        return [Eq(out, u.laplace)], {}, [out]
-    return build
-
-
-def _axis_derivatives(dtype, rng):
-    grid = _grid(3, dtype)
-    u = _rand(Function(name="u", grid=grid, space_order=4), rng)
-    outs = [Function(name=n, grid=grid, space_order=4) for n in ("fx", "fy", "fz")]
-    return [Eq(outs[0], u.dx), Eq(outs[1], u.dy), Eq(outs[2], u.dz)], {}, outs
-
-
-def _cross(dim):
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = _rand(Function(name="u", grid=grid, space_order=4), rng)
-        out = Function(name="out", grid=grid, space_order=4)
-        expr = u.dx.dy if dim == 2 else u.dx.dy + u.dy.dz + u.dx.dz
-        return [Eq(out, expr)], {}, [out]
-    return build
-
-
-def _staggered(dtype, rng):
-    grid = _grid(3, dtype)
-    x, y, z = grid.dimensions
-    u = _rand(Function(name="u", grid=grid, space_order=8), rng)
-    outs = [Function(name=n, grid=grid, space_order=8) for n in ("dxp", "dym", "dzp")]
-    return [Eq(outs[0], u.dx(x0=x + x.spacing / 2)), Eq(outs[1], u.dy(x0=y - y.spacing / 2)),
-            Eq(outs[2], u.dz(x0=z + z.spacing / 2))], {}, outs
-
-
-def _temporary(dtype, rng):
-    """div(b grad u) at space order 8: the inner product needs a temporary."""
-    grid = _grid(2, dtype)
-    u = _rand(Function(name="u", grid=grid, space_order=8), rng)
-    b = _rand(Function(name="b", grid=grid, space_order=8), rng, 0.5, 2.0)
-    out = Function(name="out", grid=grid, space_order=8)
-    expr = sum((b * getattr(u, n)(x0=d + d.spacing / 2)).__getattribute__(n)(x0=d - d.spacing / 2)
-               for d, n in zip(grid.dimensions, ("dx", "dy")))
-    return [Eq(out, expr)], {}, [out]
-
-
-def _invariant(dtype, rng):
-    """A costly time-invariant factor (sqrt, sin of a Function) is hoisted before the loop."""
-    grid = _grid(3, dtype)
-    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
-    m = _rand(Function(name="m", grid=grid, space_order=4), rng, 0.5, 1.5)
-    u.data[0] = rng.uniform(-1, 1, grid.shape)
-    u.data[1] = rng.uniform(-1, 1, grid.shape)
-    eq = Eq(u.forward, 2 * u - u.backward +
-            grid.time_dim.spacing ** 2 * sympy.sin(m) / sympy.sqrt(m) * u.laplace)
-    return [eq], {"time_m": 1, "time_M": 4, "dt": 0.1}, [u]
-
-
-def _coupled(dtype, rng):
-    grid = _grid(2, dtype)
-    x, y = grid.dimensions
-    p, vx, vy = (TimeFunction(name=n, grid=grid, time_order=1, space_order=4)
-                 for n in ("p", "vx", "vy"))
-    b = _rand(Function(name="b", grid=grid, space_order=4), rng, 0.5, 1.5)
-    k = _rand(Function(name="k", grid=grid, space_order=4), rng, 0.5, 1.5)
-    for f in (p, vx, vy):
-        f.data[0] = rng.uniform(-1, 1, grid.shape)
-    dt = grid.time_dim.spacing
-    eqs = [Eq(vx.forward, vx - dt * b * p.dx(x0=x + x.spacing / 2)),
-           Eq(vy.forward, vy - dt * b * p.dy(x0=y + y.spacing / 2)),
-           Eq(p.forward, p - dt * k * (vx.forward.dx(x0=x - x.spacing / 2)
-                                       + vy.forward.dy(x0=y - y.spacing / 2)))]
-    return eqs, {"time_m": 0, "time_M": 3, "dt": 0.1}, [p, vx, vy]
-
-
-def _damped(dtype, rng):
-    grid = _grid(3, dtype)
-    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)
-    m = _rand(Function(name="m", grid=grid, space_order=8), rng, 0.3, 1.2)
-    eta = _rand(Function(name="eta", grid=grid, space_order=8), rng, 0.0, 5.0)
-    u.data[0] = rng.uniform(-1, 1, grid.shape)
-    u.data[1] = rng.uniform(-1, 1, grid.shape)
-    pde = m * u.dt2 - u.laplace + eta * u.dt
-    return [Eq(u.forward, solve(pde, u.forward))], {"time_m": 1, "time_M": 3, "dt": 0.15}, [u]
-
-
-def _shot(dim):
-    """An acoustic step with a source injected and receivers interpolated every step."""
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
-        m = _rand(Function(name="m", grid=grid, space_order=4), rng, 0.5, 1.5)
-        nt = 7
-        lo, ext = np.array(grid.origin), np.array(grid.extent)
-        src = SparseTimeFunction(name="src", grid=grid, npoint=3, nt=nt,
-                                 coordinates=lo + rng.uniform(0.2, 0.8, (3, dim)) * ext)
-        src.data[:] = rng.uniform(-1, 1, src.data.shape)
-        rec = SparseTimeFunction(name="rec", grid=grid, npoint=9, nt=nt,
-                                 coordinates=lo + rng.uniform(0, 1, (9, dim)) * ext)
-        dt = grid.time_dim.spacing
-        c = Constant(name="scale", value=0.5)
-        eqs = [Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))]
-        eqs += src.inject(field=u.forward, expr=c * src * dt ** 2 / m)
-        eqs += rec.interpolate(expr=u)
-        return eqs, {"time_m": 1, "time_M": nt - 2, "dt": 0.2}, [u, rec]
-    return build
-
-
-def _sparse_only(dtype, rng):
-    """Injection then interpolation, no time loop: many points share nodes (atomics)."""
-    grid = _grid(3, dtype)
-    f = _rand(Function(name="f", grid=grid), rng)
-    g = Function(name="g", grid=grid)
-    lo, ext = np.array(grid.origin), np.array(grid.extent)
-    pts = lo + rng.uniform(0.4, 0.6, (200, 3)) * ext
-    s = SparseFunction(name="s", grid=grid, npoint=200, coordinates=pts)
-    s.data[:] = rng.uniform(-1, 1, 200)
-    r = SparseFunction(name="r", grid=grid, npoint=200, coordinates=pts)
-    return s.inject(field=g, expr=s) + r.interpolate(expr=f + 1), {}, [g, r]
-
-
-def _chained(dtype, rng):
-    grid = _grid(2, dtype)
-    q = TimeFunction(name="q", grid=grid, time_order=1, space_order=2)
-    v = Function(name="v", grid=grid, space_order=2)
-    w = Function(name="w", grid=grid, space_order=2)
-    q.data[0] = rng.uniform(-1, 1, grid.shape)
-    eqs = [Eq(v, q.dx), Eq(w, v.dy + q), Eq(q.forward, q + grid.time_dim.spacing * w.dx)]
-    return eqs, {"time_m": 0, "time_M": 3, "dt": 0.1}, [q, v, w]
-
-
-PROGRAMS = {
-    "laplace1d_so2": _laplace(1, 2), "laplace2d_so4": _laplace(2, 4),
-    "laplace3d_so8": _laplace(3, 8), "laplace1d_so12": _laplace(1, 12),
-    "laplace2d_so16": _laplace(2, 16), "laplace3d_so16": _laplace(3, 16),
-    "dxdydz3d": _axis_derivatives, "cross2d": _cross(2), "cross3d": _cross(3),
-    "staggered3d": _staggered, "temporary2d": _temporary, "invariant3d": _invariant,
-    "coupled2d": _coupled, "damped3d": _damped, "shot2d": _shot(2), "shot3d": _shot(3),
-    "sparse3d": _sparse_only, "chained2d": _chained,
-}
+DTYPES = list(programs.DTYPES.values())
 CASES = [pytest.param(name, dtype, id=f"{name}-{np.dtype(dtype).name}")
          for name in PROGRAMS for dtype in DTYPES]
 
 
-def _make(name, dtype, backend):
-    rng = np.random.default_rng(zlib.crc32(f"{name}{np.dtype(dtype).name}".encode()))
-    eqs, kwargs, outs = PROGRAMS[name](dtype, rng)
-    return Operator(eqs, name=name, backend=backend), kwargs, outs
+def _make(name, dtype, backend, **options):
+    prog = programs.build(name, dtype)
+    return Operator(prog.eqs, name=name, backend=backend, **options), prog.kwargs, prog.outputs
+
+
+def _prebuild(*backends):
+    """Compile every program for ``backends`` in parallel processes (nvcc takes about a second
+    a program); the tests then fetch their builds from the cache."""
+    programs.prebuild([(name, dtype, b, name) for name in PROGRAMS for dtype in DTYPES
+                       for b in backends])
+
+
+@pytest.fixture(scope="module")
+def cuda_builds():
+    _prebuild("cuda")
+
+
+@pytest.fixture(scope="module")
+def cuda_and_c_builds():
+    _prebuild("cuda", "c")
 
 
 # -- everywhere nvcc is: the source of every program is generated and compiled -------------------
 
 @needs_nvcc
 @pytest.mark.parametrize("name, dtype", CASES)
-def test_source_compiles(name, dtype):
+def test_source_compiles(name, dtype, cuda_builds):
     op, _, _ = _make(name, dtype, "cuda")
     prog, src = op.program, op.ccode
     assert src.count("__global__ void") == len(prog.kernels)
@@ -381,7 +240,7 @@ def _report():
 @pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("name, dtype", CASES)
-def test_cuda_equals_c(name, dtype):
+def test_cuda_equals_c(name, dtype, cuda_and_c_builds):
     op_c, kwargs, outs_c = _make(name, dtype, "c")
     op_g, _, outs_g = _make(name, dtype, "cuda")
     op_c.apply(**kwargs)
@@ -406,9 +265,7 @@ def test_wide_index_kernels_equal_c(name):
     """The 64-bit index instantiation (taken for arrays of more than 2**30 elements) is forced
     with -DSTENCILGEN_WIDE_INDEX and must agree with the C backend like the 32-bit one."""
     op_c, kwargs, outs_c = _make(name, np.float32, "c")
-    rng = np.random.default_rng(zlib.crc32(f"{name}float32".encode()))
-    eqs, _, outs_g = PROGRAMS[name](np.float32, rng)
-    op_g = Operator(eqs, name=name, backend="cuda", cflags="-O3 -DSTENCILGEN_WIDE_INDEX")
+    op_g, _, outs_g = _make(name, np.float32, "cuda", cflags="-O3 -DSTENCILGEN_WIDE_INDEX")
     op_c.apply(**kwargs)
     op_g.apply(**kwargs)
     for fc, fg in zip(outs_c, outs_g):

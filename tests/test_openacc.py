@@ -1,203 +1,42 @@
 """The OpenACC backend against the C backend, and the OpenACC toolchains' command lines.
 
-Every program below is built twice from the same random data, with ``backend="c"`` and with
-``backend="openacc"``, and the results are compared: in CI (no GPU, no offload compiler) the
-OpenACC build runs on the host; on the GPU machine the ``gpu`` test runs the same programs on
-the device. Tolerances, relative to the largest |C value|: float64 1e-12, float32 2e-5 per
-time step (round-off of a few dozen terms, device math functions and atomics differ in the
-last bits). The nvc++ path is checked through the command lines it builds with a fake nvc++.
+Every program of programs.py (the test programs shared with test_cuda.py) is built twice from
+the same random data, with ``backend="c"`` and with ``backend="openacc"``, and the results are
+compared: in CI (no GPU, no offload compiler) the OpenACC build runs on the host; on the GPU
+machine the ``gpu`` test runs the same programs on the device. Tolerances, relative to the
+largest |C value|: float64 1e-12, float32 2e-5 per time step (round-off of a few dozen terms,
+device math functions and atomics differ in the last bits). The nvc++ path is checked through
+the command lines it builds with a fake nvc++.
 """
 from __future__ import annotations
 
 import logging
 import os
 import stat
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-import sympy
 
 import jitcache
+import programs
 from jitcache import toolchains
-from stencilgen import (CompilationError, CompilerNotFoundError, Constant, Eq, Function, Grid,
-                        Operator, SparseFunction, SparseTimeFunction, TimeFunction,
-                        configuration, solve)
+from programs import PROGRAMS, TOL, laplace
+from stencilgen import CompilationError, CompilerNotFoundError, Operator, configuration
 
-SHAPES = {1: (41,), 2: (23, 19), 3: (17, 15, 13)}
-EXTENTS = {1: (1.3,), 2: (1.3, 0.7), 3: (1.3, 0.7, 2.1)}
-TOL = {np.float64: 1e-12, np.float32: 2e-5}
+DTYPES = programs.DTYPES
 
 
-# -- the programs: builder(grid dtype, rng) -> (equations, outputs, apply arguments, steps) ------
-
-def _grid(dim, dtype):
-    return Grid(shape=SHAPES[dim], extent=EXTENTS[dim], dtype=dtype)
-
-
-def _rand(f, rng, lo=-1.0, hi=1.0):
-    f.data[:] = rng.uniform(lo, hi, size=f.data.shape)
-    return f
-
-
-def laplace(dim, so):
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = _rand(Function(name="u", grid=grid, space_order=so), rng)
-        out = Function(name="out", grid=grid, space_order=so)
-        return [Eq(out, u.laplace)], [out], {}, 1
-    return build
-
-
-def axis_derivatives(dtype, rng):
-    grid = _grid(3, dtype)
-    u = _rand(Function(name="u", grid=grid, space_order=4), rng)
-    outs = [Function(name=n, grid=grid, space_order=4) for n in ("fx", "fy", "fz", "fzz")]
-    return [Eq(outs[0], u.dx), Eq(outs[1], u.dy), Eq(outs[2], u.dz),
-            Eq(outs[3], u.dz2)], outs, {}, 1
-
-
-def cross_derivatives(dtype, rng):
-    grid = _grid(3, dtype)
-    u = _rand(Function(name="u", grid=grid, space_order=4), rng)
-    outs = [Function(name=n, grid=grid, space_order=4) for n in ("fxy", "fyz")]
-    return [Eq(outs[0], u.dx.dy), Eq(outs[1], u.dy.dz)], outs, {}, 1
-
-
-def staggered(dtype, rng):
-    grid = _grid(3, dtype)
-    x, y, z = grid.dimensions
-    u = _rand(Function(name="u", grid=grid, space_order=8), rng)
-    outs = [Function(name=n, grid=grid, space_order=8) for n in ("dxp", "dym", "dzp")]
-    return [Eq(outs[0], u.dx(x0=x + x.spacing / 2)), Eq(outs[1], u.dy(x0=y - y.spacing / 2)),
-            Eq(outs[2], u.dz(x0=z + z.spacing / 2))], outs, {}, 1
-
-
-def expression_derivative(dim):
-    """div(b grad u) with staggered pairs at space order 8: the inner product is a temporary."""
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = _rand(Function(name="u", grid=grid, space_order=8), rng)
-        b = _rand(Function(name="b", grid=grid, space_order=8), rng, 0.5, 2.0)
-        out = Function(name="out", grid=grid, space_order=8)
-        expr = 0
-        for d, name in zip(grid.dimensions, ("dx", "dy", "dz")):
-            expr += getattr(b * getattr(u, name)(x0=d + d.spacing / 2), name)(x0=d - d.spacing / 2)
-        return [Eq(out, expr)], [out], {}, 1
-    return build
-
-
-def hoisted_invariant(dtype, rng):
-    """sin(theta) and sqrt(1 + eps) are time invariant: hoisted into arrays before the loop."""
-    grid = _grid(3, dtype)
-    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
-    u.data[:] = rng.uniform(-1, 1, size=u.data.shape)
-    m = _rand(Function(name="m", grid=grid, space_order=4), rng, 0.5, 1.5)
-    th = _rand(Function(name="th", grid=grid, space_order=4), rng, -3, 3)
-    eps = _rand(Function(name="eps", grid=grid, space_order=4), rng, 0.0, 0.3)
-    pde = m * u.dt2 - sympy.sqrt(1 + 2 * eps) * u.laplace - sympy.sin(th) * u.dx
-    dt = 0.1 * min(grid.spacing)
-    return [Eq(u.forward, solve(pde, u.forward))], [u], dict(time_M=4, dt=dt), 4
-
-
-def coupled(dtype, rng):
-    """Velocity-pressure, 2D, staggered: two TimeFunctions updated from each other."""
-    grid = _grid(2, dtype)
-    x, y = grid.dimensions
-    p, vx, vy = (TimeFunction(name=n, grid=grid, time_order=1, space_order=4)
-                 for n in ("p", "vx", "vy"))
-    for f in (p, vx, vy):
-        f.data[0] = rng.uniform(-1, 1, size=grid.shape)
-    b = _rand(Function(name="b", grid=grid, space_order=4), rng, 0.5, 1.5)
-    k = _rand(Function(name="k", grid=grid, space_order=4), rng, 0.5, 1.5)
-    dt = 0.1 * min(grid.spacing)
-    eqs = [Eq(vx.forward, vx - dt * b * p.dx(x0=x + x.spacing / 2)),
-           Eq(vy.forward, vy - dt * b * p.dy(x0=y + y.spacing / 2)),
-           Eq(p.forward, p - dt * k * (vx.forward.dx(x0=x - x.spacing / 2)
-                                       + vy.forward.dy(x0=y - y.spacing / 2)))]
-    return eqs, [p, vx, vy], dict(time_M=3, dt=dt), 4
-
-
-def damped_acoustic(dim):
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)
-        u.data[:] = rng.uniform(-1, 1, size=u.data.shape)
-        m = _rand(Function(name="m", grid=grid, space_order=8), rng, 0.3, 1.2)
-        eta = _rand(Function(name="eta", grid=grid, space_order=8), rng, 0.0, 5.0)
-        dt = 0.2 * min(grid.spacing)
-        pde = m * u.dt2 - u.laplace + eta * u.dt
-        return [Eq(u.forward, solve(pde, u.forward))], [u], dict(time_m=1, time_M=4, dt=dt), 4
-    return build
-
-
-def acoustic_with_sources(dim):
-    """A source injected and a receiver sampled every step; a Constant scales the source."""
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
-        m = _rand(Function(name="m", grid=grid, space_order=4), rng, 0.5, 1.5)
-        nt, lo, ext = 8, np.array(grid.origin), np.array(grid.extent)
-        pts = lo + rng.random((5, dim)) * ext
-        src = SparseTimeFunction(name="src", grid=grid, npoint=5, nt=nt, coordinates=pts)
-        src.data[:] = rng.uniform(-1, 1, size=src.data.shape)
-        rec = SparseTimeFunction(name="rec", grid=grid, npoint=7, nt=nt,
-                                 coordinates=lo + rng.random((7, dim)) * ext)
-        a = Constant(name="a", value=0.7)
-        dt = 0.2 * min(grid.spacing)
-        eqs = [Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))]
-        eqs += src.inject(field=u.forward, expr=a * src * dt ** 2 / m)
-        eqs += rec.interpolate(expr=u)
-        return eqs, [u, rec], dict(time_M=nt - 2, dt=dt), nt
-    return build
-
-
-def sparse_only(dim):
-    """Injection then interpolation with no time loop (many points share cells: atomics)."""
-    def build(dtype, rng):
-        grid = _grid(dim, dtype)
-        f = Function(name="f", grid=grid)
-        lo, ext = np.array(grid.origin), np.array(grid.extent)
-        pts = lo + rng.random((60, dim)) * ext * 0.3          # crowded in a corner
-        s = SparseFunction(name="s", grid=grid, npoint=60, coordinates=pts)
-        s.data[:] = rng.uniform(-1, 1, size=60)
-        g = _rand(Function(name="g", grid=grid), rng)
-        r = SparseFunction(name="r", grid=grid, npoint=9, coordinates=lo + rng.random((9, dim)) * ext)
-        return s.inject(field=f, expr=s) + r.interpolate(expr=g * g), [f, r], {}, 1
-    return build
-
-
-def saved_wavefield(dtype, rng):
-    """A TimeFunction saving every step (direct time index, no modulo)."""
-    grid = _grid(2, dtype)
-    u = TimeFunction(name="u", grid=grid, time_order=1, space_order=2, save=6)
-    u.data[0] = rng.uniform(-1, 1, size=grid.shape)
-    dt = 0.1 * min(grid.spacing)
-    return [Eq(u.forward, u + dt * u.laplace)], [u], dict(dt=dt), 5
-
-
-PROGRAMS = {
-    "laplace-1d-so2": laplace(1, 2), "laplace-2d-so4": laplace(2, 4),
-    "laplace-3d-so8": laplace(3, 8), "laplace-3d-so12": laplace(3, 12),
-    "laplace-3d-so16": laplace(3, 16),
-    "dx-dy-dz": axis_derivatives, "cross": cross_derivatives, "staggered": staggered,
-    "temporary-2d": expression_derivative(2), "temporary-3d": expression_derivative(3),
-    "hoisted-invariant": hoisted_invariant, "coupled-2d": coupled,
-    "damped-acoustic-3d": damped_acoustic(3), "damped-acoustic-1d": damped_acoustic(1),
-    "sources-3d": acoustic_with_sources(3), "sources-2d": acoustic_with_sources(2),
-    "sparse-1d": sparse_only(1), "sparse-3d": sparse_only(3), "saved-2d": saved_wavefield,
-}
-DTYPES = {"f32": np.float32, "f64": np.float64}
+def _op_name(name):
+    return f"acc_{name}"
 
 
 def run_program(name, dtype, backend):
     """Build program ``name`` on fresh seeded data, run it with ``backend``; (outputs, op, steps)."""
-    rng = np.random.default_rng(zlib.crc32(f"{name}-{np.dtype(dtype).name}".encode()))
-    eqs, outs, kwargs, steps = PROGRAMS[name](dtype, rng)
-    op = Operator(eqs, name=f"acc_{name.replace('-', '_')}", backend=backend)
-    op.apply(**kwargs)
-    return [np.asarray(f.data, dtype=np.float64).copy() for f in outs], op, steps
+    prog = programs.build(name, dtype)
+    op = Operator(prog.eqs, name=_op_name(name), backend=backend)
+    op.apply(**prog.kwargs)
+    return [np.asarray(f.data, dtype=np.float64).copy() for f in prog.outputs], op, prog.steps
 
 
 def compare(name, dtype):
@@ -213,27 +52,21 @@ def compare(name, dtype):
     return worst, TOL[dtype] * max(1, steps), op
 
 
-def _build_one(job):
-    name, dtype, backend, cache_dir = job
-    configuration["cache-dir"] = cache_dir
-    eqs, *_ = PROGRAMS[name](dtype, np.random.default_rng(0))
-    op = Operator(eqs, name=f"acc_{name.replace('-', '_')}", backend=backend)
-    return jitcache.build(op.ccode, op._toolchain(), op.name, cache_dir=cache_dir).seconds
-
-
 def prebuild(processes=None):
     """Compile every program for C and OpenACC in parallel processes (offload builds are slow);
     later Operators fetch them from the cache. Returns the seconds spent compiling, summed."""
-    import multiprocessing
-    jobs = [(n, d, b, configuration["cache-dir"]) for n in PROGRAMS for d in DTYPES.values()
-            for b in ("c", "openacc")]
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
-        return sum(pool.map(_build_one, jobs))
+    return programs.prebuild([(n, d, b, _op_name(n)) for n in PROGRAMS for d in DTYPES.values()
+                              for b in ("c", "openacc")], processes)
+
+
+@pytest.fixture(scope="module")
+def builds():
+    prebuild()
 
 
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_openacc_matches_c(name, dtype):
+def test_openacc_matches_c(name, dtype, builds):
     diff, tol, op = compare(name, dtype)
     assert diff <= tol, (f"{name} ({np.dtype(dtype).name}): OpenACC differs from C by "
                          f"{diff:.3e} (relative), more than {tol:.1e}")
@@ -260,9 +93,9 @@ def test_openacc_runs_on_the_gpu():
 
 # -- the generated source ---------------------------------------------------------------------
 
-def _source(name="sources-3d", dtype=np.float32):
+def _source(name="shot3d", dtype=np.float32):
     rng = np.random.default_rng(0)
-    eqs, *_ = PROGRAMS[name](dtype, rng)
+    eqs = PROGRAMS[name](dtype, rng).eqs
     return Operator(eqs, name="src_check", backend="openacc").ccode
 
 
@@ -285,7 +118,7 @@ def test_source_has_data_region_present_and_atomics():
 
 
 def test_temporaries_only_copied_in():
-    code = _source("hoisted-invariant", np.float64)
+    code = _source("invariant3d", np.float64)
     data = next(line for line in code.splitlines() if "#pragma acc data" in line)
     copyin, copy = data.split(" copy(")
     assert "inv0_vec[0:inv0_len]" in copyin and "inv" not in copy
@@ -303,7 +136,7 @@ class _Lines(logging.Handler):
 
 def test_log_names_compiler_and_where_it_runs(tmp_path, monkeypatch):
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
-    eqs, *_ = laplace(2, 2)(np.float32, np.random.default_rng(1))
+    eqs = laplace(2, 2)(np.float32, np.random.default_rng(1)).eqs
     handler = _Lines()
     logging.getLogger("stencilgen").addHandler(handler)
     try:
@@ -323,8 +156,8 @@ def test_cached_and_backdoor(tmp_path, monkeypatch):
     """A second Operator fetches the build; an edited source is used with the backdoor."""
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
     rng = np.random.default_rng(2)
-    build = laplace(1, 2)
-    eqs, (out,), *_ = build(np.float64, rng)
+    prog = laplace(1, 2)(np.float64, rng)
+    eqs, (out,) = prog.eqs, prog.outputs
     op = Operator(eqs, name="acc_cache", backend="openacc")
     op.apply()
     first = out.data.copy()
@@ -342,7 +175,7 @@ def test_cached_and_backdoor(tmp_path, monkeypatch):
 
 def test_build_failure_names_source_and_log(tmp_path, monkeypatch):
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
-    eqs, *_ = laplace(1, 2)(np.float64, np.random.default_rng(3))
+    eqs = laplace(1, 2)(np.float64, np.random.default_rng(3)).eqs
     op = Operator(eqs, name="acc_fail", backend="openacc", cflags="-O2 -fno-such-flag-xyz")
     with pytest.raises(CompilationError) as info:
         op.apply()
