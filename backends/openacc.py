@@ -95,10 +95,15 @@ class OpenACCBackend(CBackend):
 
     @classmethod
     def toolchain(cls, cflags):
-        """nvc++ when installed, else GCC (offloading to nvptx when it can); ``openacc-cc`` forces one."""
-        flags = configuration["cflags"] if cflags is None else cflags
-        return jitcache.openacc(cflags=flags, cc=configuration["openacc-cc"],
-                                debug=configuration["debug"])
+        """nvc++ when installed, else GCC (offloading to nvptx when it can); ``openacc-cc`` forces
+        one. ``cflags`` replace the defaults; without them a GCC gets the ``cflags`` setting
+        (gcc flags such as -march=native, which nvc++ would reject), nvc++ its own defaults."""
+        tc = jitcache.openacc(cflags=cflags, cc=configuration["openacc-cc"],
+                              debug=configuration["debug"])
+        if cflags is None and configuration["cflags"] is not None and tc.name.startswith("GCC"):
+            tc = jitcache.openacc(cflags=configuration["cflags"], cc=configuration["openacc-cc"],
+                                  debug=configuration["debug"])
+        return tc
 
     @classmethod
     def usable(cls):

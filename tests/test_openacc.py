@@ -333,6 +333,20 @@ def test_forcing_setting(fake_bin, monkeypatch):
     assert Configuration()["openacc-cc"] == "nvc++"
 
 
+def test_c_flag_setting_reaches_gcc_but_not_nvcxx(fake_bin, monkeypatch):
+    """STENCILGEN_CFLAGS holds gcc flags (-march=native): a GCC OpenACC build takes them,
+    nvc++ keeps its own defaults; an Operator's cflags= reach either."""
+    from backends.openacc import OpenACCBackend
+    monkeypatch.setitem(configuration._values, "cflags", ("-O1", "-march=native"))
+    monkeypatch.setitem(configuration._values, "openacc-cc", "gcc")
+    assert {"-O1", "-march=native"} <= set(OpenACCBackend.toolchain(None).cflags)
+    _fake_nvcxx(fake_bin)
+    monkeypatch.setitem(configuration._values, "openacc-cc", None)
+    nv = OpenACCBackend.toolchain(None)
+    assert nv.name.startswith("NVC++") and "-march=native" not in nv.cflags
+    assert "-O1" in OpenACCBackend.toolchain(["-O1"]).cflags
+
+
 def test_usable_says_where_it_runs():
     from backends.openacc import OpenACCBackend
     ok, why = OpenACCBackend.usable()
