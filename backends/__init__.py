@@ -6,6 +6,7 @@ never stops another from loading.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 # name -> (module, class)
 _REGISTRY = {
