@@ -26,15 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-try:
-    import stencilgen  # noqa: F401
-except ImportError:  # a checkout that is not installed: use the package two levels up
-    sys.path.insert(0, _ROOT)
+# the checkout this script lives in: stencilgen (installed or not) and demos/seismic
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Grid  # noqa: E402
-
-if _ROOT not in sys.path:  # demos/seismic lives in the checkout, not in the installed package
-    sys.path.append(_ROOT)
 from demos.seismic import cli  # noqa: E402
 from demos.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, tti_critical_dt,  # noqa: E402
                                tti_medium, tti_stability_limit)

@@ -29,13 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-try:
-    import stencilgen  # noqa: F401
-except ImportError:  # a checkout that is not installed: use the package two levels up
-    sys.path.insert(0, _ROOT)
-if _ROOT not in sys.path:  # demos/seismic lives in the checkout, not in the installed package
-    sys.path.append(_ROOT)
+# the checkout this script lives in: stencilgen (installed or not) and demos/seismic
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from demos import seismic  # noqa: E402
 from demos.seismic import cli  # noqa: E402
 from demos.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium  # noqa: E402
