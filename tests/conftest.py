@@ -1,6 +1,8 @@
 """Shared pytest configuration for stencilgen's tests."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 import stencilgen
@@ -19,3 +21,41 @@ def _private_cache_dir(tmp_path_factory):
         yield stencilgen.configuration["cache-dir"]
     finally:
         stencilgen.configuration["cache-dir"] = previous
+
+
+class LogLines(logging.Handler):
+    """Collects the messages of the `stencilgen` logger (which has its own handler and does
+    not propagate, so caplog does not see it)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def take(self) -> list[str]:
+        """The messages so far, forgetting them."""
+        lines, self.lines = self.lines, []
+        return lines
+
+
+@pytest.fixture
+def stencilgen_log():
+    handler = LogLines()
+    logger = logging.getLogger("stencilgen")
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+
+
+@pytest.fixture
+def restore_settings():
+    """Every setting as it was before the test, put back through the public setter (so that
+    listeners, e.g. the log level's, run)."""
+    conf = stencilgen.configuration
+    saved = {k: conf[k] for k in conf.keys()}
+    yield conf
+    for k, v in saved.items():
+        # flag settings are kept as tuples but parsed from a string
+        conf[k] = " ".join(v) if isinstance(v, (list, tuple)) else v

@@ -1,7 +1,6 @@
 """Operators and the jit-cache: fetch instead of rebuild, flags in the key, the JIT backdoor."""
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
@@ -13,44 +12,19 @@ from jitcache import EditedSourceWarning
 from stencilgen import (BackdoorError, CompilationError, Eq, Grid, Operator, TimeFunction,
                         configuration)
 
-KEYS = ("cache-dir", "jit-backdoor", "cflags", "log-level")
-
-
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path):
+def cache_dir(tmp_path, restore_settings):
     """Each test gets its own cache; the settings it changes are restored afterwards."""
-    saved = {k: configuration[k] for k in KEYS}
     configuration["cache-dir"] = str(tmp_path)
     configuration["jit-backdoor"] = False
     configuration["cflags"] = None
     configuration["log-level"] = "INFO"
-    yield tmp_path
-    for k, v in saved.items():
-        # cflags is stored as a list but parsed from a string (see test_cflags_setting_as_list)
-        configuration[k] = " ".join(v) if isinstance(v, (list, tuple)) else v
-
-
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-    def take(self) -> list[str]:
-        lines, self.lines = self.lines, []
-        return lines
+    return tmp_path
 
 
 @pytest.fixture
-def log():
-    """What the `stencilgen` logger says (it has its own handler and does not propagate)."""
-    handler = _Records()
-    logger = logging.getLogger("stencilgen")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+def log(stencilgen_log):
+    return stencilgen_log
 
 
 def make_op(name="Heat", **kwargs):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib.util
-import logging
 import math
 import os
 import re
@@ -13,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import stencilgen
 from stencilgen import configuration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,36 +44,13 @@ demo = _load_demo()
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(tmp_path, monkeypatch):
+def isolated_config(tmp_path, monkeypatch, restore_settings):
     """A private cache and working directory (the demo writes its PNGs there) per test; the
     settings the demo or the test change are put back."""
     monkeypatch.chdir(tmp_path)
-    keys = ("cache-dir", "log-level", "jit-backdoor", "cflags")
-    saved = {k: configuration[k] for k in keys}
     configuration["cache-dir"] = str(tmp_path / "cache")
     configuration["jit-backdoor"] = False
-    yield tmp_path / "cache"
-    for k, v in saved.items():
-        configuration[k] = " ".join(v) if isinstance(v, (list, tuple)) else v
-
-
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-@pytest.fixture
-def stencilgen_log():
-    """The messages of the `stencilgen` logger (it does not propagate to the root logger)."""
-    handler = _Records()
-    log = logging.getLogger("stencilgen")
-    log.addHandler(handler)
-    yield handler.lines
-    log.removeHandler(handler)
+    return tmp_path / "cache"
 
 
 def _assert_report(text: str):
@@ -154,7 +129,7 @@ def test_main_in_process(shape, capsys, stencilgen_log, monkeypatch):
     # print() output goes to capsys; the stencilgen logger writes to the stdout it saw when it was
     # imported, so its lines are read from a handler (see test_capsys_sees_the_report below).
     out = capsys.readouterr().out
-    log = "\n".join(stencilgen_log)
+    log = "\n".join(stencilgen_log.lines)
     _assert_report(log)
     assert f"Acoustic {len(shape)}D" in out
     dt = float(DT.search(out)["dt"])

@@ -10,7 +10,6 @@ the command lines it builds with a fake nvc++.
 """
 from __future__ import annotations
 
-import logging
 import os
 import stat
 from pathlib import Path
@@ -125,26 +124,12 @@ def test_temporaries_only_copied_in():
     assert "sin(" in code and "sinf(" not in code
 
 
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-def test_log_names_compiler_and_where_it_runs(tmp_path, monkeypatch):
+def test_log_names_compiler_and_where_it_runs(tmp_path, monkeypatch, stencilgen_log):
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
     eqs = laplace(2, 2)(np.float32, np.random.default_rng(1)).eqs
-    handler = _Lines()
-    logging.getLogger("stencilgen").addHandler(handler)
-    try:
-        op = Operator(eqs, name="acc_log", backend="openacc")
-        op.apply()
-    finally:
-        logging.getLogger("stencilgen").removeHandler(handler)
-    text = "\n".join(handler.lines)
+    op = Operator(eqs, name="acc_log", backend="openacc")
+    op.apply()
+    text = "\n".join(stencilgen_log.lines)
     tc = op._toolchain()
     assert f"with `{tc.name}`" in text and tc.name.startswith(("GCC (OpenACC", "NVC"))
     expected = "on the GPU" if op._build.library.stencilgen_acc_device() else "on the HOST"
