@@ -76,7 +76,7 @@ class Model:
 
 
 @dataclass
-class Result:
+class Result(seismic.FinalWavefield):
     """What ``run`` returns: the fields, the performance summary and the final amplitude."""
 
     model: Model
@@ -85,18 +85,6 @@ class Result:
     summary: object          # stencilgen's PerformanceSummary
     nt: int
     final_slot: int          # the time slot of u holding the last wavefield, u(t = (nt+1)*dt)
-
-    @property
-    def wavefield(self) -> np.ndarray:
-        return self.u.data[self.final_slot]
-
-    @property
-    def max_amplitude(self) -> float:
-        return float(np.max(np.abs(self.wavefield)))
-
-    @property
-    def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.wavefield)))
 
 
 def critical_dt(spacing, velocity: float = VELOCITY, courant: float = COURANT) -> float:

@@ -8,13 +8,13 @@ from .geometry import Shot, make_shot, receiver_line, source_at
 from .model import (SAFETY, Model, damping_profile, homogeneous_model, laplacian_weight_sum,
                     layered_model, layered_velocity, stability_limit)
 from .plotting import MATPLOTLIB_HINT, have_matplotlib, plot_shot_record, plot_snapshot
-from .propagators import (ShotResult, acoustic_operator, acoustic_pde, combine_summaries,
+from .propagators import (FinalWavefield, ShotResult, acoustic_operator, acoustic_pde, combine_summaries,
                           default_progress, run_chunked, run_shot)
 from .traveltimes import direct_times, reflection_times
 from .wavelets import TimeAxis, ricker, time_axis
 
 __all__ = [
-    "MATPLOTLIB_HINT", "SAFETY", "Model", "Shot", "ShotResult", "run_shot", "TimeAxis", "acoustic_operator",
+    "FinalWavefield", "MATPLOTLIB_HINT", "SAFETY", "Model", "Shot", "ShotResult", "run_shot", "TimeAxis", "acoustic_operator",
     "acoustic_pde", "combine_summaries", "damping_profile", "default_progress",
     "direct_times", "have_matplotlib", "homogeneous_model", "laplacian_weight_sum",
     "layered_model", "layered_velocity", "make_shot", "plot_shot_record", "plot_snapshot",

@@ -113,8 +113,24 @@ def run_chunked(op, time_m: int, time_M: int, dt: float, chunks: int = 10,
 
 # -- one shot -------------------------------------------------------------------------------
 
+class FinalWavefield:
+    """Properties of a run's last wavefield, for results holding ``u`` and ``final_slot``."""
+
+    @property
+    def wavefield(self) -> np.ndarray:
+        return self.u.data[self.final_slot]
+
+    @property
+    def max_amplitude(self) -> float:
+        return float(np.max(np.abs(self.wavefield)))
+
+    @property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.wavefield)))
+
+
 @dataclass
-class ShotResult:
+class ShotResult(FinalWavefield):
     """What ``run_shot`` returns: the record, a snapshot, the final wavefield, the summary."""
 
     model: object
@@ -130,16 +146,8 @@ class ShotResult:
         return self.shot.rec.data
 
     @property
-    def wavefield(self) -> np.ndarray:
-        return self.u.data[self.final_slot]
-
-    @property
-    def max_amplitude(self) -> float:
-        return float(np.max(np.abs(self.wavefield)))
-
-    @property
     def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.wavefield)) and np.all(np.isfinite(self.record)))
+        return super().finite and bool(np.all(np.isfinite(self.record)))
 
 
 def run_shot(model: object, shot: object, op, u,
