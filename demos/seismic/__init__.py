@@ -14,7 +14,8 @@ from .traveltimes import direct_times, reflection_times
 from .wavelets import TimeAxis, ricker, time_axis
 
 __all__ = [
-    "FinalWavefield", "MATPLOTLIB_HINT", "SAFETY", "Model", "Shot", "ShotResult", "run_shot", "TimeAxis", "acoustic_operator",
+    "FinalWavefield", "MATPLOTLIB_HINT", "SAFETY", "Model", "Shot", "ShotResult", "TimeAxis",
+    "acoustic_operator", "run_shot",
     "acoustic_pde", "combine_summaries", "damping_profile", "default_progress",
     "direct_times", "have_matplotlib", "homogeneous_model", "laplacian_weight_sum",
     "layered_model", "layered_velocity", "make_shot", "plot_shot_record", "plot_snapshot",
