@@ -8,7 +8,7 @@ from __future__ import annotations
 import sympy
 from sympy.core.decorators import call_highest_priority
 
-from .errors import InvalidEquation
+from .errors import InvalidArgument, InvalidEquation
 
 
 class Differentiable:
@@ -105,19 +105,22 @@ class Differentiable:
         ``u.diff(x)``, ``u.diff(x, 2)``, ``u.diff(x, y)``, with ``fd_order=`` and ``x0=``."""
         from .derivatives import Derivative
         from .dimensions import Dimension
+        if specs and isinstance(specs[0], (int, float, str)):
+            raise InvalidArgument(f"diff: expected grid dimensions (and orders), got "
+                                  f"{specs[0]!r}; e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
         if not specs or not isinstance(specs[0], Dimension):
-            # sympy's symbolic differentiation (solve and simplify call it internally)
+            # sympy's own differentiation by a symbol, a function or (symbol, n): solve uses it
             return super().diff(*specs)
-        merged = []
-        for s in specs:
-            if isinstance(s, (int, sympy.Integer)) and not isinstance(s, bool) and merged:
-                merged[-1] = (merged[-1][0], merged[-1][1] + int(s) - 1)
-            else:
-                if not isinstance(s, Dimension):
-                    from .errors import InvalidArgument
-                    raise InvalidArgument(f"diff: expected grid dimensions (and orders), got {s!r}; "
-                                          "e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
-                merged.append((s, 1))
+        rest, merged = list(specs), []
+        while rest:
+            dim = rest.pop(0)
+            if not isinstance(dim, Dimension):
+                raise InvalidArgument(f"diff: expected grid dimensions (and orders), got {dim!r}; "
+                                      "e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
+            order = 1
+            if rest and isinstance(rest[0], (int, sympy.Integer)) and not isinstance(rest[0], bool):
+                order = rest.pop(0)
+            merged.append((dim, order))
         return Derivative(self, *merged, fd_order=fd_order, x0=x0)
 
     @property

@@ -65,10 +65,11 @@ def check_equations(eqs) -> tuple:
             raise InvalidEquation(f"Operator: expected Eq objects, got {type(e).__name__}: {e!r}")
         if not (isinstance(e, SparseEq) and e.kind == "interpolate"):
             _check_lhs(e)
-        if e.rhs.atoms(sympy.Derivative):
-            raise InvalidEquation(f"{e}: holds a sympy derivative ({next(iter(e.rhs.atoms(sympy.Derivative)))}),"
-                                  " which has no finite-difference meaning; write u.dx, "
-                                  "u.diff(x) or stencilgen.Derivative(u, x) instead")
+        foreign = e.rhs.atoms(sympy.Derivative)
+        if foreign:
+            raise InvalidEquation(f"{e}: holds a sympy derivative ({min(foreign, key=str)}), which "
+                                  "has no finite-difference meaning; write u.dx, u.diff(x) or "
+                                  "stencilgen.Derivative(u, x) instead")
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             grids.setdefault(id(f.grid), (f.grid, f.name))
     if len(grids) > 1:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import sympy
 
-from stencilgen import Constant, Eq, Function, Grid, Operator, TimeFunction, solve
+from stencilgen import Constant, Eq, Function, Grid, InvalidArgument, Operator, TimeFunction, solve
 
 
 def test_time_buffer_semantics_match_devito():
@@ -186,3 +186,17 @@ def test_nested_staggered_derivative_is_minus_gradient_transpose(so):
         G = _matrix(Operator([Eq(out, u.diff(d, x0=d + d.spacing / 2))]), u, out)
         ref -= G.T @ B @ G
     np.testing.assert_allclose(L, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+def test_diff_spells_the_same_derivatives_as_the_shorthands():
+    grid = Grid(shape=(6, 5))
+    x, y = grid.dimensions
+    u = Function(name="u", grid=grid, space_order=4)
+    h = x.spacing / 2
+    pairs = [(u.diff(x), u.dx), (u.diff(x, 2), u.dx2), (u.diff(x, x), u.dx2),
+             (u.diff(x, y), u.dx.dy), (u.diff(x, x0=x + h), u.dx(x0=x + h)),
+             (u.diff(y, fd_order=2), u.dy(fd_order=2))]
+    for a, b in pairs:
+        assert sympy.simplify(a.evaluate() - b.evaluate()) == 0, (a, b)
+    with pytest.raises(InvalidArgument, match=r"diff: expected grid dimensions.*got 2"):
+        u.diff(2)
