@@ -1,14 +1,18 @@
-"""Arithmetic that keeps derivative shorthands: ``(b * u.dx).dx`` works like ``u.dx.dx``.
+"""The symbolic layer: expressions with derivative shorthands and the lazy Derivative node.
 
 Functions, derivatives and the sums/products/powers built from them carry ``.dx``,
-``.dy``, ``.dz``, ``.dx2``... ``.laplace``, which wrap the expression in a lazy Derivative.
+``.dy``, ``.dz``, ``.dx2``... ``.laplace``, which wrap the expression in a lazy Derivative,
+so ``(b * u.dx).dx`` works like ``u.dx.dx``. The two know each other, hence one module.
 """
 from __future__ import annotations
 
 import sympy
 from sympy.core.decorators import call_highest_priority
+from sympy.core.function import AppliedUndef
 
+from .dimensions import Dimension
 from .errors import InvalidArgument, InvalidEquation
+from .shifts import expand
 
 
 class Differentiable:
@@ -66,8 +70,7 @@ class Differentiable:
     # -- what the expression lives on ------------------------------------------------------
     @property
     def grid(self):
-        from .functions import DiscreteFunction
-        grids = {id(f.grid): f.grid for f in self.atoms(DiscreteFunction)}
+        grids = {id(f.grid): f.grid for f in _grid_functions(self)}
         if not grids:
             raise InvalidEquation(f"{self} involves no Function, so it has no grid to "
                                   "differentiate on")
@@ -79,14 +82,12 @@ class Differentiable:
     @property
     def space_order(self) -> int:
         """The smallest space order of the functions involved (the derivatives' default order)."""
-        from .functions import DiscreteFunction
-        orders = [f.space_order for f in self.atoms(DiscreteFunction)]
+        orders = [f.space_order for f in _grid_functions(self)]
         return min(orders) if orders else 2
 
     @property
     def time_order(self) -> int:
-        from .functions import DiscreteFunction
-        orders = [f.time_order for f in self.atoms(DiscreteFunction) if f.is_TimeFunction]
+        orders = [f.time_order for f in _grid_functions(self) if f.is_TimeFunction]
         return min(orders) if orders else 0
 
     # -- derivative shorthands -------------------------------------------------------------
@@ -97,14 +98,11 @@ class Differentiable:
         return dims[index]
 
     def _d(self, dim, order):
-        from .derivatives import Derivative
         return Derivative(self, (dim, order))
 
     def diff(self, *specs, fd_order=None, x0=None):
         """The lazy finite-difference derivative, as Devito's ``u.diff(x)``:
         ``u.diff(x)``, ``u.diff(x, 2)``, ``u.diff(x, y)``, with ``fd_order=`` and ``x0=``."""
-        from .derivatives import Derivative
-        from .dimensions import Dimension
         if specs and isinstance(specs[0], (int, float, str)):
             raise InvalidArgument(f"diff: expected grid dimensions (and orders), got "
                                   f"{specs[0]!r}; e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
@@ -161,7 +159,6 @@ class Differentiable:
 
     def evaluate(self):
         """This expression with every derivative expanded into weighted shifts."""
-        from .derivatives import evaluate
         return evaluate(self)
 
 
@@ -175,6 +172,157 @@ class DMul(Differentiable, sympy.Mul):
 
 class DPow(Differentiable, sympy.Pow):
     pass
+
+
+def _grid_functions(expr):
+    """The grid functions in ``expr``: its applied functions that are Differentiable (the
+    DiscreteFunctions of functions.py, which builds on this module and so is not imported)."""
+    return {f for f in expr.atoms(AppliedUndef) if isinstance(f, Differentiable)}
+
+
+# -- the lazy derivative ----------------------------------------------------------------
+def _as_spec(spec):
+    if isinstance(spec, Dimension):
+        return spec, 1
+    if isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], Dimension):
+        order = spec[1]
+        if isinstance(order, bool) or not isinstance(order, (int, sympy.Integer)) or int(order) < 1:
+            raise InvalidArgument(f"Derivative: derivative order must be a positive integer, "
+                                  f"got {order!r} for {spec[0]}")
+        return spec[0], int(order)
+    raise InvalidArgument(f"Derivative: expected a dimension or (dimension, order), got {spec!r}")
+
+
+def _shift_of(dim, x0) -> sympy.Rational:
+    """The s of ``x0 = dim + s*h``; an InvalidArgument if x0 is not of that form."""
+    s = sympy.nsimplify(sympy.simplify((sympy.sympify(x0) - dim) / dim.spacing))
+    if not s.is_Rational or (2 * s).q != 1:
+        raise InvalidArgument(
+            f"Derivative: x0={x0} is not a node or midpoint along {dim}; write it as "
+            f"{dim} + k*{dim}.spacing/2 with an integer k")
+    return sympy.Rational(s)
+
+
+class Derivative(Differentiable, sympy.Expr):
+    """The lazy n-th derivative of an expression along one dimension, evaluated at ``x0``.
+
+    It stays symbolic until lowering (or ``.evaluate()``), so the compiler sees the nesting and
+    can materialise inner derivatives as temporaries. Args are ``(expr, dim, n, fd_order, x0)``;
+    the user forms ``Derivative(u, x)``, ``Derivative(u, (x, 2))``, ``Derivative(u, x, y)`` and
+    ``Derivative(u, (x, 1), (y, 1))`` nest one Derivative per dimension.
+    """
+
+    is_commutative = True
+
+    def __new__(cls, expr, *specs, fd_order=None, x0=None):
+        if (len(specs) == 4 and fd_order is None and x0 is None
+                and isinstance(specs[0], Dimension) and isinstance(specs[1], sympy.Integer)
+                and isinstance(specs[2], sympy.Integer)):
+            return sympy.Expr.__new__(cls, sympy.sympify(expr), *specs)
+        if not specs:
+            raise InvalidArgument("Derivative: give at least one dimension, e.g. Derivative(u, x)")
+        merged: dict = {}
+        for spec in specs:
+            dim, n = _as_spec(spec)
+            merged[dim] = merged.get(dim, 0) + n
+        result = expr
+        for dim, n in merged.items():
+            result = cls._build(result, dim, n, fd_order, x0)
+        return result
+
+    @classmethod
+    def _build(cls, expr, dim, n, fd_order, x0):
+        expr = sympy.sympify(expr)
+        if isinstance(fd_order, dict):
+            fd_order = fd_order.get(dim)
+        if isinstance(x0, dict):
+            x0 = x0.get(dim)
+        is_time = dim.is_Time
+        if fd_order is None:
+            fd_order = _default_order(expr, dim, n)
+        _check_fd_order(expr, dim, n, fd_order, is_time)
+        x0 = dim if x0 is None else sympy.sympify(x0)
+        shift = _shift_of(dim, x0)
+        return sympy.Expr.__new__(cls, expr, dim, sympy.Integer(n), sympy.Integer(fd_order),
+                                  dim + shift * dim.spacing)
+
+    # -- accessors -------------------------------------------------------------------------
+    @property
+    def expr(self):
+        return self.args[0]
+
+    @property
+    def dim(self) -> Dimension:
+        return self.args[1]
+
+    @property
+    def deriv_order(self) -> int:
+        return int(self.args[2])
+
+    @property
+    def fd_order(self) -> int:
+        return int(self.args[3])
+
+    @property
+    def x0(self):
+        return self.args[4]
+
+    @property
+    def shift(self) -> sympy.Rational:
+        return _shift_of(self.dim, self.x0)
+
+    def __call__(self, x0=None, fd_order=None):
+        """A copy evaluated at ``x0`` and/or with accuracy ``fd_order`` (Devito's ``u.dx(x0=...)``)."""
+        new_x0 = x0.get(self.dim, self.x0) if isinstance(x0, dict) else (x0 if x0 is not None else self.x0)
+        new_order = fd_order.get(self.dim, self.fd_order) if isinstance(fd_order, dict) else (
+            fd_order if fd_order is not None else self.fd_order)
+        inner = self.expr
+        if isinstance(x0, dict) and isinstance(inner, Derivative):
+            inner = inner(x0=x0)
+        return Derivative._build(inner, self.dim, self.deriv_order, new_order, new_x0)
+
+    def _sympystr(self, printer):
+        extra = "" if self.shift == 0 else f", x0={printer.doprint(self.x0)}"
+        return (f"Derivative({printer.doprint(self.expr)}, ({self.dim}, {self.deriv_order}), "
+                f"fd_order={self.fd_order}{extra})")
+
+    def _eval_derivative(self, s):
+        # sympy's own diff treats a lazy derivative as opaque unless it contains s.
+        if self.has(s):
+            raise InvalidArgument(f"cannot differentiate {self} symbolically with respect to {s}")
+        return sympy.S.Zero
+
+
+def _default_order(expr, dim, n):
+    if dim.is_Time:
+        order = expr.time_order if isinstance(expr, Differentiable) else 0
+        return max(order, 1) if n == 1 else 2
+    return expr.space_order if isinstance(expr, Differentiable) else 2
+
+
+def _check_fd_order(expr, dim, n, fd_order, is_time):
+    if isinstance(fd_order, bool) or not isinstance(fd_order, (int, sympy.Integer)):
+        raise InvalidArgument(f"Derivative along {dim}: fd_order must be an integer, got {fd_order!r}")
+    fd_order = int(fd_order)
+    if is_time:
+        if n == 2 and isinstance(expr, Differentiable) and 0 < expr.time_order < 2:
+            raise InvalidArgument(f"the second time derivative of {expr} needs time_order=2 "
+                                  f"(it has time_order={expr.time_order}): three time levels")
+        if fd_order not in (1, 2) or (n == 2 and fd_order != 2):
+            raise InvalidArgument(f"Derivative along {dim}: time derivatives take fd_order 1 "
+                                  f"(forward, first derivative only) or 2 (centred); got {fd_order}")
+    elif fd_order < 2 or fd_order % 2:
+        raise InvalidArgument(f"Derivative along {dim}: fd_order={fd_order} is not supported; "
+                              "use an even order >= 2")
+
+
+def evaluate(expr):
+    """``expr`` with every Derivative expanded, innermost first."""
+    if isinstance(expr, Derivative):
+        return expand(expr, evaluate(expr.expr))
+    if not expr.args or not expr.has(Derivative):
+        return expr
+    return expr.func(*[evaluate(a) for a in expr.args])
 
 
 def plain(expr):

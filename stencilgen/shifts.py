@@ -1,0 +1,36 @@
+"""One derivative written out as weighted shifts of its operand (exact Fornberg weights).
+
+A derivative here is anything with ``dim``, ``deriv_order``, ``fd_order`` and ``shift`` (the
+lazy Derivative of differentiable.py); this module needs no more of it, so that module can
+import this one.
+"""
+from __future__ import annotations
+
+import sympy
+
+from .dimensions import stepping_dimension, time_dimension
+from .fd_weights import derivative_weights
+
+
+def shift(expr, dim, steps):
+    """``expr`` moved by ``steps`` grid spacings along ``dim`` (every index along it)."""
+    if steps == 0:
+        return expr
+    dims = (stepping_dimension(), time_dimension()) if dim.is_Time else (dim,)
+    return expr.xreplace({d: d + steps * d.spacing for d in dims})
+
+
+def weights_of(d):
+    """(offsets, weights) of derivative ``d``: the sample points in spacings, exact weights."""
+    if d.dim.is_Time and d.fd_order == 1:
+        return (sympy.Integer(0), sympy.Integer(1)), (sympy.Integer(-1), sympy.Integer(1))
+    offsets, weights = derivative_weights(d.deriv_order, d.fd_order, d.shift)
+    return tuple(offsets), tuple(weights)
+
+
+def expand(d, inner):
+    """The weighted-shift sum for derivative ``d`` applied to the (already expanded) ``inner``."""
+    offsets, weights = weights_of(d)
+    h = d.dim.spacing
+    return sympy.Add(*[w * shift(inner, d.dim, o) for o, w in zip(offsets, weights) if w != 0]) \
+        / h ** d.deriv_order
