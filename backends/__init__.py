@@ -1,12 +1,17 @@
 """Code emitters: each turns a backend-neutral Program into source text for one toolchain.
 
 Backends are imported on first use, so a missing optional module or compiler of one backend
-never stops another from loading.
+never stops another from loading. They only print: which backend, compiler and GPU to use, and
+the settings (as :class:`EmitOptions`), come from stencilgen's platform layer.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
+
+from .options import EmitOptions
+
+__all__ = ["EmitOptions", "available_backends", "get_backend"]
 
 # name -> (module, class)
 _REGISTRY = {
@@ -27,14 +32,3 @@ def get_backend(name: str):
         raise ValueError(f"unknown backend {name!r}; available: {', '.join(available_backends())}")
     module, cls = _REGISTRY[name]
     return getattr(importlib.import_module(module), cls)
-
-
-def choose_auto():
-    """The backend ``auto`` means here, and why: CUDA when it can run (GPU and nvcc), else C."""
-    if "cuda" in available_backends():
-        cuda = get_backend("cuda")
-        usable, why = cuda.usable()
-        if usable:
-            return cuda, f"`cuda`: {why}"
-        return get_backend("c"), f"`c`: {why}"
-    return get_backend("c"), "`c`: the C/OpenMP backend is the one this build provides"

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import cgen as c
 
-import jitcache
-from stencilgen.configuration import configuration
 from stencilgen.ir.nodes import SparseKernel
 
 from .cprinter import CPrinter
+from .options import EmitOptions
 
 
 class CBackend:
@@ -22,20 +21,9 @@ class CBackend:
     language = "C"
     source_suffix = ".c"
 
-    @classmethod
-    def toolchain(cls, cflags):
-        """The jitcache toolchain that builds this backend's source; ``cflags`` (default: the
-        ``cflags`` setting) replace the compiler's default flags."""
-        flags = configuration["cflags"] if cflags is None else cflags
-        return jitcache.gcc(cflags=flags, cc=configuration["cc"])
-
-    @classmethod
-    def usable(cls):
-        """Whether this backend can build and run here, and a few words saying why."""
-        return True, "a C compiler with OpenMP is all it needs"
-
-    def __init__(self, program):
+    def __init__(self, program, options: EmitOptions = EmitOptions()):
         self.program = program
+        self.options = options
         self.real = program.real
         self.printer = CPrinter(program.dtype, self._strides())
 

@@ -9,20 +9,15 @@ and leaves a message in ``stencilgen_error()``. Section times come from CUDA eve
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
-import shutil
-import subprocess
-import sys
 
 import cgen as c
 
-import jitcache
-from stencilgen.configuration import configuration
 from stencilgen.ir.nodes import SparseKernel
 
 from .c import CBackend
 from .cprinter import CPrinter
+from .options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
 BLOCK = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
@@ -155,51 +150,6 @@ class _Arg:
     host: str
 
 
-_PROBE = r"""
-import ctypes, sys
-try:
-    cu = ctypes.CDLL("libcuda.so.1")
-except OSError:
-    print("none|the NVIDIA driver (libcuda.so.1) is not installed"); sys.exit()
-rc = cu.cuInit(0)
-if rc != 0:
-    msg = ctypes.c_char_p()
-    cu.cuGetErrorString(rc, ctypes.byref(msg))
-    print(f"none|cuInit failed: {(msg.value or b'unknown error').decode()} (CUresult {rc})")
-    sys.exit()
-n, dev, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-cu.cuDeviceGetCount(ctypes.byref(n))
-if n.value < 1:
-    print("none|the NVIDIA driver sees no CUDA device"); sys.exit()
-cu.cuDeviceGet(ctypes.byref(dev), 0)
-name = ctypes.create_string_buffer(256)
-cu.cuDeviceGetName(name, 256, dev)
-cu.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
-cu.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
-print(f"gpu|{name.value.decode()} (sm_{major.value}{minor.value})")
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def probe_gpu() -> tuple[bool, str]:
-    """Whether the CUDA driver sees a GPU, and its name or why not.
-
-    Asked in a child process, so this process never initialises CUDA (a later fork stays safe)
-    and CUDA_VISIBLE_DEVICES is honoured.
-    """
-    try:
-        done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                              timeout=60)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return False, f"the GPU probe could not run ({exc})"
-    kind, _, text = done.stdout.strip().partition("|")
-    if kind == "gpu":
-        return True, text
-    if kind == "none":
-        return False, text
-    return False, f"the GPU probe failed: {(done.stderr or done.stdout).strip()[-200:]}"
-
-
 def _thread(axis):
     """This thread's global index along ``axis``, in signed arithmetic of the index type."""
     return f"(long)blockIdx.{axis}*(long)blockDim.{axis} + (long)threadIdx.{axis}"
@@ -216,41 +166,9 @@ class CudaBackend(CBackend):
     language = "CUDA C++"
     source_suffix = ".cu"
 
-    @classmethod
-    def toolchain(cls, cflags):
-        """nvcc for the visible GPU's arch, plus the debug / fast-math flags the user asked for;
-        ``cflags`` (an Operator's ``cflags=``) replace nvcc's -O3. The ``cflags`` setting is
-        for the C compilers and does not apply."""
-        extra = []
-        if configuration["debug"]:
-            extra += ["-G", "-lineinfo"]
-        if configuration["fast-math"]:
-            extra.append("--use_fast_math")
-        tc = jitcache.nvcc(cflags=cflags).with_flags(extra=extra)
-        if configuration["nvtx"]:
-            # nvtx3 is header-only but loads its injection library with dlopen
-            tc = dataclasses.replace(tc, libraries=tuple(tc.libraries) + ("dl",))
-        return tc
-
-    @classmethod
-    def usable(cls):
-        """CUDA runs here when nvcc is installed and the driver sees a GPU."""
-        if shutil.which("nvcc") is None:
-            try:
-                jitcache.nvcc()
-            except jitcache.CompilerNotFoundError:
-                return False, "nvcc (the CUDA compiler) is not on PATH or in $CUDA_HOME/bin"
-        gpu, what = probe_gpu()
-        if not gpu:
-            return False, f"nvcc is installed but no NVIDIA GPU is usable: {what}"
-        tc = jitcache.nvcc()
-        return True, f"an NVIDIA GPU, {what}, and nvcc ({tc.version()}) are present"
-
-    def __init__(self, program):
-        super().__init__(program)
-        self.debug = configuration["debug"]
-        self.nvtx = configuration["nvtx"]
-        if self.debug:
+    def __init__(self, program, options: EmitOptions = EmitOptions()):
+        super().__init__(program, options)
+        if options.debug:
             self.printer = CheckedPrinter(program.dtype, self._strides(),
                                           [a.name for a in program.arrays])
 
@@ -370,7 +288,7 @@ class CudaBackend(CBackend):
                 else:
                     lines.append(f"const long {n}_count = {stride};")
                 lines.append(f"const long {n}_origin = {origin};")
-            if self.debug:
+            if self.options.debug:
                 lines += [f"const long {n}_lo = -{n}_origin;",
                           f"const long {n}_hi = {n}_count - {n}_origin;"]
             lines += [f"{t} *d_{n}_vec = NULL;", f"{t} *{n} = NULL;"]
@@ -400,10 +318,10 @@ class CudaBackend(CBackend):
             "  goto sg_cleanup;",
             "}",
         ]
-        if self.debug:
+        if self.options.debug:
             lines += ["const sg_oob_record sg_clear = {};",
                       "SG_CHECK(cudaMemcpyToSymbol(sg_oob, &sg_clear, sizeof(sg_clear)));"]
-        if self.nvtx:
+        if self.options.nvtx:
             lines.append('nvtxRangePushA("copy-in");')
         for a in arrays:
             n = a.name
@@ -418,7 +336,7 @@ class CudaBackend(CBackend):
                           f"SG_CHECK(cudaMemcpy(d_{n}_coords, {n}_coords, {self._coord_bytes(a)}, "
                           "cudaMemcpyHostToDevice));"]
             lines.append(f"{n} = d_{n}_vec + {n}_origin;")
-        if self.nvtx:
+        if self.options.nvtx:
             lines.append("nvtxRangePop();")
         return lines
 
@@ -439,18 +357,18 @@ class CudaBackend(CBackend):
         call = ", ".join(a.host for a in used)
         body = [f"const dim3 sg_block({', '.join(map(str, block))});",
                 f"const dim3 sg_grid({grid});"]
-        if self.nvtx:
+        if self.options.nvtx:
             body.append(f'nvtxRangePushA("{k.name}");')
         body += [f"SG_TIMER_START({index});",
                  f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
                  f"else {name}<long><<<sg_grid, sg_block>>>({call});",
                  f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
-        if self.debug:
+        if self.options.debug:
             body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
                      f'kernel {name}");',
                      f'if (sg_out_of_bounds("{name}", &sg_status)) goto sg_cleanup;']
         body.append(f"SG_TIMER_STOP({index});")
-        if self.nvtx:
+        if self.options.nvtx:
             body.append("nvtxRangePop();")
         cond = " && ".join(f"sg_n{i} > 0" for i in range(len(sizes)))
         lines += [f"if ({cond}) {{"] + ["  " + b for b in body] + ["}"]
@@ -497,13 +415,13 @@ class CudaBackend(CBackend):
             "}",
         ]
         written = {n for k in prog.kernels for n in k.writes}
-        if self.nvtx:
+        if self.options.nvtx:
             main.append('nvtxRangePushA("copy-out");')
         for a in prog.arrays:
             if a.name in written and not a.temporary:
                 main.append(f"SG_CHECK(cudaMemcpy({a.name}_vec, d_{a.name}_vec, {self._bytes(a)}, "
                             "cudaMemcpyDeviceToHost));")
-        if self.nvtx:
+        if self.options.nvtx:
             main.append("nvtxRangePop();")
         lines += ["{"] + ["  " + ln for ln in main] + ["}"]
         cleanup = ["sg_cleanup:"]
@@ -530,13 +448,13 @@ class CudaBackend(CBackend):
         header = (f"/* {self.program.name}: generated by stencilgen ({self.language} backend) */\n"
                   "#include <cuda_runtime.h>\n#include <math.h>\n#include <stdio.h>\n"
                   "#include <stddef.h>\n")
-        if self.debug:
+        if self.options.debug:
             header += "#include <assert.h>\n"
-        if self.nvtx:
+        if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
         sticky = ", ".join(_STICKY)
         parts = [header, _PRELUDE % {"sticky": sticky, "slots": EVENT_SLOTS}]
-        if self.debug:
+        if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]
         launches = []

@@ -9,17 +9,14 @@ Operator can report where compute regions really ran.
 """
 from __future__ import annotations
 
-import ctypes
-
 import cgen as c
 import sympy
 
-import jitcache
-from stencilgen.configuration import configuration
 from stencilgen.ir.nodes import SparseKernel
 
 from .c import CBackend
 from .cprinter import CPrinter
+from .options import EmitOptions
 
 _PREAMBLE = """\
 #ifdef __cplusplus
@@ -91,49 +88,9 @@ class OpenACCBackend(CBackend):
     name = "openacc"
     language = "OpenACC"
     source_suffix = ".c"     # nvc++ builds take ``.cpp`` from their toolchain
-    vector_length: int | None = None   # of every loop nest's parallel loop (None: the compiler's)
 
-    @classmethod
-    def toolchain(cls, cflags):
-        """nvc++ when installed, else GCC (offloading to nvptx when it can); ``openacc-cc`` forces
-        one. ``cflags`` replace the defaults; without them a GCC gets the ``cflags`` setting
-        (gcc flags such as -march=native, which nvc++ would reject), nvc++ its own defaults."""
-        tc = jitcache.openacc(cflags=cflags, cc=configuration["openacc-cc"],
-                              debug=configuration["debug"])
-        if cflags is None and configuration["cflags"] is not None and tc.name.startswith("GCC"):
-            tc = jitcache.openacc(cflags=configuration["cflags"], cc=configuration["openacc-cc"],
-                                  debug=configuration["debug"])
-        return tc
-
-    @classmethod
-    def usable(cls):
-        """Whether an OpenACC compiler is installed, and where its builds would run."""
-        try:
-            tc = cls.toolchain(None)
-        except jitcache.CompilerNotFoundError as exc:
-            return False, str(exc)
-        if tc.name.startswith("GCC") and "host" in tc.name:
-            return True, f"{tc.name}: no nvptx offload compiler, so compute regions run on the host"
-        return True, f"{tc.name} builds for the GPU"
-
-    @classmethod
-    def describe(cls, library):
-        """Where the loaded build's compute regions run, as the OpenACC runtime says."""
-        try:
-            on_device = library.stencilgen_acc_device
-            devices = library.stencilgen_acc_devices
-        except AttributeError:
-            return None     # a backdoor edit may drop the probe; nothing to report then
-        on_device.restype = devices.restype = ctypes.c_int
-        on_device.argtypes = devices.argtypes = []
-        if on_device():
-            return (f"runs its OpenACC compute regions on the GPU (the runtime reports "
-                    f"acc_on_device(acc_device_not_host) inside a region; {devices()} device(s))")
-        return ("runs its OpenACC compute regions on the HOST (no offload device in this build "
-                "or at run time: use nvc++, or a gcc with an nvptx offload compiler and a GPU)")
-
-    def __init__(self, program):
-        super().__init__(program)
+    def __init__(self, program, options: EmitOptions = EmitOptions()):
+        super().__init__(program, options)
         sparse = {a.name for a in program.arrays if a.sparse}
         self.printer = _BasePrinter(program.dtype, self._strides(), sparse)
 
@@ -221,7 +178,8 @@ class OpenACCBackend(CBackend):
             return []
         n = len(kernel.dims)
         collapse = f" collapse({n})" if n > 1 else ""
-        vl = f" vector_length({self.vector_length})" if self.vector_length else ""
+        length = self.options.vector_length
+        vl = f" vector_length({length})" if length else ""
         return [c.Pragma(f"acc parallel loop{collapse} gang vector{vl} {self._present(kernel)}")]
 
     def sparse_pragmas(self, kernel):

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import backends.cuda as cuda  # noqa: E402
 from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
 from stencilgen import (Eq, Function, Grid, Operator, TimeFunction, configuration,  # noqa: E402
-                        solve)
+                        platform, solve)
 
 SHAPES = [(32, 4, 2), (32, 8, 1), (64, 4, 1), (128, 2, 1), (256, 1, 1), (32, 16, 1), (64, 8, 1)]
 
@@ -61,6 +61,11 @@ def main(argv=None):
     p.add_argument("--nt", type=int, default=50)
     args = p.parse_args(argv)
     configuration["log-level"] = "WARNING"
+    gpu, what, _ = platform.probe_gpu()
+    if not gpu:
+        sys.exit(f"cuda_blocks: needs an NVIDIA GPU ({what})")
+    tc = platform.toolchain("cuda")
+    print(f"{what}; {tc.version()}; {' '.join(tc.cflags)}")
     rows = []
     for i, block in enumerate(SHAPES):
         cuda.BLOCK[3] = block

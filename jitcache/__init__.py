@@ -1,17 +1,29 @@
 """Compile generated C/CUDA source once, keep the library on disk, and load it with ctypes.
 
 ``build(source, gcc(), "name", cache_dir=...)`` returns a :class:`BuildResult`; the cache is
-keyed by source, compiler, version and flags, and is safe to share between processes.
+keyed by source, compiler, version and flags, and is safe to share between processes. jitcache
+knows nothing of its callers: they choose the toolchain (and the GPU it targets) and the cache.
 """
+import os
+from pathlib import Path
+
 from .cache import BuildResult, build, cache_key, clear, entries
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError,
                      EditedSourceWarning, JitCacheError)
-from .toolchains import (Toolchain, gcc, gcc_offloads, gcc_openacc, nvcc, nvhpc,
+from .toolchains import (Toolchain, gcc, gcc_offloads, gcc_openacc, nvcc, nvcc_archs, nvhpc,
                          openacc)
 
+
+def default_cache_dir() -> str:
+    """Where builds are kept unless told otherwise: ``$XDG_CACHE_HOME`` (or ``~/.cache``), then
+    ``stencilgen``; the one place this rule is written."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return os.path.join(base, "stencilgen")
+
+
 __all__ = [
-    "Toolchain", "gcc", "nvcc", "openacc", "gcc_openacc", "nvhpc", "gcc_offloads",
-    "build", "BuildResult", "cache_key", "entries", "clear",
+    "Toolchain", "gcc", "nvcc", "nvcc_archs", "openacc", "gcc_openacc", "nvhpc", "gcc_offloads",
+    "build", "BuildResult", "cache_key", "entries", "clear", "default_cache_dir",
     "JitCacheError", "CompilerNotFoundError", "CompilationError", "BackdoorError",
     "EditedSourceWarning",
 ]

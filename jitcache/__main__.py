@@ -7,16 +7,14 @@ import shlex
 import sys
 from pathlib import Path
 
+from . import default_cache_dir
 from .cache import clear, entries
 
 
-def _default_cache_dir() -> str:
-    try:
-        from stencilgen.configuration import configuration
-    except ImportError:  # jitcache used without stencilgen: same default, read directly
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-        return os.environ.get("STENCILGEN_CACHE_DIR") or os.path.join(base, "stencilgen")
-    return configuration["cache-dir"]
+def _cache_dir(given: str | None) -> str:
+    """``--cache-dir``, else ``$STENCILGEN_CACHE_DIR``, else the default cache directory."""
+    chosen = given or os.environ.get("STENCILGEN_CACHE_DIR") or default_cache_dir()
+    return os.path.expanduser(chosen)
 
 
 def _size(n: int) -> str:
@@ -66,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run one subcommand; returns the exit status."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--cache-dir", default=argparse.SUPPRESS,
-                        help="cache directory (default: STENCILGEN_CACHE_DIR or "
-                             "~/.cache/stencilgen)")
+                        help="cache directory (default: $STENCILGEN_CACHE_DIR, else "
+                             "$XDG_CACHE_HOME/stencilgen or ~/.cache/stencilgen)")
     parser = argparse.ArgumentParser(prog="python -m jitcache", parents=[common],
                                      description="List, show or clear stencilgen's build cache.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,clear}")
@@ -77,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     clr = sub.add_parser("clear", parents=[common], help="remove all entries, or those named NAME")
     clr.add_argument("name", nargs="?", metavar="NAME", help="operator name (a glob is allowed)")
     args = parser.parse_args(argv)
-    cache_dir = getattr(args, "cache_dir", None) or _default_cache_dir()
+    cache_dir = _cache_dir(getattr(args, "cache_dir", None))
 
     if args.command == "list":
         return _list(cache_dir)

@@ -132,7 +132,8 @@ def gcc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
 
 def nvcc(cflags: str | Iterable[str] | None = None, arch: str | None = None,
          cc: str | None = None) -> Toolchain:
-    """The CUDA toolchain; ``arch`` defaults to the visible GPU's, else the oldest nvcc supports."""
+    """The CUDA toolchain for ``arch`` (``sm_90``, ``9.0``, ``90``...); without it, the oldest
+    architecture >= sm_70 this nvcc lists (no GPU is probed: the caller passes the GPU's)."""
     tried = [cc] if cc else ["nvcc"]
     path = _find(tried)
     if path is None and not cc and os.environ.get("CUDA_HOME"):
@@ -160,17 +161,19 @@ def _run(cmd: list[str]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+def nvcc_archs(nvcc_path: str) -> tuple[int, ...]:
+    """The GPU architectures the nvcc at ``nvcc_path`` can build for (75 for compute_75/sm_75),
+    sorted; empty when it cannot say (``--list-gpu-arch`` is CUDA 11+)."""
+    listed = _run([nvcc_path, "--list-gpu-arch"])
+    return tuple(sorted({int(m) for m in re.findall(r"compute_(\d+)", listed)}))
+
+
+@functools.lru_cache(maxsize=None)
 def _default_arch(nvcc_path: str) -> str:
-    """sm_XY of the first visible GPU if nvcc can target it, else the oldest arch >= sm_70."""
-    supported = sorted(int(m) for m in re.findall(r"compute_(\d+)", _run([nvcc_path, "--list-gpu-arch"])))
-    smi = _run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split()
-    gpu = int(smi[0].replace(".", "")) if smi and re.fullmatch(r"\d+\.\d+", smi[0]) else None
-    if gpu is not None and (not supported or gpu in supported):
-        arch = gpu
-    else:
-        # CUDA 13 dropped sm_70, so take the oldest this nvcc still supports.
-        arch = next((a for a in supported if a >= 70), 70)
-    logger.debug("nvcc %s: GPU arch %s, supported %s -> sm_%d", nvcc_path, gpu, supported, arch)
+    """The oldest architecture >= sm_70 this nvcc supports (CUDA 13 dropped sm_70), else sm_70."""
+    supported = nvcc_archs(nvcc_path)
+    arch = next((a for a in supported if a >= 70), 70)
+    logger.debug("nvcc %s: supported %s -> default sm_%d", nvcc_path, supported, arch)
     return f"sm_{arch}"
 
 
@@ -182,9 +185,11 @@ _PROBE = "int main(void){int on=0;\n#pragma acc parallel copy(on)\non=1;\nreturn
 
 
 def openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
-            debug: bool = False, offload: bool | None = None) -> Toolchain:
+            debug: bool = False, offload: bool | None = None,
+            gpu: str | None = None) -> Toolchain:
     """The OpenACC toolchain: ``cc`` if given (nvc++/nvc or a GCC), else nvc++ when installed,
-    else GCC (offloading to nvptx-none when an offload compiler is installed, else on the host)."""
+    else GCC (offloading to nvptx-none when an offload compiler is installed, else on the host).
+    ``gpu`` (e.g. ``cc90``) is nvc++'s target, see :func:`nvhpc`."""
     if cc:
         path = _find([cc])
         if path is None:
@@ -193,11 +198,11 @@ def openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
                 "not found; give a path or a name on PATH (nvc++, nvc or a gcc with -fopenacc), "
                 "or unset it to let stencilgen choose")
         if is_nvhpc(path):
-            return nvhpc(cflags, cc=path, debug=debug)
+            return nvhpc(cflags, cc=path, gpu=gpu, debug=debug)
         return gcc_openacc(cflags, cc=path, offload=offload)
     path = _find(["nvc++"])
     if path is not None:
-        return nvhpc(cflags, cc=path, debug=debug)
+        return nvhpc(cflags, cc=path, gpu=gpu, debug=debug)
     return gcc_openacc(cflags, offload=offload)
 
 
@@ -212,17 +217,11 @@ def nvhpc_version(text: str) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
-@functools.lru_cache(maxsize=None)
-def visible_gpu_cc() -> int | None:
-    """Compute capability of the first visible NVIDIA GPU as an integer (90 for 9.0), or None."""
-    smi = _run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split()
-    return int(smi[0].replace(".", "")) if smi and re.fullmatch(r"\d+\.\d+", smi[0]) else None
-
-
 def nvhpc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
           gpu: str | None = None, debug: bool = False) -> Toolchain:
-    """nvc++ with ``-acc -gpu=ccXX`` (XX: the visible GPU's, else ``ccall``); ``-Minfo=accel``
-    in debug builds so the compiler reports what it offloaded. ``cflags`` replace -O3."""
+    """nvc++ with ``-acc -gpu=GPU`` (``cc90``, ``sm_90`` or ``9.0``; default ``ccall``, every
+    GPU it supports: no GPU is probed here); ``-Minfo=accel`` in debug builds so the compiler
+    reports what it offloaded. ``cflags`` replace -O3."""
     tried = [cc] if cc else ["nvc++"]
     path = _find(tried)
     if path is None:
@@ -231,8 +230,7 @@ def nvhpc(cflags: str | Iterable[str] | None = None, cc: str | None = None,
             f"{', '.join(repr(t) for t in tried)}); install the HPC SDK and put its bin on PATH, "
             "or set STENCILGEN_OPENACC_CC to a gcc with OpenACC support")
     if gpu is None:
-        cap = visible_gpu_cc()
-        gpu = f"cc{cap}" if cap else "ccall"
+        gpu = "ccall"
     elif not gpu.startswith("cc"):
         gpu = f"cc{gpu.replace('.', '').removeprefix('sm_')}"
     base = os.path.basename(path)

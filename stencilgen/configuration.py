@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
+from jitcache import default_cache_dir
+
 from .errors import ConfigurationError
-
-
-def _default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return os.path.join(base, "stencilgen")
 
 
 def _bool(value: Any) -> bool:
@@ -65,7 +61,7 @@ _SETTINGS: dict[str, _Setting] = {
     "jit-backdoor": _Setting("STENCILGEN_JIT_BACKDOOR", _bool, lambda: False,
                              "compile the source file in the cache as the user edited it"),
     "cache-dir": _Setting("STENCILGEN_CACHE_DIR", lambda v: os.path.expanduser(str(v)),
-                          _default_cache_dir, "where built operators are kept"),
+                          default_cache_dir, "where built operators are kept"),
     "log-level": _Setting("STENCILGEN_LOGGING", _upper_choice("WARNING", "INFO", "PERF", "DEBUG"),
                           lambda: "INFO", "INFO: builds; PERF: also the performance report"),
     "debug": _Setting("STENCILGEN_DEBUG", _bool, lambda: False,

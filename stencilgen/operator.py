@@ -9,9 +9,9 @@ import numpy as np
 import sympy
 
 import jitcache
-from backends import choose_auto, get_backend
 
 from . import logger as log
+from . import platform
 from .configuration import configuration
 from .dimensions import time_dimension
 from .errors import InvalidArgument, StencilgenError
@@ -26,18 +26,6 @@ from .profiling import PerfEntry, PerformanceSummary
 from .sparse import check_coordinates
 
 
-def _select_backend(requested):
-    name = (requested or configuration["backend"]).lower()
-    if name == "auto":
-        cls, why = choose_auto()
-        log.info(f"Backend `auto` chose {why}")
-        return cls
-    try:
-        return get_backend(name)
-    except ValueError as exc:
-        raise InvalidArgument(f"Operator: {exc}") from None
-
-
 class Operator:
     """Compiles equations into one C entry point; ``apply`` binds data and runs it.
 
@@ -48,11 +36,12 @@ class Operator:
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be a C identifier, got {name!r}")
         self.name = name
-        self._backend_cls = _select_backend(backend)
+        self._target = platform.select(backend)
         self._cflags = cflags
         start = _time.perf_counter()
         self.program, self._registry = self._lower(expressions)
-        self.ccode = self._backend_cls(self.program).emit()
+        self.ccode = self._target.emitter(
+            self.program, options=platform.emit_options(self._target.name)).emit()
         self.codegen_seconds = _time.perf_counter() - start
         log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
         self._build = None
@@ -143,7 +132,7 @@ class Operator:
     # -- building ------------------------------------------------------------------------------
     def _toolchain(self):
         # None: the backend's defaults (STENCILGEN_CFLAGS applies to the C-language backends)
-        return self._backend_cls.toolchain(self._cflags)
+        return platform.toolchain(self._target.name, self._cflags)
 
     def _ensure_built(self):
         if self._build is not None:
@@ -159,9 +148,8 @@ class Operator:
                      f"{b.seconds:.2f} s with `{b.compiler}`{extra}")
         else:
             log.info(f"Operator `{self.name}` fetched `{b.source_path}` from jit-cache")
-        # a backend may report what the loaded build does at run time (e.g. where it runs)
-        describe = getattr(self._backend_cls, "describe", None)
-        where = describe(b.library) if describe is not None else None
+        # the platform may say what the loaded build does at run time (e.g. where it runs)
+        where = platform.describe(self._target.name, b.library)
         if where:
             log.info(f"Operator `{self.name}` {where}")
         fn = getattr(b.library, self.name)

@@ -13,12 +13,11 @@ import numpy as np
 import pytest
 
 import backends
-import backends.cuda as cuda_backend
 import jitcache
 import programs
 from programs import PROGRAMS, TOL
 from stencilgen import (Eq, Function, Grid, Operator, StencilgenError, TimeFunction,
-                        configuration)
+                        configuration, platform)
 
 HAVE_NVCC = shutil.which("nvcc") is not None or bool(
     os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin",
@@ -30,7 +29,7 @@ def _gpu_missing():
     """Why GPU tests cannot run here (None when they can)."""
     if not HAVE_NVCC:
         return "nvcc (the CUDA toolkit) is not installed"
-    found, what = cuda_backend.probe_gpu()
+    found, what, _ = platform.probe_gpu()
     return None if found else f"no NVIDIA GPU is visible ({what})"
 
 
@@ -158,7 +157,9 @@ def test_debug_nvtx_and_fast_math_flags(monkeypatch):
     assert not {"-G", "-lineinfo", "--use_fast_math"} & set(plain.cflags)
     assert "sg_checked" not in op.ccode and "nvtx" not in op.ccode
     arch = [f for f in plain.cflags if f.startswith("-arch=")]
-    assert arch == [f"-arch={jitcache.toolchains._default_arch(plain.cc)}"]
+    # the visible GPU's arch where nvcc can build for it, else jitcache's default
+    default = jitcache.toolchains._default_arch(plain.cc)
+    assert arch == [f"-arch={platform.nvcc_arch(plain.cc) or default}"]
     assert re.fullmatch(r"-arch=sm_\d+", arch[0])
 
     monkeypatch.setitem(configuration._values, "debug", True)
@@ -193,21 +194,71 @@ def test_nvcc_arch_argument():
     assert "-arch=sm_80" in jitcache.nvcc(arch="sm_80").cflags
 
 
+def test_gpu_probe_says_what_it_found():
+    """The one GPU probe: found or not, the GPU's name or why not, and its compute capability."""
+    found, what, cc = platform.probe_gpu()
+    assert isinstance(what, str) and what
+    if found:
+        assert isinstance(cc, int) and cc >= 30 and f"(sm_{cc})" in what
+    else:
+        assert cc is None
+
+
+def _fake_nvcc(bin_dir, listed):
+    """An nvcc on PATH that lists the architectures ``listed`` and a version, nothing more."""
+    archs = "\\n".join(f"compute_{a}" for a in listed)
+    path = bin_dir / "nvcc"
+    path.write_text("#!/bin/sh\ncase \"$1\" in\n"
+                    f"  --list-gpu-arch) printf '{archs}\\n'; exit 0;;\n"
+                    "  --version) echo 'Cuda compilation tools, release 12.4'; exit 0;;\n"
+                    "esac\nexit 1\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize("listed, gpu, arch", [
+    ((75, 80, 90), 90, "sm_90"),     # the GPU's, nvcc builds for it
+    ((75, 80), 90, "sm_75"),         # nvcc too old for the GPU: the oldest it has (PTX is JIT-ed)
+    ((), 86, "sm_86"),               # nvcc cannot say: the GPU's
+    ((60, 70, 75), None, "sm_70"),   # no GPU: the oldest >= sm_70
+    ((75, 80, 90), None, "sm_75"),   # (CUDA 13 has no sm_70)
+])
+def test_platform_picks_the_nvcc_arch(tmp_path, monkeypatch, listed, gpu, arch):
+    """The platform passes the probed GPU's arch to jitcache when nvcc lists it; jitcache's own
+    default is the oldest arch >= sm_70 nvcc lists, whatever GPU nvidia-smi reports."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = _fake_nvcc(bin_dir, listed)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\necho "8.6"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(platform, "probe_gpu",
+                        lambda: (gpu is not None, f"GPU (sm_{gpu})" if gpu else "none", gpu))
+    for key in ("debug", "fast-math", "nvtx"):
+        monkeypatch.setitem(configuration._values, key, False)
+    default = next((a for a in listed if a >= 70), 70)
+    assert f"-arch=sm_{default}" in jitcache.nvcc().cflags
+    tc = platform.toolchain("cuda")
+    assert tc.cc == fake and [f for f in tc.cflags if f.startswith("-arch=")] == [f"-arch={arch}"]
+
+
 # -- backend="auto" ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("gpu_found, nvcc_found", [(True, True), (False, True), (True, False)])
 def test_auto_selection_says_why(monkeypatch, capsys, gpu_found, nvcc_found):
     what = "NVIDIA H200 (sm_90)" if gpu_found else "cuInit failed: no CUDA-capable device"
-    monkeypatch.setattr(cuda_backend, "probe_gpu", lambda: (gpu_found, what))
+    monkeypatch.setattr(platform, "probe_gpu",
+                        lambda: (gpu_found, what, 90 if gpu_found else None))
     if not nvcc_found:
-        monkeypatch.setattr(cuda_backend.shutil, "which", lambda name: None)
+        monkeypatch.setattr(shutil, "which", lambda name: None)
         monkeypatch.delenv("CUDA_HOME", raising=False)
     elif not HAVE_NVCC:
         pytest.skip("nvcc (the CUDA toolkit) is not installed")
-    usable, why = cuda_backend.CudaBackend.usable()
-    cls, reason = backends.choose_auto()
+    usable, why = platform.usable("cuda")
+    chosen, reason = platform.choose_auto()
     assert usable == (gpu_found and nvcc_found)
-    assert cls.name == ("cuda" if usable else "c")
+    assert chosen == ("cuda" if usable else "c") and reason == why
     if usable:
         assert "NVIDIA H200 (sm_90)" in why and "nvcc" in why
     elif not nvcc_found:
@@ -218,8 +269,9 @@ def test_auto_selection_says_why(monkeypatch, capsys, gpu_found, nvcc_found):
     u = Function(name="u", grid=grid)
     op = Operator([Eq(u, u + 1)], backend="auto")
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "Backend `auto`" in ln]
-    assert len(lines) == 1 and why in lines[0] and f"`{cls.name}`" in lines[0]
-    assert op._backend_cls is cls
+    assert len(lines) == 1 and f"Backend `auto` chose `{chosen}`: {why}" in lines[0]
+    assert op._target == platform.Target(chosen, backends.get_backend(chosen), why)
+    assert op._target.emitter.name == chosen
 
 
 # -- on a GPU -------------------------------------------------------------------------------------
@@ -276,8 +328,10 @@ def test_wide_index_kernels_equal_c(name):
 @pytest.mark.gpu
 @needs_gpu
 def test_arch_is_the_gpus():
-    found = re.search(r"sm_\d+", cuda_backend.probe_gpu()[1]).group(0)
-    assert f"-arch={found}" in cuda_backend.CudaBackend.toolchain(None).cflags
+    gpu, what, cc = platform.probe_gpu()
+    found = re.search(r"sm_\d+", what).group(0)
+    assert gpu and found == f"sm_{cc}"
+    assert f"-arch={found}" in platform.toolchain("cuda", None).cflags
 
 
 @pytest.mark.gpu

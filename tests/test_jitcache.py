@@ -206,3 +206,61 @@ def test_nvcc_builds_host_code(tmp_path):
     assert "release" in tc.version()
     result = build('extern "C" int f(int a){return a+1;}\n', tc, "cu", cache_dir=tmp_path)
     assert result.compiled and result.source_path.suffix == ".cu" and result.library.f(1) == 2
+
+
+def _script(path, body):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_nvcc_default_arch_is_a_compiler_fact(tmp_path, monkeypatch):
+    """Without ``arch=``, nvcc builds for the oldest architecture >= sm_70 it lists, whatever
+    GPU is visible (jitcache probes none; the caller passes the GPU's)."""
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    _script(tmp_path / "nvidia-smi", 'echo "9.0"\n')
+    fake = _script(tmp_path / "nvcc-fake", 'case "$1" in --list-gpu-arch) '
+                   "printf 'compute_60\\ncompute_75\\ncompute_80\\ncompute_90\\n';; esac\n")
+    assert jitcache.nvcc_archs(fake) == (60, 75, 80, 90)
+    assert "-arch=sm_75" in nvcc(cc=fake).cflags
+    assert "-arch=sm_90" in nvcc(cc=fake, arch="9.0").cflags
+    mute = _script(tmp_path / "nvcc-mute", "exit 1\n")        # cannot list: sm_70
+    assert jitcache.nvcc_archs(mute) == () and "-arch=sm_70" in nvcc(cc=mute).cflags
+
+
+def test_cli_default_cache_dir(tmp_path, tc, monkeypatch):
+    """``python -m jitcache`` reads --cache-dir, else $STENCILGEN_CACHE_DIR, else
+    $XDG_CACHE_HOME/stencilgen (``~/.cache/stencilgen``), jitcache's one default."""
+    build(PLUS1, tc, "where", cache_dir=tmp_path / "xdg" / "stencilgen")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.pop("STENCILGEN_CACHE_DIR", None)
+
+    def listing(**extra):
+        done = subprocess.run([sys.executable, "-m", "jitcache", "list"], cwd=ROOT,
+                              env={**env, **extra}, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "where" in listing() and str(tmp_path / "xdg" / "stencilgen") in listing()
+    other = listing(STENCILGEN_CACHE_DIR=str(tmp_path / "other"))
+    assert "where" not in other and str(tmp_path / "other") in other
+    # the rule lives once: stencilgen's cache-dir setting defaults to jitcache's
+    from stencilgen.configuration import Configuration
+    monkeypatch.delenv("STENCILGEN_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert jitcache.default_cache_dir() == str(tmp_path / "xdg" / "stencilgen")
+    assert Configuration()["cache-dir"] == jitcache.default_cache_dir()
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert jitcache.default_cache_dir() == str(Path.home() / ".cache" / "stencilgen")
+
+
+def test_jitcache_imports_nothing_of_stencilgen():
+    """jitcache is a library of its own: importing it (and its CLI) loads no stencilgen module."""
+    code = ("import sys, jitcache, jitcache.__main__; print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('stencilgen', 'backends')))")
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

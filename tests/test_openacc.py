@@ -21,7 +21,9 @@ import jitcache
 import programs
 from jitcache import toolchains
 from programs import PROGRAMS, TOL, laplace
-from stencilgen import CompilationError, CompilerNotFoundError, Operator, configuration
+from backends import EmitOptions
+from backends.openacc import OpenACCBackend
+from stencilgen import CompilationError, CompilerNotFoundError, Operator, configuration, platform
 
 DTYPES = programs.DTYPES
 
@@ -76,8 +78,8 @@ def test_openacc_matches_c(name, dtype, builds):
 def test_openacc_runs_on_the_gpu():
     """On the GPU machine: the build offloads, the runtime says the regions ran on the device,
     and every program matches the C backend."""
-    tc = jitcache.openacc(cc=configuration["openacc-cc"])
-    if "host" in tc.name or toolchains.visible_gpu_cc() is None:
+    tc = platform.toolchain("openacc")
+    if "host" in tc.name or not platform.probe_gpu()[0]:
         pytest.skip(f"no GPU or no offloading OpenACC compiler ({tc.name})")
     prebuild()
     failures = []
@@ -111,9 +113,20 @@ def test_source_has_data_region_present_and_atomics():
     assert "#pragma acc atomic update" in code and "#pragma acc loop seq" in code
     assert code.count("#pragma acc wait") == len(loops)
     assert "omp_get_wtime" not in code and "stencilgen_wtime()" in code
+    assert "vector_length(" not in code
     assert 'extern "C"' in code and "stencilgen_acc_device(void)" in code
     # the device is chosen before the data region (host builds must not run on a GPU)
     assert code.index("stencilgen_acc_select();\n  /* arrays") < code.index("#pragma acc data")
+
+
+def test_vector_length_is_an_emit_option():
+    """EmitOptions(vector_length=N) puts vector_length(N) on every loop nest's parallel loop."""
+    rng = np.random.default_rng(0)
+    op = Operator(PROGRAMS["shot3d"](np.float32, rng).eqs, name="vl_check", backend="openacc")
+    code = OpenACCBackend(op.program, EmitOptions(vector_length=128)).emit()
+    nests = [line for line in code.splitlines() if "collapse(" in line]
+    assert nests and all("gang vector vector_length(128) present(" in line for line in nests)
+    assert code.replace(" vector_length(128)", "") == op.ccode
 
 
 def test_temporaries_only_copied_in():
@@ -197,10 +210,17 @@ def fake_bin(tmp_path, monkeypatch):
     d.mkdir()
     monkeypatch.setenv("PATH", f"{d}{os.pathsep}{os.environ['PATH']}")
     toolchains._gcc_offloads.cache_clear()
-    toolchains.visible_gpu_cc.cache_clear()
     yield d
     toolchains._gcc_offloads.cache_clear()
-    toolchains.visible_gpu_cc.cache_clear()
+
+
+def _gpu(monkeypatch, cc):
+    """The platform's GPU probe reports a GPU of compute capability ``cc`` (None: no GPU);
+    the settings that shape the OpenACC toolchain are at their defaults."""
+    monkeypatch.setattr(platform, "probe_gpu",
+                        lambda: (True, f"GPU (sm_{cc})", cc) if cc else (False, "no GPU", None))
+    for key, value in (("openacc-cc", None), ("debug", False), ("cflags", None)):
+        monkeypatch.setitem(configuration._values, key, value)
 
 
 def test_gcc_offload_detected(fake_bin):
@@ -258,9 +278,11 @@ def _fake_nvcxx(d, version="24.5-1", smi="9.0"):
                    'while [ $# -gt 0 ]; do [ "$1" = "-o" ] && : > "$2"; shift; done\n')
 
 
-def test_nvcxx_command_line(fake_bin):
+def test_nvcxx_command_line(fake_bin, monkeypatch):
     cc = _fake_nvcxx(fake_bin)
-    tc = jitcache.openacc()                          # nvc++ on PATH wins over gcc
+    _gpu(monkeypatch, 90)
+    tc = platform.toolchain("openacc")               # nvc++ on PATH wins over gcc
+    assert tc == jitcache.openacc(gpu="cc90")        # for the GPU the platform probed
     assert tc.cc == cc and tc.name == "NVC++ (OpenACC, cc90)" and tc.source_suffix == ".cpp"
     assert tc.cflags == ("-O3", "-acc", "-gpu=cc90")
     cmd = tc.command("k.cpp", "libk.so")
@@ -268,8 +290,10 @@ def test_nvcxx_command_line(fake_bin):
     assert cmd[4:6] == ["-shared", "-fPIC"] and cmd[cmd.index("-o") + 1] == "libk.so"
     assert tc.version() == "nvc++ 24.5-1 64-bit target on x86-64 Linux -tp znver3"
     assert toolchains.nvhpc_version(tc.version_text()) == (24, 5)
-    debug = jitcache.openacc(debug=True)
+    debug = jitcache.openacc(debug=True, gpu="cc90")
     assert "-Minfo=accel" in debug.cflags and cache_key_differs(tc, debug)
+    monkeypatch.setitem(configuration._values, "debug", True)
+    assert platform.toolchain("openacc") == debug
     assert jitcache.nvhpc(cflags="-O2 -gpu=cc80,managed").cflags == ("-O2", "-gpu=cc80,managed",
                                                                     "-acc")
 
@@ -278,18 +302,22 @@ def cache_key_differs(a, b):
     return jitcache.cache_key("x", a) != jitcache.cache_key("x", b)
 
 
-def test_nvcxx_arch_and_versions(fake_bin):
-    _fake_nvcxx(fake_bin, smi="8.0")
-    assert jitcache.nvhpc().cflags[-1] == "-gpu=cc80"
+def test_nvcxx_arch_and_versions(fake_bin, monkeypatch):
+    _fake_nvcxx(fake_bin, smi="9.0")
+    _gpu(monkeypatch, 80)                            # the platform's probe, not nvidia-smi
+    assert platform.toolchain("openacc").cflags[-1] == "-gpu=cc80"
+    assert jitcache.nvhpc(gpu="8.0").cflags[-1] == "-gpu=cc80"
     assert jitcache.nvhpc(gpu="sm_70").name == "NVC++ (OpenACC, cc70)"
     assert toolchains.nvhpc_version("nvc 23.11-0 64-bit target") == (23, 11)
     assert toolchains.nvhpc_version("pgc++ 19.10-0 LLVM 64-bit") == (19, 10)
     assert toolchains.nvhpc_version("gcc (Debian 12.2.0) 12.2.0") is None
 
 
-def test_nvcxx_without_gpu_targets_all(fake_bin):
-    _fake_nvcxx(fake_bin, smi="")
-    assert jitcache.nvhpc().name == "NVC++ (OpenACC, ccall)"
+def test_nvcxx_without_gpu_targets_all(fake_bin, monkeypatch):
+    _fake_nvcxx(fake_bin, smi="9.0")
+    assert jitcache.nvhpc().name == "NVC++ (OpenACC, ccall)"    # jitcache probes no GPU
+    _gpu(monkeypatch, None)
+    assert platform.toolchain("openacc").name == "NVC++ (OpenACC, ccall)"
 
 
 def test_old_pgi_rejected(fake_bin, tmp_path):
@@ -302,16 +330,15 @@ def test_old_pgi_rejected(fake_bin, tmp_path):
 
 def test_forcing_setting(fake_bin, monkeypatch):
     """openacc-cc / STENCILGEN_OPENACC_CC picks the compiler, even when nvc++ is installed."""
-    from backends.openacc import OpenACCBackend
     _fake_nvcxx(fake_bin)
-    assert OpenACCBackend.toolchain(None).name.startswith("NVC++")
+    assert platform.toolchain("openacc", None).name.startswith("NVC++")
     monkeypatch.setitem(configuration._values, "openacc-cc", "gcc")
-    forced = OpenACCBackend.toolchain(None)
+    forced = platform.toolchain("openacc", None)
     assert forced.name.startswith("GCC (OpenACC") and os.path.basename(forced.cc) == "gcc"
     monkeypatch.setitem(configuration._values, "openacc-cc", "no-such-compiler-xyz")
     with pytest.raises(CompilerNotFoundError, match="STENCILGEN_OPENACC_CC"):
-        OpenACCBackend.toolchain(None)
-    ok, why = OpenACCBackend.usable()
+        platform.toolchain("openacc", None)
+    ok, why = platform.usable("openacc")
     assert not ok and "no-such-compiler-xyz" in why
     monkeypatch.setenv("STENCILGEN_OPENACC_CC", "nvc++")
     from stencilgen.configuration import Configuration
@@ -321,18 +348,16 @@ def test_forcing_setting(fake_bin, monkeypatch):
 def test_c_flag_setting_reaches_gcc_but_not_nvcxx(fake_bin, monkeypatch):
     """STENCILGEN_CFLAGS holds gcc flags (-march=native): a GCC OpenACC build takes them,
     nvc++ keeps its own defaults; an Operator's cflags= reach either."""
-    from backends.openacc import OpenACCBackend
     monkeypatch.setitem(configuration._values, "cflags", ("-O1", "-march=native"))
     monkeypatch.setitem(configuration._values, "openacc-cc", "gcc")
-    assert {"-O1", "-march=native"} <= set(OpenACCBackend.toolchain(None).cflags)
+    assert {"-O1", "-march=native"} <= set(platform.toolchain("openacc", None).cflags)
     _fake_nvcxx(fake_bin)
     monkeypatch.setitem(configuration._values, "openacc-cc", None)
-    nv = OpenACCBackend.toolchain(None)
+    nv = platform.toolchain("openacc", None)
     assert nv.name.startswith("NVC++") and "-march=native" not in nv.cflags
-    assert "-O1" in OpenACCBackend.toolchain(["-O1"]).cflags
+    assert "-O1" in platform.toolchain("openacc", ["-O1"]).cflags
 
 
 def test_usable_says_where_it_runs():
-    from backends.openacc import OpenACCBackend
-    ok, why = OpenACCBackend.usable()
+    ok, why = platform.usable("openacc")
     assert ok and ("host" in why or "GPU" in why)

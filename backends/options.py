@@ -1,0 +1,14 @@
+"""What a backend is told besides the Program: the settings that change the printed source."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    """Printing choices handed to a backend's constructor (stencilgen's platform fills them
+    from the settings), so that backends read no settings themselves."""
+
+    debug: bool = False               # CUDA: device-side bounds checks, synchronised launches
+    nvtx: bool = False                # CUDA: NVTX ranges named by section
+    vector_length: int | None = None  # OpenACC: of each parallel loop (None: the compiler's)
