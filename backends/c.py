@@ -2,16 +2,17 @@
 
 The entry point takes every array with its run-time halo widths, the domain sizes, the
 iteration bounds, the time bounds and scalars, and accumulates each section's wall time
-into ``timers``. Emission goes through cgen.
+into the timers. Emission goes through cgen; every name comes from the Program.
 """
 from __future__ import annotations
 
 import cgen as c
 
-from stencilgen.ir.nodes import SparseKernel
-
-from .cprinter import CPrinter
+from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table
 from .options import EmitOptions
+
+_PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
+                "timers": "double *restrict"}
 
 
 class CBackend:
@@ -20,86 +21,59 @@ class CBackend:
     name = "c"
     language = "C"
     source_suffix = ".c"
+    printer_class = CPrinter
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         self.program = program
         self.options = options
-        self.real = program.real
-        self.printer = CPrinter(program.dtype, self._strides())
+        self.dims = {d.symbol: d for d in program.dims}
+        self.index = INDEX_CTYPES[program.index_types.wide]   # loop counters and offsets
+        self.printer = self.printer_class(program.dtype, stride_table(program.arrays))
 
-    # -- names ---------------------------------------------------------------------------
-    def _strides(self):
-        """Per array: the C expression of each index's stride (innermost is 1)."""
-        out = {}
-        for a in self.program.arrays:
-            if a.sparse:
-                out[a.name] = ([f"{a.name}_np"] if a.time_size is not None else []) + ["1"]
-                continue
-            names = [f"{a.name}_s{i}" for i in range(a.ndim)]
-            names[-1] = "1"
-            if a.time_size is not None:
-                names = [f"{a.name}_st"] + names
-            out[a.name] = names
-        return out
-
-    def ctype(self, dtype) -> str:
-        import numpy as np
-        return "float" if np.dtype(dtype) == np.float32 else "double"
+    def expr(self, e) -> str:
+        return self.printer.doprint(e)
 
     # -- pieces ----------------------------------------------------------------------------
     def includes(self):
         return [c.Include("math.h"), c.Include("stdlib.h"), c.Include("omp.h")]
 
-    def signature(self):
-        args = []
-        for p in self.program.parameters():
-            if p.kind == "array":
-                args.append(c.Value(f"{self.ctype(p.dtype)} *restrict", p.name))
-            elif p.kind == "index":
-                args.append(c.Value("const long", p.name))
-            elif p.kind == "coords":
-                args.append(c.Value("const double *restrict", p.name))
-            elif p.kind == "scalar":
-                args.append(c.Value(f"const {self.ctype(p.dtype)}", p.name))
-            else:
-                args.append(c.Value("double *restrict", p.name))
-        return c.FunctionDeclaration(c.Value("int", self.program.name), args)
+    def param_type(self, p) -> str:
+        if p.kind == "array":
+            return f"{ctype(p.dtype)} *restrict"
+        if p.kind == "scalar":
+            return f"const {ctype(p.dtype)}"
+        return _PARAM_TYPES[p.kind]
+
+    def signature(self, export=""):
+        args = [c.Value(self.param_type(p), p.name) for p in self.program.parameters()]
+        return c.FunctionDeclaration(c.Value(f"{export}int", self.program.entry), args)
+
+    def strides(self, a):
+        """Declarations of an array's named strides (sparse arrays use the point count)."""
+        if a.sparse:
+            return []
+        return [c.Initializer(c.Value("const long", n), self.printer.index_expr(v))
+                for n, v in a.layout.strides if n]
 
     def array_views(self):
         """Strides and the origin pointer (first domain point) of every array."""
         lines = []
-        dims = self.program.dims
         for a in self.program.arrays:
-            if a.sparse:
-                lines.append(c.Initializer(c.Value(f"{self.ctype(a.dtype)} *restrict", a.name),
-                                           f"{a.name}_vec"))
-                continue
-            extents = [f"({d.name}_size + 2*{a.name}_h{i})" for i, d in enumerate(dims)]
-            stride = "1"
-            strides = []
-            for ext in reversed(extents):
-                strides.append(stride)
-                stride = f"{stride}*{ext}" if stride != "1" else ext
-            strides.reverse()
-            for i, s in enumerate(strides[:-1]):
-                lines.append(c.Initializer(c.Value("const long", f"{a.name}_s{i}"), s))
-            if a.time_size is not None:
-                lines.append(c.Initializer(c.Value("const long", f"{a.name}_st"), stride))
-            origin = " + ".join(f"{a.name}_h{i}*" + (f"{a.name}_s{i}" if i < len(dims) - 1 else "1")
-                                for i in range(len(dims)))
-            lines.append(c.Initializer(c.Value(f"{self.ctype(a.dtype)} *restrict", a.name),
-                                       f"{a.name}_vec + {origin}"))
+            lay = a.layout
+            lines += self.strides(a)
+            origin = self.printer.index_expr(lay.origin[1])
+            start = lay.vec if origin == "0" else f"{lay.vec} + {origin}"
+            lines.append(c.Initializer(c.Value(f"{ctype(a.dtype)} *restrict", a.name), start))
         return lines
 
     def prologue(self):
-        return [c.Initializer(c.Value(f"const {self.real}", a.lhs.name), self.printer.doprint(a.rhs))
-                for a in self.program.prologue]
+        return [self.statement(a) for a in self.program.prologue]
 
     def statement(self, assign):
-        rhs = self.printer.doprint(assign.rhs)
+        rhs = self.expr(assign.rhs)
         if assign.is_local:
-            return c.Initializer(c.Value(f"const {self.real}", assign.lhs.name), rhs)
-        return c.Assign(self.printer.doprint(assign.lhs), rhs)
+            return c.Initializer(c.Value(f"const {ctype(assign.dtype)}", assign.lhs.name), rhs)
+        return c.Assign(self.expr(assign.lhs), rhs)
 
     def loop_pragmas(self, kernel, depth):
         """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost)."""
@@ -113,98 +87,133 @@ class CBackend:
             return [c.Pragma("omp simd")]
         return []
 
+    def bounds(self, kernel, depth):
+        """First and last point of loop ``depth``, as C text."""
+        d = self.dims[kernel.dims[depth]]
+        lo, hi = kernel.widened[depth]
+        return (f"{d.lower} - {lo}" if lo else d.lower), (f"{d.upper} + {hi}" if hi else d.upper)
+
     def loop_nest(self, kernel):
         body = c.Block([self.statement(a) for a in kernel.body])
         for depth in reversed(range(len(kernel.dims))):
-            d = kernel.dims[depth]
-            lo, hi = kernel.widened[depth]
-            start = f"{d.name}_m - {lo}" if lo else f"{d.name}_m"
-            stop = f"{d.name}_M + {hi}" if hi else f"{d.name}_M"
-            loop = c.For(f"long {d.name} = {start}", f"{d.name} <= {stop}", f"{d.name} += 1", body)
+            name = kernel.dims[depth].name
+            start, stop = self.bounds(kernel, depth)
+            loop = c.For(f"{self.index} {name} = {start}", f"{name} <= {stop}", f"{name} += 1",
+                         body)
             body = c.Module(self.loop_pragmas(kernel, depth) + [loop])
         return body
 
-    #: the wall clock the section timers read, and what must precede the second reading
+    #: the wall clock the section timers read
     clock = "omp_get_wtime()"
 
     def settle(self):
         """Statements that make a section's work finished before its timer is read."""
         return []
 
-    def timed(self, index, kernel, block):
+    def timed(self, kernel, block):
+        sec = kernel.section
         return c.Block([
             c.Comment(f"{kernel.name}: {kernel.flops} flops, {kernel.bytes} bytes per point"),
-            c.Initializer(c.Value("const double", f"start_{kernel.name}"), self.clock),
+            c.Initializer(c.Value("const double", sec.clock), self.clock),
             block,
             *self.settle(),
-            c.Statement(f"timers[{index}] += {self.clock} - start_{kernel.name}"),
+            c.Statement(f"{self.program.timers}[{sec.timer}] += {self.clock} - {sec.clock}"),
         ])
 
     def sparse_pragmas(self, kernel):
         return [c.Pragma("omp parallel for schedule(static)")]
 
+    def corner_pragmas(self):
+        """Pragmas before each loop over a point's cell corners."""
+        return []
+
     def atomic_add(self, target, value):
         """``target += value`` safe against other points adding to the same node."""
         return [c.Pragma("omp atomic update"), c.Statement(f"{target} += {value}")]
 
-    def sparse_loop(self, k):
-        """One iteration per point: locate its cell, visit the 2**ndim corners with weights."""
-        real, dims, n = self.real, k.dims, len(k.dims)
-        p = k.point.name
-        body = []
-        for i, d in enumerate(dims):
-            body += [
-                c.Initializer(c.Value("const double", f"pos_{d.name}"),
-                              f"({k.sparse}_coords[{p}*{n} + {i}] - o_{d.name})/h_{d.name}"),
-                c.Initializer(c.Value("const long", f"i_{d.name}"), f"(long)floor(pos_{d.name})"),
-                c.Initializer(c.Value(f"const {real}", f"f_{d.name}"),
-                              f"({real})(pos_{d.name} - i_{d.name})"),
+    def locate(self, k):
+        """Per dimension: the point's position in cells, its cell and the fraction inside it."""
+        loc, lay = self.program.sparse_locals, self.program.array(k.sparse).layout
+        real, n, out = ctype(self.program.dtype), len(k.dims), []
+        for i, sym in enumerate(k.dims):
+            d, pos, cell = self.dims[sym], loc.position[i], loc.cell[i]
+            out += [
+                c.Initializer(c.Value("const double", pos),
+                              f"({lay.coords}[{k.point}*{n} + {i}] - {d.origin})/{d.spacing}"),
+                c.Initializer(c.Value(f"const {self.index}", cell),
+                              f"({self.index})floor({pos})"),
+                c.Initializer(c.Value(f"const {real}", loc.fraction[i]), f"({real})({pos} - {cell})"),
             ]
-        value = self.printer.doprint(k.expr)
-        corner = [c.Initializer(c.Value("const long", d.name), f"i_{d.name} + c_{d.name}")
-                  for d in dims]
-        weight = "*".join(f"(c_{d.name} ? f_{d.name} : 1 - f_{d.name})" for d in dims)
-        inside = " && ".join(f"{d.name} >= {d.name}_m && {d.name} <= {d.name}_M" for d in dims)
-        corner.append(c.Initializer(c.Value(f"const {real}", "w"), weight))
+        return out
+
+    def corners(self, k, action):
+        """The loops over the 2**ndim corners of the point's cell, ``action`` at each inside."""
+        loc, real = self.program.sparse_locals, ctype(self.program.dtype)
+        dims = [self.dims[s] for s in k.dims]
+        body = [c.Initializer(c.Value(f"const {self.index}", d.name), f"{cell} + {corner}")
+                for d, cell, corner in zip(dims, loc.cell, loc.corner)]
+        body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
+            f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
+        inside = " && ".join(f"{d.name} >= {d.lower} && {d.name} <= {d.upper}" for d in dims)
+        inner = c.Block(body + [c.If(inside, c.Block(action))])
+        for corner in reversed(loc.corner):
+            inner = c.Module(self.corner_pragmas() + [
+                c.For(f"int {corner} = 0", f"{corner} <= 1", f"{corner} += 1", inner)])
+        return inner
+
+    def sparse_body(self, k):
+        """The statements for one point: locate it, visit its corners, add or gather."""
+        loc, real = self.program.sparse_locals, ctype(self.program.dtype)
+        value, body = self.expr(k.expr), self.locate(k)
         if k.kind == "inject":
-            act = self.atomic_add(self.printer.doprint(k.target), f"w*({value})")
+            action = self.atomic_add(self.expr(k.target), f"{loc.weight}*({value})")
         else:
-            body.append(c.Initializer(c.Value(real, "acc"), "0"))
-            act = [c.Statement(f"acc += w*({value})")]
-        inner = c.Block(corner + [c.If(inside, c.Block(act))])
-        for d in reversed(dims):
-            inner = c.For(f"int c_{d.name} = 0", f"c_{d.name} <= 1", f"c_{d.name} += 1", inner)
-        body.append(inner)
+            body.append(c.Initializer(c.Value(real, loc.total), "0"))
+            action = [c.Statement(f"{loc.total} += {loc.weight}*({value})")]
+        body.append(self.corners(k, action))
         if k.kind == "interpolate":
-            body.append(c.Assign(self.printer.doprint(k.target), "acc"))
-        loop = c.For(f"long {p} = 0", f"{p} < {k.sparse}_np", f"{p} += 1", c.Block(body))
+            body.append(c.Assign(self.expr(k.target), loc.total))
+        return body
+
+    def sparse_loop(self, k):
+        """One iteration per point of the sparse function."""
+        p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
+        loop = c.For(f"{self.index} {p} = 0", f"{p} < {npoint}", f"{p} += 1",
+                     c.Block(self.sparse_body(k)))
         return c.Module(self.sparse_pragmas(k) + [loop])
 
-    def sections(self, kernels, first_index):
-        return [self.timed(first_index + i, k,
-                           self.sparse_loop(k) if isinstance(k, SparseKernel)
-                           else self.loop_nest(k))
-                for i, k in enumerate(kernels)]
+    def sections(self, kernels):
+        return [self.timed(k, self.sparse_loop(k) if k.is_sparse else self.loop_nest(k))
+                for k in kernels]
+
+    def time_slots(self):
+        """The time-slot locals of one step: ``t0 = (time + shift) % modulo``."""
+        t = self.program.time.name
+        return [c.Initializer(c.Value("const long", ti.symbol.name),
+                              f"({t} + {ti.shift}) % {ti.modulo}")
+                for ti in self.program.time_indices]
 
     def time_loop(self, body):
-        idx = [c.Initializer(c.Value("const long", ti.symbol.name),
-                             f"(time + {ti.shift}) % {ti.modulo}")
-               for ti in self.program.time_indices if ti.modulo is not None]
-        return c.For("long time = time_m", "time <= time_M", "time += 1", c.Block(idx + body))
+        t, (lo, hi) = self.program.time.name, self.program.time_bounds
+        return c.For(f"long {t} = {lo}", f"{t} <= {hi}", f"{t} += 1",
+                     c.Block(self.time_slots() + body))
+
+    def sections_in_order(self):
+        """Every section, the time-loop ones inside the time loop."""
+        prog = self.program
+        parts = self.sections(prog.before)
+        if prog.has_time_loop:
+            parts.append(self.time_loop(self.sections(prog.steps)))
+        return parts + self.sections(prog.after)
 
     def body(self):
-        prog = self.program
-        nb, ns = len(prog.before), len(prog.steps)
-        parts = self.array_views() + self.prologue()
-        parts += self.sections(prog.before, 0)
-        if prog.has_time_loop:
-            parts.append(self.time_loop(self.sections(prog.steps, nb)))
-        parts += self.sections(prog.after, nb + ns)
-        parts.append(c.Statement("return 0"))
-        return parts
+        return (self.array_views() + self.prologue() + self.sections_in_order()
+                + [c.Statement("return 0")])
+
+    def header(self):
+        return c.Comment(f"{self.program.name}: generated by stencilgen ({self.language} backend)")
 
     def emit(self) -> str:
         """The whole translation unit."""
-        header = c.Comment(f"{self.program.name}: generated by stencilgen ({self.language} backend)")
         fn = c.FunctionBody(self.signature(), c.Block(self.body()))
-        return str(c.Module([header] + self.includes() + [c.Line(), fn])) + "\n"
+        return str(c.Module([self.header()] + self.includes() + [c.Line(), fn])) + "\n"

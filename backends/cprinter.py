@@ -1,4 +1,4 @@
-"""The C expression printer shared by every backend.
+"""The C expression printer shared by every backend, and the one table of C types.
 
 float32 programs stay float32: literals carry ``F``, math calls are ``sinf``/``sqrtf``, and
 integer powers become multiplications instead of ``pow``.
@@ -9,6 +9,19 @@ import numpy as np
 import sympy
 from sympy.codegen.ast import float32, float64, real
 from sympy.printing.c import C99CodePrinter
+
+#: the C spelling of the IR's index types
+INDEX_CTYPES = {"int64": "long", "int32": "int"}
+
+
+def ctype(dtype) -> str:
+    """The C type of a floating dtype (float32 -> float, float64 -> double)."""
+    return "float" if np.dtype(dtype) == np.float32 else "double"
+
+
+def stride_table(arrays) -> dict:
+    """Per array, the C text of each index's stride (the layout's names; innermost is 1)."""
+    return {a.name: [n or str(v) for n, v in a.layout.strides] for a in arrays}
 
 
 class CPrinter(C99CodePrinter):
@@ -39,9 +52,6 @@ class CPrinter(C99CodePrinter):
     def _print_Literal(self, expr):
         return self.literal(expr.value)
 
-    def _print_Dimension(self, expr):
-        return expr.name
-
     def _print_Pow(self, expr):
         base, exp = expr.base, expr.exp
         if exp.is_Integer and 0 < abs(int(exp)) <= 8:
@@ -56,10 +66,21 @@ class CPrinter(C99CodePrinter):
             return f"{one}/{self._print(sympy.sqrt(base))}"
         return super()._print_Pow(expr)
 
-    def _print_Indexed(self, expr):
-        name = expr.base.name
+    def flat_index(self, expr) -> str:
+        """The offset of an access from its array's origin, as C text."""
         parts = []
-        for idx, stride in zip(expr.indices, self.strides[name]):
+        for idx, stride in zip(expr.indices, self.strides[expr.base.name]):
             i = self._print(idx)
             parts.append(f"({i})*{stride}" if stride != "1" else f"({i})" if idx.is_Add else i)
-        return f"{name}[{' + '.join(parts)}]"
+        return " + ".join(parts)
+
+    def access(self, name: str, flat: str) -> str:
+        """An element of array ``name`` at offset ``flat`` (backends may read it otherwise)."""
+        return f"{name}[{flat}]"
+
+    def _print_Indexed(self, expr):
+        return self.access(expr.base.name, self.flat_index(expr))
+
+    def index_expr(self, expr) -> str:
+        """An integer expression of the layout (strides, origins, counts)."""
+        return self._print(sympy.sympify(expr))

@@ -9,14 +9,11 @@ and leaves a message in ``stencilgen_error()``. Section times come from CUDA eve
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import cgen as c
 
-from stencilgen.ir.nodes import SparseKernel
-
 from .c import CBackend
-from .cprinter import CPrinter
+from .cprinter import CPrinter, ctype
 from .options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
@@ -134,16 +131,14 @@ class CheckedPrinter(CPrinter):
         super().__init__(dtype, strides)
         self.ids = {n: i for i, n in enumerate(names)}
 
-    def _print_Indexed(self, expr):
-        text = super()._print_Indexed(expr)
-        name = expr.base.name
-        inner = text[len(name) + 1:-1]
-        return f"{name}[sg_checked({inner}, {name}_lo, {name}_hi, {self.ids[name]}, __LINE__)]"
+    def access(self, name, flat):
+        return (f"{name}[sg_checked({flat}, sg_{name}_lo, sg_{name}_hi, {self.ids[name]}, "
+                "__LINE__)]")
 
 
 @dataclasses.dataclass(frozen=True)
 class _Arg:
-    """A value a kernel may take: its name inside the kernel, C type and host expression."""
+    """A value a kernel takes: its name inside the kernel, C type and host expression."""
 
     name: str
     ctype: str
@@ -152,11 +147,15 @@ class _Arg:
 
 def _thread(axis):
     """This thread's global index along ``axis``, in signed arithmetic of the index type."""
-    return f"(long)blockIdx.{axis}*(long)blockDim.{axis} + (long)threadIdx.{axis}"
+    return f"(sg_int)blockIdx.{axis}*(sg_int)blockDim.{axis} + (sg_int)threadIdx.{axis}"
 
 
 def _stride(axis):
-    return f"(long)blockDim.{axis}*(long)gridDim.{axis}"
+    return f"(sg_int)blockDim.{axis}*(sg_int)gridDim.{axis}"
+
+
+def _indent(lines, by="  "):
+    return [by + ln for ln in lines]
 
 
 class CudaBackend(CBackend):
@@ -168,144 +167,123 @@ class CudaBackend(CBackend):
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
+        # device code is a template over its index type: 32-bit where every array fits
+        self.index = "sg_int"
         if options.debug:
-            self.printer = CheckedPrinter(program.dtype, self._strides(),
+            self.printer = CheckedPrinter(program.dtype, self.printer.strides,
                                           [a.name for a in program.arrays])
 
-    # -- what kernels can take --------------------------------------------------------------
-    def kernel_args(self) -> list[_Arg]:
-        """Every value a kernel may read, in a fixed order; each kernel takes those it names."""
-        prog = self.program
-        out = []
-        for a in prog.arrays:
-            out.append(_Arg(a.name, f"{self.ctype(a.dtype)} *__restrict__", a.name))
-            if a.sparse:
-                out += [_Arg(f"{a.name}_np", "const long", f"{a.name}_np"),
-                        _Arg(f"{a.name}_coords", "const double *__restrict__",
-                             f"d_{a.name}_coords")]
-            else:
-                out += [_Arg(f"{a.name}_s{i}", "const long", f"{a.name}_s{i}")
-                        for i in range(len(prog.dims) - 1)]
-                if a.time_size is not None:
-                    out.append(_Arg(f"{a.name}_st", "const long", f"{a.name}_st"))
-            out += [_Arg(f"{a.name}_lo", "const long", f"{a.name}_lo"),
-                    _Arg(f"{a.name}_hi", "const long", f"{a.name}_hi")]
-        for d in prog.dims:
-            out += [_Arg(f"{d.name}_{s}", "const long", f"{d.name}_{s}") for s in ("m", "M")]
-        out += [_Arg(s.name, f"const {self.ctype(s.dtype)}", s.name) for s in prog.scalars]
-        out += [_Arg(a.lhs.name, f"const {self.real}", a.lhs.name) for a in prog.prologue]
-        out += [_Arg(ti.symbol.name, "const long", ti.symbol.name) for ti in prog.time_indices]
-        out.append(_Arg("time", "const long", "time"))
+    # -- what kernels take --------------------------------------------------------------------
+    def _array_args(self, a, const) -> list[_Arg]:
+        lay, real = a.layout, ctype(a.dtype)
+        out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
+        if a.sparse:
+            out += [_Arg(lay.npoint, "const sg_int", lay.npoint),
+                    _Arg(lay.coords, "const double *__restrict__", lay.device_coords)]
+        else:
+            out += [_Arg(n, "const sg_int", n) for n, _ in lay.strides if n]
+        if self.options.debug:
+            out += [_Arg(f"sg_{a.name}_{b}", "const sg_int", f"sg_{a.name}_{b}")
+                    for b in ("lo", "hi")]
         return out
 
-    def _used(self, text: str) -> list[_Arg]:
-        tokens = set(re.findall(r"[A-Za-z_]\w*", text))
-        return [a for a in self._args if a.name in tokens]
+    def kernel_args(self, k) -> list[_Arg]:
+        """The values kernel ``k`` reads, in the program's order of declaration."""
+        prog = self.program
+        touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
+        exprs = [k.expr, k.target] if k.is_sparse else [e for a in k.body for e in (a.lhs, a.rhs)]
+        free = {s.name for e in exprs for s in e.free_symbols}
+        out = []
+        for a in prog.arrays:
+            if a.name in touched:
+                out += self._array_args(a, "" if a.name in k.writes else "const ")
+        for d in prog.dims:
+            out += [_Arg(n, "const sg_int", n) for n in (d.lower, d.upper)]
+        scalars = {d.origin for d in prog.dims} | {d.spacing for d in prog.dims} \
+            if k.is_sparse else set()
+        out += [_Arg(s.name, f"const {ctype(s.dtype)}", s.name) for s in prog.scalars
+                if s.name in free or s.name in scalars]
+        out += [_Arg(a.lhs.name, f"const {ctype(a.dtype)}", a.lhs.name) for a in prog.prologue
+                if a.lhs.name in free]
+        out += [_Arg(ti.symbol.name, "const sg_int", ti.symbol.name) for ti in prog.time_indices
+                if ti.symbol.name in free]
+        if prog.time.name in free:
+            out.append(_Arg(prog.time.name, "const sg_int", prog.time.name))
+        return out
 
     # -- device code ------------------------------------------------------------------------
     def atomic_add(self, target, value):
-        return [c.Statement(f"atomicAdd(&{target}, ({self.real})({value}))")]
+        return [c.Statement(f"atomicAdd(&{target}, ({ctype(self.program.dtype)})({value}))")]
 
     def sparse_pragmas(self, kernel):
         return []
 
     def kernel_loops(self, k):
         """The nest as grid-stride loops: innermost dimension on x, then y, then z."""
-        if isinstance(k, SparseKernel):
-            loop = self.sparse_loop(k).contents[-1]
-            p = k.point.name
-            return c.For(f"long {p} = {_thread('x')}", f"{p} < {k.sparse}_np",
-                         f"{p} += {_stride('x')}", loop.body)
+        if k.is_sparse:
+            p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
+            return c.For(f"sg_int {p} = {_thread('x')}", f"{p} < {npoint}",
+                         f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
         body = c.Block([self.statement(a) for a in k.body])
         n = len(k.dims)
         for depth in reversed(range(n)):
-            d = k.dims[depth]
-            lo, hi = k.widened[depth]
-            axis = "xyz"[n - 1 - depth]
-            start = f"{d.name}_m - {lo}" if lo else f"{d.name}_m"
-            stop = f"{d.name}_M + {hi}" if hi else f"{d.name}_M"
-            body = c.For(f"long {d.name} = {start} + {_thread(axis)}", f"{d.name} <= {stop}",
-                         f"{d.name} += {_stride(axis)}", body)
+            name, axis = k.dims[depth].name, "xyz"[n - 1 - depth]
+            start, stop = self.bounds(k, depth)
+            body = c.For(f"sg_int {name} = {start} + {_thread(axis)}", f"{name} <= {stop}",
+                         f"{name} += {_stride(axis)}", body)
         return body
 
-    def kernel_name(self, k) -> str:
-        return f"{self.program.name}_{k.name}"
-
     def threads(self, k) -> int:
-        if isinstance(k, SparseKernel):
+        if k.is_sparse:
             return SPARSE_BLOCK
         t = 1
         for b in BLOCK[len(k.dims)]:
             t *= b
         return t
 
-    def device_kernel(self, k):
-        """The ``__global__`` function of one section and the arguments it takes."""
-        loops = str(self.kernel_loops(k))
-        used = self._used(loops)
-        # arrays this kernel only reads are const (read through the read-only data cache)
-        arrays = {a.name for a in self.program.arrays} - set(k.writes)
-        params = ",\n    ".join(f"{'const ' if a.name in arrays else ''}{a.ctype} {a.name}"
-                               for a in used)
-        text = (f"static __global__ void __launch_bounds__({self.threads(k)})\n"
-                f"{self.kernel_name(k)}({params})\n{{\n"
-                + "\n".join("  " + line for line in loops.splitlines()) + "\n}\n")
-        # index arithmetic in 32 bits where every array fits (much faster), else in 64
-        text = re.sub(r"\blong\b", "sg_int", text)
+    def device_kernel(self, k, args):
+        """The ``__global__`` function of one section, a template over its index type."""
+        params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
+        loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
-                f"template <typename sg_int>\n{text}"), used
+                f"template <typename sg_int>\n"
+                f"static __global__ void __launch_bounds__({self.threads(k)})\n"
+                f"{k.section.function}({params})\n{{\n{loops}\n}}\n")
 
     # -- host code --------------------------------------------------------------------------
-    def signature(self):
-        decl = super().signature()
-        args = [c.Value(a.typename.replace("restrict", "__restrict__"), a.name)
-                for a in decl.arg_decls]
-        return c.FunctionDeclaration(c.Value('extern "C" int', self.program.name), args)
+    def param_type(self, p) -> str:
+        return super().param_type(p).replace("restrict", "__restrict__")
+
+    def signature(self, export='extern "C" '):
+        return super().signature(export)
 
     def layouts(self):
         """Host-side strides, element counts and origins of each array, and its device pointers."""
-        dims = self.program.dims
         lines = []
         for a in self.program.arrays:
-            n, t = a.name, self.ctype(a.dtype)
+            lay, real = a.layout, ctype(a.dtype)
+            lines += [str(s) for s in self.strides(a)]
+            lines += [f"const long {n} = {self.printer.index_expr(v)};"
+                      for n, v in (lay.count, lay.origin)]
             if a.sparse:
-                slots = f"{a.time_size}*" if a.time_size is not None else ""
-                lines += [f"const long {n}_count = {slots}{n}_np;", f"const long {n}_origin = 0;",
-                          f"double *d_{n}_coords = NULL;"]
-            else:
-                extents = [f"({d.name}_size + 2*{n}_h{i})" for i, d in enumerate(dims)]
-                strides, stride = [], "1"
-                for ext in reversed(extents):
-                    strides.append(stride)
-                    stride = ext if stride == "1" else f"{stride}*{ext}"
-                strides.reverse()
-                lines += [f"const long {n}_s{i} = {s};" for i, s in enumerate(strides[:-1])]
-                origin = " + ".join(f"{n}_h{i}*" + (f"{n}_s{i}" if i < len(dims) - 1 else "1")
-                                    for i in range(len(dims)))
-                if a.time_size is not None:
-                    lines += [f"const long {n}_st = {stride};",
-                              f"const long {n}_count = {a.time_size}*{n}_st;"]
-                else:
-                    lines.append(f"const long {n}_count = {stride};")
-                lines.append(f"const long {n}_origin = {origin};")
+                lines.append(f"double *{lay.device_coords} = NULL;")
             if self.options.debug:
-                lines += [f"const long {n}_lo = -{n}_origin;",
-                          f"const long {n}_hi = {n}_count - {n}_origin;"]
-            lines += [f"{t} *d_{n}_vec = NULL;", f"{t} *{n} = NULL;"]
+                lines += [f"const long sg_{a.name}_lo = -{lay.origin[0]};",
+                          f"const long sg_{a.name}_hi = {lay.count[0]} - {lay.origin[0]};"]
+            lines += [f"{real} *{lay.device} = NULL;", f"{real} *{a.name} = NULL;"]
         return lines
 
     def _bytes(self, a):
-        return f"(size_t){a.name}_count*sizeof({self.ctype(a.dtype)})"
+        return f"(size_t){a.layout.count[0]}*sizeof({ctype(a.dtype)})"
 
     def _coord_bytes(self, a):
-        return f"(size_t){a.name}_np*{len(self.program.dims)}*sizeof(double)"
+        return f"(size_t){a.layout.npoint}*{len(self.program.dims)}*sizeof(double)"
 
-    def setup(self):
-        """Check the footprint against free memory, allocate, copy in (temporaries: zero)."""
+    def _memory_check(self):
         arrays = self.program.arrays
         need = " + ".join([self._bytes(a) for a in arrays] +
                           [self._coord_bytes(a) for a in arrays if a.sparse]) or "0"
-        lines = [
+        return [
             "size_t sg_free = 0, sg_total = 0;",
             "SG_CHECK(cudaMemGetInfo(&sg_free, &sg_total));",
             f"const size_t sg_need = {need};",
@@ -318,90 +296,84 @@ class CudaBackend(CBackend):
             "  goto sg_cleanup;",
             "}",
         ]
+
+    def _nvtx(self, name, lines):
+        if not self.options.nvtx:
+            return lines
+        return [f'nvtxRangePushA("{name}");'] + lines + ["nvtxRangePop();"]
+
+    def setup(self):
+        """Check the footprint against free memory, allocate, copy in (temporaries: zero)."""
+        lines = self._memory_check()
         if self.options.debug:
             lines += ["const sg_oob_record sg_clear = {};",
                       "SG_CHECK(cudaMemcpyToSymbol(sg_oob, &sg_clear, sizeof(sg_clear)));"]
-        if self.options.nvtx:
-            lines.append('nvtxRangePushA("copy-in");')
-        for a in arrays:
-            n = a.name
-            lines.append(f"SG_CHECK(cudaMalloc((void **)&d_{n}_vec, {self._bytes(a)}));")
+        copies = []
+        for a in self.program.arrays:
+            lay = a.layout
+            copies.append(f"SG_CHECK(cudaMalloc((void **)&{lay.device}, {self._bytes(a)}));")
             if a.temporary:
-                lines.append(f"SG_CHECK(cudaMemset(d_{n}_vec, 0, {self._bytes(a)}));")
+                copies.append(f"SG_CHECK(cudaMemset({lay.device}, 0, {self._bytes(a)}));")
             else:
-                lines.append(f"SG_CHECK(cudaMemcpy(d_{n}_vec, {n}_vec, {self._bytes(a)}, "
-                             "cudaMemcpyHostToDevice));")
+                copies.append(f"SG_CHECK(cudaMemcpy({lay.device}, {lay.vec}, {self._bytes(a)}, "
+                              "cudaMemcpyHostToDevice));")
             if a.sparse:
-                lines += [f"SG_CHECK(cudaMalloc((void **)&d_{n}_coords, {self._coord_bytes(a)}));",
-                          f"SG_CHECK(cudaMemcpy(d_{n}_coords, {n}_coords, {self._coord_bytes(a)}, "
-                          "cudaMemcpyHostToDevice));"]
-            lines.append(f"{n} = d_{n}_vec + {n}_origin;")
-        if self.options.nvtx:
-            lines.append("nvtxRangePop();")
-        return lines
+                dc, nb = lay.device_coords, self._coord_bytes(a)
+                copies += [f"SG_CHECK(cudaMalloc((void **)&{dc}, {nb}));",
+                           f"SG_CHECK(cudaMemcpy({dc}, {lay.coords}, {nb}, "
+                           "cudaMemcpyHostToDevice));"]
+            copies.append(f"{a.name} = {lay.device} + {lay.origin[0]};")
+        return lines + self._nvtx("copy-in", copies)
 
-    def launch(self, index, k, used):
+    def launch(self, k, args):
         """Host code that launches section ``k`` (when its space is not empty), timed."""
-        name = self.kernel_name(k)
-        lines = [f"/* {k.name} */"]
-        if isinstance(k, SparseKernel):
-            sizes = [f"{k.sparse}_np"]
-            block = (SPARSE_BLOCK,)
+        name, timer = k.section.function, k.section.timer
+        if k.is_sparse:
+            sizes, block = [self.program.array(k.sparse).layout.npoint], (SPARSE_BLOCK,)
         else:
-            sizes = []
-            for d, (lo, hi) in zip(reversed(k.dims), reversed(k.widened)):
-                sizes.append(f"{d.name}_M - {d.name}_m + {1 + lo + hi}")
+            sizes = [f"{self.dims[s].upper} - {self.dims[s].lower} + {1 + lo + hi}"
+                     for s, (lo, hi) in zip(reversed(k.dims), reversed(k.widened))]
             block = BLOCK[len(k.dims)]
-        lines += [f"const long sg_n{i} = {s};" for i, s in enumerate(sizes)]
         grid = ", ".join(f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})" for i, b in enumerate(block))
-        call = ", ".join(a.host for a in used)
+        call = ", ".join(a.host for a in args)
         body = [f"const dim3 sg_block({', '.join(map(str, block))});",
-                f"const dim3 sg_grid({grid});"]
-        if self.options.nvtx:
-            body.append(f'nvtxRangePushA("{k.name}");')
-        body += [f"SG_TIMER_START({index});",
-                 f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
-                 f"else {name}<long><<<sg_grid, sg_block>>>({call});",
-                 f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
+                f"const dim3 sg_grid({grid});", f"SG_TIMER_START({timer});",
+                f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
+                f"else {name}<long><<<sg_grid, sg_block>>>({call});",
+                f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
         if self.options.debug:
             body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
                      f'kernel {name}");',
                      f'if (sg_out_of_bounds("{name}", &sg_status)) goto sg_cleanup;']
-        body.append(f"SG_TIMER_STOP({index});")
-        if self.options.nvtx:
-            body.append("nvtxRangePop();")
+        body = self._nvtx(k.name, body + [f"SG_TIMER_STOP({timer});"])
         cond = " && ".join(f"sg_n{i} > 0" for i in range(len(sizes)))
-        lines += [f"if ({cond}) {{"] + ["  " + b for b in body] + ["}"]
-        return ["{"] + ["  " + ln for ln in lines] + ["}"]
+        lines = [f"/* {k.name} */"] + [f"const long sg_n{i} = {s};" for i, s in enumerate(sizes)]
+        lines += [f"if ({cond}) {{"] + _indent(body) + ["}"]
+        return ["{"] + _indent(lines) + ["}"]
 
-    def host_body(self, launches):
+    def narrow_choice(self):
+        """Whether the 32-bit instantiation may run: every array's offsets fit in it."""
+        prog, types = self.program, self.program.index_types
+        sizes = [a.layout.count[0] for a in prog.arrays]
+        sizes += [f"{a.layout.npoint}*{len(prog.dims)}" for a in prog.arrays if a.sparse]
+        fits = " && ".join(f"{n} <= {types.narrow_limit}L" for n in sizes) or "true"
+        return ["/* 32-bit index arithmetic in the kernels when every offset fits in it */",
+                "#ifdef STENCILGEN_WIDE_INDEX", "const bool sg_narrow = false;", "#else",
+                f"const bool sg_narrow = {fits if types.narrow else 'false'};", "#endif"]
+
+    def time_loop_lines(self, launches):
         prog = self.program
-        nk = max(len(prog.kernels), 1)
-        nb, ns = len(prog.before), len(prog.steps)
-        lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"]
-        lines += self.layouts()
-        sizes = [f"{a.name}_count" for a in prog.arrays]
-        sizes += [f"{a.name}_np*{len(prog.dims)}" for a in prog.arrays if a.sparse]
-        lines += ["/* 32-bit index arithmetic in the kernels when every offset fits in it */",
-                  "#ifdef STENCILGEN_WIDE_INDEX", "const bool sg_narrow = false;", "#else",
-                  "const bool sg_narrow = " +
-                  " && ".join(f"{n} <= SG_NARROW_MAX" for n in sizes) + ";", "#endif"]
-        lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};"]
-        lines += [str(s) for s in self.prologue()]
-        main = self.setup()
-        for i in range(nb):
-            main += launches[i]
-        if prog.has_time_loop:
-            main.append("for (long time = time_m; time <= time_M; time += 1) {")
-            for ti in prog.time_indices:
-                if ti.modulo is not None:
-                    main.append(f"  const long {ti.symbol.name} = (time + {ti.shift}) % {ti.modulo};")
-            for i in range(nb, nb + ns):
-                main += ["  " + ln for ln in launches[i]]
-            main.append("}")
-        for i in range(nb + ns, len(prog.kernels)):
-            main += launches[i]
-        main += [
+        t, (lo, hi) = prog.time.name, prog.time_bounds
+        lines = [f"for (long {t} = {lo}; {t} <= {hi}; {t} += 1) {{"]
+        lines += _indent([str(s) for s in self.time_slots()])
+        for k in prog.steps:
+            lines += _indent(launches[k.section.timer])
+        return lines + ["}"]
+
+    def finish(self):
+        """Wait for the last kernel, read the remaining timer events, copy results back."""
+        nk = max(len(self.program.kernels), 1)
+        lines = [
             'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after the last kernel '
             '(an earlier kernel failed)");',
             f"for (int sg_i = 0; sg_i < {nk}; ++sg_i) {{",
@@ -410,22 +382,20 @@ class CudaBackend(CBackend):
             "    float sg_ms = 0.0f;",
             "    SG_CHECK(cudaEventElapsedTime(&sg_ms, sg_events[sg_i][sg_k % SG_SLOTS][0], "
             "sg_events[sg_i][sg_k % SG_SLOTS][1]));",
-            "    timers[sg_i] += 1.0e-3*sg_ms;",
+            f"    {self.program.timers}[sg_i] += 1.0e-3*sg_ms;",
             "  }",
             "}",
         ]
-        written = {n for k in prog.kernels for n in k.writes}
-        if self.options.nvtx:
-            main.append('nvtxRangePushA("copy-out");')
-        for a in prog.arrays:
-            if a.name in written and not a.temporary:
-                main.append(f"SG_CHECK(cudaMemcpy({a.name}_vec, d_{a.name}_vec, {self._bytes(a)}, "
-                            "cudaMemcpyDeviceToHost));")
-        if self.options.nvtx:
-            main.append("nvtxRangePop();")
-        lines += ["{"] + ["  " + ln for ln in main] + ["}"]
-        cleanup = ["sg_cleanup:"]
-        cleanup += [
+        written = {n for k in self.program.kernels for n in k.writes}
+        copies = [f"SG_CHECK(cudaMemcpy({a.layout.vec}, {a.layout.device}, {self._bytes(a)}, "
+                  "cudaMemcpyDeviceToHost));"
+                  for a in self.program.arrays if a.name in written and not a.temporary]
+        return lines + self._nvtx("copy-out", copies)
+
+    def cleanup(self):
+        nk = max(len(self.program.kernels), 1)
+        lines = [
+            "sg_cleanup:",
             f"for (int sg_i = 0; sg_i < {nk}; ++sg_i)",
             "  for (int sg_k = 0; sg_k < SG_SLOTS; ++sg_k)",
             "    for (int sg_j = 0; sg_j < 2; ++sg_j)",
@@ -433,35 +403,46 @@ class CudaBackend(CBackend):
             "        sg_release(cudaEventDestroy(sg_events[sg_i][sg_k][sg_j]), "
             "\"cudaEventDestroy\", &sg_status);",
         ]
-        for a in prog.arrays:
-            cleanup.append(f"if (d_{a.name}_vec) sg_release(cudaFree(d_{a.name}_vec), "
-                           f"\"cudaFree(d_{a.name}_vec)\", &sg_status);")
-            if a.sparse:
-                cleanup.append(f"if (d_{a.name}_coords) sg_release(cudaFree(d_{a.name}_coords), "
-                               f"\"cudaFree(d_{a.name}_coords)\", &sg_status);")
-        cleanup.append("return sg_status;")
-        return lines + cleanup
+        for a in self.program.arrays:
+            for ptr in (a.layout.device, a.layout.device_coords):
+                if ptr:
+                    lines.append(f"if ({ptr}) sg_release(cudaFree({ptr}), \"cudaFree({ptr})\", "
+                                 "&sg_status);")
+        return lines + ["return sg_status;"]
+
+    def host_body(self, launches):
+        prog = self.program
+        nk = max(len(prog.kernels), 1)
+        lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"] + self.layouts()
+        lines += self.narrow_choice()
+        lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};"]
+        lines += [str(s) for s in self.prologue()]
+        main = self.setup()
+        for k in prog.before:
+            main += launches[k.section.timer]
+        if prog.has_time_loop:
+            main += self.time_loop_lines(launches)
+        for k in prog.after:
+            main += launches[k.section.timer]
+        main += self.finish()
+        return lines + ["{"] + _indent(main) + ["}"] + self.cleanup()
 
     def emit(self) -> str:
         """The whole translation unit: prelude, one kernel per section, the host entry point."""
-        self._args = self.kernel_args()
         header = (f"/* {self.program.name}: generated by stencilgen ({self.language} backend) */\n"
                   "#include <cuda_runtime.h>\n#include <math.h>\n#include <stdio.h>\n"
                   "#include <stddef.h>\n")
-        if self.options.debug:
-            header += "#include <assert.h>\n"
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
-        sticky = ", ".join(_STICKY)
-        parts = [header, _PRELUDE % {"sticky": sticky, "slots": EVENT_SLOTS}]
+        parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS}]
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]
-        launches = []
-        for i, k in enumerate(self.program.kernels):
-            text, used = self.device_kernel(k)
-            parts.append(text)
-            launches.append(self.launch(i, k, used))
+        launches = {}
+        for k in self.program.kernels:
+            args = self.kernel_args(k)
+            parts.append(self.device_kernel(k, args))
+            launches[k.section.timer] = self.launch(k, args)
         body = self.host_body(launches)
         parts.append(str(self.signature()).rstrip(";") + "\n{\n" +
                      "\n".join("  " + ln if ln and not ln.endswith(":") and not ln.startswith("#")

@@ -10,9 +10,6 @@ Operator can report where compute regions really ran.
 from __future__ import annotations
 
 import cgen as c
-import sympy
-
-from stencilgen.ir.nodes import SparseKernel
 
 from .c import CBackend
 from .cprinter import CPrinter
@@ -67,19 +64,15 @@ STENCILGEN_EXPORT int stencilgen_acc_devices(void)
 
 
 class _BasePrinter(CPrinter):
-    """Prints grid-array accesses from the base pointer plus the origin offset: ``u_vec[u_o + ...]``."""
+    """Prints accesses from the base pointer plus the origin offset: ``u_vec[u_o + ...]``."""
 
-    def __init__(self, dtype, strides, sparse):
+    def __init__(self, dtype, strides, bases):
         super().__init__(dtype, strides)
-        self.sparse = sparse
+        self.bases = bases    # array name -> (base pointer, origin offset or None)
 
-    def _print_Indexed(self, expr):
-        text = super()._print_Indexed(expr)
-        name = expr.base.name
-        inner = text[len(name) + 1:]
-        if name in self.sparse:
-            return f"{name}_vec[{inner}"
-        return f"{name}_vec[{name}_o + {inner}"
+    def access(self, name, flat):
+        vec, origin = self.bases[name]
+        return f"{vec}[{origin} + {flat}]" if origin else f"{vec}[{flat}]"
 
 
 class OpenACCBackend(CBackend):
@@ -91,58 +84,39 @@ class OpenACCBackend(CBackend):
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
-        sparse = {a.name for a in program.arrays if a.sparse}
-        self.printer = _BasePrinter(program.dtype, self._strides(), sparse)
+        bases = {a.name: (a.layout.vec, None if a.sparse else a.layout.origin[0])
+                 for a in program.arrays}
+        self.printer = _BasePrinter(program.dtype, self.printer.strides, bases)
 
     # -- data ------------------------------------------------------------------------------
     def array_views(self):
-        """Strides, origin offset (``u_o``, first domain point) and length of every array."""
+        """Strides, origin offset (first domain point) and length of every array."""
         lines = []
-        dims = self.program.dims
         for a in self.program.arrays:
-            if a.sparse:
-                n = f"{a.name}_np"
-                lines.append(c.Initializer(c.Value("const long", f"{a.name}_len"),
-                                           f"{a.time_size}*{n}" if a.time_size else n))
-                continue
-            extents = [f"({d.name}_size + 2*{a.name}_h{i})" for i, d in enumerate(dims)]
-            for i in range(len(dims) - 1):
-                lines.append(c.Initializer(c.Value("const long", f"{a.name}_s{i}"),
-                                           "*".join(extents[i + 1:][::-1])))
-            volume = "*".join(extents[::-1])
-            if a.time_size is not None:
-                lines.append(c.Initializer(c.Value("const long", f"{a.name}_st"), volume))
-                volume = f"{a.time_size}*{a.name}_st"
-            lines.append(c.Initializer(c.Value("const long", f"{a.name}_len"), volume))
-            origin = " + ".join(f"{a.name}_h{i}*" + (f"{a.name}_s{i}" if i < len(dims) - 1 else "1")
-                                for i in range(len(dims)))
-            lines.append(c.Initializer(c.Value("const long", f"{a.name}_o"), origin))
+            lay = a.layout
+            lines += self.strides(a)
+            lines.append(c.Initializer(c.Value("const long", lay.count[0]),
+                                       self.printer.index_expr(lay.count[1])))
+            if not a.sparse:
+                lines.append(c.Initializer(c.Value("const long", lay.origin[0]),
+                                           self.printer.index_expr(lay.origin[1])))
         return lines
 
-    @staticmethod
-    def _section(name):
-        return f"{name}_vec[0:{name}_len]"
+    def _section(self, name):
+        lay = self.program.array(name).layout
+        return f"{lay.vec}[0:{lay.count[0]}]"
 
     def _coords(self, sparse):
-        return f"{sparse}_coords[0:{sparse}_np*{len(self.program.dims)}]"
-
-    @staticmethod
-    def _arrays_in(exprs):
-        names = set()
-        for e in exprs:
-            names |= {a.base.name for a in e.atoms(sympy.Indexed)}
-            if isinstance(e, sympy.Indexed):
-                names.add(e.base.name)
-        return names
+        lay = self.program.array(sparse).layout
+        return f"{lay.coords}[0:{lay.npoint}*{len(self.program.dims)}]"
 
     def _present(self, kernel):
         """The ``present`` clause naming every array (and coordinate list) the kernel touches."""
-        if isinstance(kernel, SparseKernel):
-            names = self._arrays_in([kernel.target, kernel.expr]) | {kernel.sparse}
-            extra = [self._coords(kernel.sparse)]
-        else:
-            names = self._arrays_in([e for a in kernel.body for e in (a.lhs, a.rhs)])
-            extra = []
+        names = set(kernel.reads) | set(kernel.writes)
+        extra = []
+        if kernel.is_sparse:
+            names.add(kernel.sparse)
+            extra.append(self._coords(kernel.sparse))
         order = [a.name for a in self.program.arrays if a.name in names]
         return f"present({', '.join([self._section(n) for n in order] + extra)})"
 
@@ -152,11 +126,10 @@ class OpenACCBackend(CBackend):
         written = set()
         for k in self.program.kernels:
             written |= set(k.writes)
-        copy = [self._section(a.name) for a in self.program.arrays
-                if a.name in written and not a.temporary]
-        copyin = [self._section(a.name) for a in self.program.arrays
-                  if a.name not in written or a.temporary]
-        copyin += [self._coords(a.name) for a in self.program.arrays if a.sparse]
+        arrays = self.program.arrays
+        copy = [self._section(a.name) for a in arrays if a.name in written and not a.temporary]
+        copyin = [self._section(a.name) for a in arrays if a.name not in written or a.temporary]
+        copyin += [self._coords(a.name) for a in arrays if a.sparse]
         clauses = []
         if copyin:
             clauses.append(f"copyin({', '.join(copyin)})")
@@ -168,10 +141,8 @@ class OpenACCBackend(CBackend):
     def includes(self):
         return [c.Include(h) for h in ("math.h", "stdlib.h", "time.h", "openacc.h")]
 
-    def signature(self):
-        decl = super().signature()
-        return c.FunctionDeclaration(c.Value("STENCILGEN_EXPORT int", self.program.name),
-                                     decl.arg_decls)
+    def signature(self, export="STENCILGEN_EXPORT "):
+        return super().signature(export)
 
     def loop_pragmas(self, kernel, depth):
         if depth != 0:
@@ -185,15 +156,11 @@ class OpenACCBackend(CBackend):
     def sparse_pragmas(self, kernel):
         return [c.Pragma(f"acc parallel loop gang vector {self._present(kernel)}")]
 
+    def corner_pragmas(self):
+        return [c.Pragma("acc loop seq")]
+
     def atomic_add(self, target, value):
         return [c.Pragma("acc atomic update"), c.Statement(f"{target} += {value}")]
-
-    def sparse_loop(self, k):
-        """The C backend's point loop, its 2**ndim corner loops marked sequential per point."""
-        module = super().sparse_loop(k)
-        point_loop = module.contents[-1]
-        point_loop.body.contents = [_seq(s) for s in point_loop.body.contents]
-        return module
 
     clock = "stencilgen_wtime()"
 
@@ -201,27 +168,14 @@ class OpenACCBackend(CBackend):
         return [c.Pragma("acc wait")]
 
     def body(self):
-        prog = self.program
-        nb, ns = len(prog.before), len(prog.steps)
-        inside = self.sections(prog.before, 0)
-        if prog.has_time_loop:
-            inside.append(self.time_loop(self.sections(prog.steps, nb)))
-        inside += self.sections(prog.after, nb + ns)
         return (self.array_views() + self.prologue() +
                 [c.Statement("stencilgen_acc_select()"),
                  c.Comment("arrays move to the device once, and the written ones back once"),
-                 c.Pragma(f"acc data {self.data_clauses()}"), c.Block(inside),
+                 c.Pragma(f"acc data {self.data_clauses()}"),
+                 c.Block(self.sections_in_order()),
                  c.Statement("return 0")])
 
     def emit(self) -> str:
-        header = c.Comment(f"{self.program.name}: generated by stencilgen ({self.language} backend)")
         fn = c.FunctionBody(self.signature(), c.Block(self.body()))
-        return str(c.Module([header] + self.includes() + [c.Line(), c.Line(_PREAMBLE), fn])) + "\n"
-
-
-def _seq(node):
-    """``node`` with ``#pragma acc loop seq`` before it (and its nested loops) if it is a loop."""
-    if isinstance(node, c.For):
-        node.body = _seq(node.body)
-        return c.Module([c.Pragma("acc loop seq"), node])
-    return node
+        return str(c.Module([self.header()] + self.includes()
+                            + [c.Line(), c.Line(_PREAMBLE), fn])) + "\n"

@@ -1,36 +1,26 @@
 """Lowering: symbolic equations -> indexed equations on arrays.
 
-Two passes: ``expand_derivatives`` turns lazy derivatives into weighted shifts, turning the
-argument of an outer space derivative that holds a space derivative into a temporary (nested
-staggered derivatives, cross derivatives); ``index`` turns ``u(t + dt, x + 2*h_x)`` into
-``u[t1, x + 2]`` and collects the parameters the generated code needs.
+``check_equations`` validates; ``register_names`` gives every user object its C name;
+``expand_derivatives`` turns lazy derivatives into weighted shifts, the argument of an outer
+space derivative that holds a space derivative becoming a temporary; ``index_equations``
+turns ``u(t + dt, x + 2*h_x)`` into ``u[t1, x + 2]`` and collects what the code takes.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy
 
 from .derivatives import Derivative, expand
+from .differentiable import plain
 from .dimensions import stepping_dimension, time_dimension
-from .equations import Eq
+from .equations import Eq, SparseEq
 from .errors import HaloError, InvalidEquation
 from .functions import Constant, DiscreteFunction, FieldData, Function
-from .ir.nodes import POINT, ArrayParam, ScalarParam, TimeIndex
-
-
-@dataclass
-class IndexedEq:
-    """An equation on arrays: ``lhs`` an Indexed store, ``rhs`` over Indexed reads."""
-
-    lhs: sympy.Indexed
-    rhs: sympy.Expr
-    time_dependent: bool = False
-    extent: tuple = ()         # iteration widened by (lo, hi) per dimension (hoisted arrays)
-    sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
-    sparse: str | None = None        # the sparse array visited
+from .ir.nodes import ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, TimeIndex
+from .names import NameRegistry
+from .sparse import Injection, Interpolation
 
 
 class TempFunction(Function):
@@ -52,8 +42,6 @@ def check_equations(eqs) -> tuple:
             flat.append(e)
     if not flat:
         raise InvalidEquation("Operator: no equations given")
-    from .equations import SparseEq
-    from .sparse import Injection, Interpolation
     for i, e in enumerate(flat):
         if isinstance(e, Injection):
             flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
@@ -118,12 +106,10 @@ class _Expander:
         self.names = names
         self.new_eqs: list[Eq] = []
 
-    def temp(self, prefix="r"):
-        for i in itertools.count():
-            name = f"{prefix}{i}"
-            if name not in self.names:
-                self.names.add(name)
-                return TempFunction(name=name, grid=self.grid, dtype=self.grid.dtype)
+    def temp(self):
+        temp = TempFunction(name=self.names.counted("r"), grid=self.grid, dtype=self.grid.dtype)
+        self.names.bind(temp.field, temp.name)
+        return temp
 
     def __call__(self, expr):
         if isinstance(expr, Derivative):
@@ -149,142 +135,200 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
     return out
 
 
+
+
+# -- names ----------------------------------------------------------------------------------
+
+def _functions(eqs) -> list:
+    found = set()
+    for e in eqs:
+        found |= e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)
+        if isinstance(e, SparseEq):
+            found.add(e.sparse)
+    return sorted((f.origin for f in found), key=lambda f: f.name)
+
+
+def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistry:
+    """Every user name first, so each keeps its spelling where it is safe: the dimensions,
+    the Functions and Constants (by name), then the Operator."""
+    for d in grid.dimensions + (time_dimension(),):
+        names.user(d, d.name)
+    seen = {}
+    for f in _functions(eqs):
+        other = seen.setdefault(f.name, f.field)
+        if other is not f.field:
+            raise InvalidEquation(f"two different functions are both named {f.name!r}; "
+                                  "give every Function of an Operator its own name")
+        names.user(f.field, f.name)
+    constants = set().union(*(e.rhs.atoms(Constant) for e in eqs))
+    for c in sorted(constants, key=lambda c: c.name):
+        names.user(c, c.name)
+    names.user("operator", operator)
+    return names
+
+
 # -- indexing -----------------------------------------------------------------------------
 
 @dataclass
-class Registry:
-    """The parameters an operator's code takes, collected while indexing."""
+class Bindings:
+    """What the Operator binds to the program's parameters: the user objects by C name."""
 
     grid: object
-    arrays: dict = field(default_factory=dict)       # FieldData -> ArrayParam
-    functions: dict = field(default_factory=dict)    # FieldData -> DiscreteFunction (origin)
-    scalars: dict = field(default_factory=dict)      # name -> ScalarParam
-    constants: dict = field(default_factory=dict)    # name -> Constant
-    time_indices: dict = field(default_factory=dict)  # (shift, modulo) -> TimeIndex
-    reach: dict = field(default_factory=dict)         # array name -> max |offset| per dim
+    functions: dict = field(default_factory=dict)   # array C name -> DiscreteFunction
+    constants: dict = field(default_factory=dict)   # scalar C name -> Constant
+
+
+def _loop_dim(d, names: NameRegistry) -> LoopDim:
+    c = names.cname(d)
+    return LoopDim(symbol=sympy.Symbol(c, integer=True), user=d.name,
+                   size=names.fresh(f"{c}_size"), lower=names.fresh(f"{c}_m"),
+                   upper=names.fresh(f"{c}_M"), spacing=names.fresh(f"h_{c}"),
+                   origin=names.fresh(f"o_{c}"))
+
+
+class _Indexer:
+    """The state of one indexing pass: arrays, scalars and time slots met so far."""
+
+    def __init__(self, grid, names: NameRegistry):
+        self.grid, self.names = grid, names
+        self.dims = tuple(_loop_dim(d, names) for d in grid.dimensions)
+        self.time = sympy.Symbol(names.cname(time_dimension()), integer=True)
+        self.point = sympy.Symbol(names.fresh("p"), integer=True)
+        self.dt = sympy.Symbol(names.fresh("dt"), real=True, positive=True)
+        self.arrays: dict = {}         # FieldData -> ArrayParam
+        self.scalars: dict = {}        # name -> ScalarParam
+        self.time_indices: dict = {}   # (shift, modulo) -> TimeIndex
+        self.bindings = Bindings(grid)
+        self.symbols = {time_dimension(): self.time, stepping_dimension(): self.time}
+        for d, ld in zip(grid.dimensions, self.dims):
+            self.symbols[d] = ld.symbol
 
     def array(self, f: DiscreteFunction) -> ArrayParam:
         rec = f.field
         if rec not in self.arrays:
-            for other in self.arrays:
-                if other.name == rec.name:
-                    raise InvalidEquation(f"two different functions are both named {rec.name!r}; "
-                                          "give every Function of an Operator its own name")
             sparse = bool(f.is_Sparse)
+            temporary = isinstance(f, TempFunction)
+            cname = self.names.cname(rec)
             self.arrays[rec] = ArrayParam(
-                name=rec.name, dtype=rec.dtype, ndim=1 if sparse else rec.grid.dim,
+                name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else rec.grid.dim,
                 time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
-                temporary=isinstance(f, TempFunction), sparse=sparse)
-            self.functions[rec] = f.origin
+                temporary=temporary, sparse=sparse, halo=() if sparse else tuple(rec.halo))
+            if not temporary:
+                self.bindings.functions[cname] = f.origin
         return self.arrays[rec]
 
     def time_index(self, shift: int, modulo: int | None):
         if modulo is None:
-            return time_dimension() + shift
+            return self.time + shift
         key = (shift % modulo, modulo)
         if key not in self.time_indices:
-            sym = sympy.Symbol(f"t{len(self.time_indices)}", integer=True)
+            sym = sympy.Symbol(self.names.counted("t"), integer=True)
             self.time_indices[key] = TimeIndex(sym, key[0], modulo)
         return self.time_indices[key].symbol
 
+    def scalar(self, name, dtype, role):
+        self.scalars.setdefault(name, ScalarParam(name, dtype, role))
 
-def index(eq: Eq, reg: Registry) -> IndexedEq:
-    """``eq`` on arrays: accesses become ``Indexed``; halos are checked."""
-    grid = reg.grid
-    dims = grid.dimensions
-    mapping = {}
-    time_dependent = False
-    # sorted: the parameter order (and so the source text and its cache key) must not depend
-    # on set iteration order, which changes between processes
-    found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
-    for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a))):
-        arr = reg.array(f)
+    def access(self, f: DiscreteFunction):
+        """``f`` (a function at shifted indices) as an array access."""
+        arr = self.array(f)
+        self.timed |= arr.time_size is not None
         if arr.sparse:
-            mapping[f] = _sparse_access(f, arr, reg)
-            time_dependent |= arr.time_size is not None
-            continue
-        offs = _space_offsets(f)
+            return self.sparse_access(f, arr)
         idx = []
         if arr.time_size is not None:
-            time_dependent = True
-            tdim = f.args[0]
-            root = tdim.free_symbols & {stepping_dimension(), time_dimension()}
-            base = root.pop() if root else time_dimension()
-            k = _axis_offset(f.args[0], base)
+            root = f.args[0].free_symbols & {stepping_dimension(), time_dimension()}
+            k = _axis_offset(f.args[0], root.pop() if root else time_dimension())
             if not k.is_Integer:
                 raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
-            idx.append(reg.time_index(int(k), arr.time_size if arr.modulo else None))
-        for axis, d in enumerate(dims):
+            idx.append(self.time_index(int(k), arr.time_size if arr.modulo else None))
+        offs = _space_offsets(f)
+        for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
             o = offs[d]
             if not o.is_Integer:
                 raise InvalidEquation(
                     f"{f} is read at {d}{o:+} {d.spacing}, between grid points: evaluate "
                     f"staggered derivatives with x0= so that the result lands on a node")
-            o = int(o)
-            if arr.temporary:
-                reach = reg.reach.setdefault(arr.name, [0] * len(dims))
-                reach[axis] = max(reach[axis], abs(o))
-            elif abs(o) > f.halo[axis]:
+            if not arr.temporary and abs(o) > f.halo[axis]:
                 raise HaloError(
-                    f"{f.name} is read at {d}{o:+d} but its halo is {f.halo[axis]} points wide "
-                    f"(space_order={f.space_order}): the stencil is wider than the halo; raise "
-                    f"space_order to at least {2 * abs(o)} or lower the derivatives' fd_order")
-            idx.append(d + o)
-        mapping[f] = arr.base[tuple(idx)]
-    lhs = mapping[eq.lhs]
-    rhs = eq.rhs.xreplace(mapping).xreplace({stepping_dimension(): time_dimension()})
-    _collect_scalars(rhs, reg, eq)
-    kind = getattr(eq, "kind", None)
-    if kind is not None:
-        reg.array(eq.sparse)
-        for d in reg.grid.dimensions:
-            reg.scalars[f"o_{d.name}"] = ScalarParam(f"o_{d.name}", np.float64)
-            reg.scalars[d.spacing.name] = ScalarParam(d.spacing.name, reg.grid.dtype)
-    return IndexedEq(lhs, _plain(rhs), time_dependent, sparse_kind=kind,
-                     sparse=eq.sparse.name if kind else None)
+                    f"{f.name} is read at {d}{int(o):+d} but its halo is {f.halo[axis]} points "
+                    f"wide (space_order={f.space_order}): the stencil is wider than the halo; raise "
+                    f"space_order to at least {2 * abs(int(o))} or lower the derivatives' fd_order")
+            idx.append(ld.symbol + int(o))
+        return arr.base[tuple(idx)]
+
+    def sparse_access(self, f, arr):
+        """``src(time + k*dt, p_src)`` -> ``src[time + k, p]``."""
+        idx = []
+        if arr.time_size is not None:
+            k = _axis_offset(f.args[0], time_dimension())
+            if not k.is_Integer:
+                raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
+            idx.append(self.time + int(k))
+        if f.args[-1] != f.origin.args[-1]:
+            raise InvalidEquation(f"{f}: a sparse function is read at its own points only")
+        return arr.base[tuple(idx) + (self.point,)]
+
+    def scalars_of(self, rhs, eq) -> dict:
+        """The C symbols of the scalars ``rhs`` reads (Constants, spacings, dt), registered."""
+        out = {}
+        skip = set(self.grid.dimensions) | {time_dimension(), stepping_dimension()}
+        skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {self.point, self.time}
+        skip |= {ti.symbol for ti in self.time_indices.values()} | set(self.symbols.values())
+        for s in rhs.free_symbols - skip:
+            if isinstance(s, sympy.Indexed):
+                continue
+            if isinstance(s, Constant):
+                cname = self.names.cname(s)
+                self.scalar(cname, s.dtype, ("constant", s.name))
+                self.bindings.constants[cname] = s
+                out[s] = sympy.Symbol(cname, real=True)
+            elif s == time_dimension().spacing:
+                self.scalar(self.dt.name, self.grid.dtype, ("dt",))
+                out[s] = self.dt
+            elif any(s == d.spacing for d in self.grid.dimensions):
+                axis = [d.spacing for d in self.grid.dimensions].index(s)
+                name = self.dims[axis].spacing
+                self.scalar(name, self.grid.dtype, ("spacing", axis))
+                out[s] = sympy.Symbol(name, real=True, positive=True)
+            else:
+                raise InvalidEquation(f"{eq}: the symbol {s} is neither a grid dimension, a "
+                                      "spacing, dt nor a Constant; use stencilgen.Constant for "
+                                      "run-time scalars")
+        return out
+
+    def __call__(self, eq: Eq) -> IndexedEq:
+        # sorted: the parameter order (and so the source text and its cache key) must not
+        # depend on set iteration order, which changes between processes
+        found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
+        self.timed = False
+        mapping = {f: self.access(f)
+                   for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a)))}
+        rhs = eq.rhs.xreplace(mapping)
+        symbols = {**self.symbols, **self.scalars_of(rhs, eq)}
+        lhs, rhs = mapping[eq.lhs].xreplace(symbols), plain(rhs.xreplace(symbols))
+        kind = getattr(eq, "kind", None)
+        if kind is None:
+            return IndexedEq(lhs, rhs, self.timed)
+        self.array(eq.sparse)
+        for axis, ld in enumerate(self.dims):
+            self.scalar(ld.origin, np.float64, ("origin", axis))
+            self.scalar(ld.spacing, self.grid.dtype, ("spacing", axis))
+        return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,
+                         sparse=self.names.cname(eq.sparse.field))
 
 
-def _sparse_access(f, arr, reg):
-    """``src(time + k*dt, p_src)`` -> ``src[time + k, p]``."""
-    idx = []
-    if arr.time_size is not None:
-        k = _axis_offset(f.args[0], time_dimension())
-        if not k.is_Integer:
-            raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
-        idx.append(time_dimension() + int(k))
-    if f.args[-1] != f.origin.args[-1]:
-        raise InvalidEquation(f"{f}: a sparse function is read at its own points only")
-    return arr.base[tuple(idx) + (POINT,)]
+def index_equations(eqs, grid, names: NameRegistry):
+    """The equations on arrays, as ``Stencils``, and the ``Bindings`` of their parameters."""
+    ix = _Indexer(grid, names)
+    indexed = tuple(ix(e) for e in eqs)
+    arrays = tuple(ix.arrays.values())
+    return Stencils(eqs=indexed, dims=ix.dims, time=ix.time, point=ix.point, arrays=arrays,
+                    scalars=tuple(sorted(ix.scalars.values(), key=lambda s: s.name)),
+                    time_indices=tuple(sorted(ix.time_indices.values(),
+                                              key=lambda t: t.symbol.name)),
+                    dtype=grid.dtype), ix.bindings
 
 
-def _plain(expr):
-    from .differentiable import plain
-    return plain(expr)
-
-
-def _collect_scalars(rhs, reg: Registry, eq):
-    skip = set(reg.grid.dimensions) | {time_dimension()}
-    skip |= {ti.symbol for ti in reg.time_indices.values()}
-    skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {POINT}
-    for s in rhs.free_symbols:
-        if isinstance(s, sympy.Indexed) or s in skip:
-            continue
-        if isinstance(s, Constant):
-            reg.scalars[s.name] = ScalarParam(s.name, s.dtype)
-            reg.constants[s.name] = s
-        elif s.name == "dt" or any(s == d.spacing for d in reg.grid.dimensions):
-            reg.scalars[s.name] = ScalarParam(s.name, reg.grid.dtype)
-        else:
-            raise InvalidEquation(f"{eq}: the symbol {s} is neither a grid dimension, a spacing, "
-                                  "dt nor a Constant; use stencilgen.Constant for run-time scalars")
-
-
-def finalize_temporaries(reg: Registry):
-    """Give each temporary the halo its readers reach."""
-    for rec, arr in reg.arrays.items():
-        if arr.temporary:
-            rec.halo = tuple(reg.reach.get(arr.name, [0] * rec.grid.dim))
-
-
-__all__ = ["IndexedEq", "Registry", "TempFunction", "check_equations", "expand_derivatives",
-           "index", "finalize_temporaries"]
+__all__ = ["Bindings", "TempFunction", "check_equations", "expand_derivatives",
+           "index_equations", "register_names"]

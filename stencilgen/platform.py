@@ -29,6 +29,11 @@ class Target:
     emitter: type
     why: str = ""
 
+    @property
+    def narrow_index(self) -> bool:
+        """Whether kernels also get 32-bit index arithmetic (GPUs: much faster than 64-bit)."""
+        return self.name == "cuda"
+
 
 def select(name: str | None = None) -> Target:
     """The backend called ``name`` (default: the ``backend`` setting); ``auto`` is resolved by

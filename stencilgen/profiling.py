@@ -70,3 +70,28 @@ class PerformanceSummary:
                  "Local performance:"]
         lines += [f"  * {s.name} ran in {s.time:.2f} s {s.line()}" for s in self.sections.values()]
         return lines
+
+
+def summarize(prog, args, timers, wall, compiled) -> PerformanceSummary:
+    """The summary of one run of ``prog`` with arguments ``args`` and section ``timers``."""
+    steps = (args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1) if prog.has_time_loop else 1
+    extent = [args[d.upper] - args[d.lower] + 1 for d in prog.dims]
+    sections = {}
+    for k in prog.kernels:
+        if k.is_sparse:
+            pts = args[prog.array(k.sparse).layout.npoint]
+        else:
+            pts = 1
+            for n, (lo, hi) in zip(extent, k.widened):
+                pts *= n + lo + hi
+        pts *= steps if k.stage == "time" else 1
+        sections[k.name] = PerfEntry(k.name, float(timers[k.section.timer]),
+                                     float(pts * k.flops), float(pts), float(pts * k.bytes))
+    domain = 1
+    for n in extent:
+        domain *= n
+    flops = sum(s.flops for s in sections.values())
+    traffic = sum(s.traffic for s in sections.values())
+    glob = PerfEntry("global", float(timers.sum()), flops, float(domain * steps), traffic)
+    setup = PerfEntry("global+setup", wall, flops, float(domain * steps), traffic)
+    return PerformanceSummary(prog.name, sections, glob, setup, compiled, steps)

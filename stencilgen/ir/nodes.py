@@ -1,5 +1,9 @@
-"""IR node types. Expressions inside are sympy trees over ``Indexed`` array accesses whose
-indices are the loop dimensions plus integer offsets (and a time-slot symbol first)."""
+"""IR node types: plain data that every pass reads and returns anew, and printers only print.
+
+Expressions inside are sympy trees over ``Indexed`` array accesses whose indices are the loop
+counters plus integer offsets (a time-slot symbol first); every symbol carries the C name the
+Operator's name registry gave it, so a printer writes names as they are.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,24 +12,63 @@ import numpy as np
 import sympy
 
 
-POINT = sympy.Symbol("p", integer=True)   # the point index of sparse kernels
+@dataclass(frozen=True)
+class LoopDim:
+    """A space dimension of the grid: its loop counter and the C names of its bounds."""
+
+    symbol: sympy.Symbol   # the loop counter, in expressions and in the source
+    user: str              # the user's name of the dimension (apply's x_m / x_M)
+    size: str              # parameter: points of the domain along it
+    lower: str             # parameter: first point to compute (x_m)
+    upper: str             # parameter: last point to compute (x_M)
+    spacing: str           # scalar: grid spacing (h_x)
+    origin: str            # scalar: physical coordinate of the first point (sparse kernels)
+
+    @property
+    def name(self) -> str:
+        return self.symbol.name
+
+
+@dataclass(frozen=True)
+class ArrayLayout:
+    """Where an array's elements lie: decided once, by the layout pass, for every backend.
+
+    Elements are ``vec[origin + sum(index_k * stride_k)]``; the names are the source's
+    variables, the values sympy expressions over parameter symbols. ``padding`` pads the
+    innermost axis beyond the halo; ``alignment`` (bytes) is what the row starts are aligned to.
+    """
+
+    vec: str                                  # parameter: pointer to the allocation
+    halo: tuple[str, ...]                     # parameters: halo width per space axis
+    strides: tuple[tuple[str, sympy.Expr], ...]   # per index (time first), innermost last
+    origin: tuple[str, sympy.Expr]            # offset of the first domain point
+    count: tuple[str, sympy.Expr]             # elements in the allocation
+    device: str                               # a second copy's pointer (e.g. on a GPU)
+    npoint: str | None = None                 # sparse: parameter, number of points
+    coords: str | None = None                 # sparse: parameter, (npoint, ndim) coordinates
+    device_coords: str | None = None          # sparse: the coordinates' second copy
+    padding: tuple[int, ...] = ()
+    alignment: int = 0
 
 
 @dataclass(frozen=True)
 class ArrayParam:
     """An array argument: a user function's buffer or a compiler temporary.
 
-    Halo widths and sizes are run-time arguments (``<name>_h<dim>``), never baked into the
-    source, so one build serves any grid size and future domain decompositions.
+    Halo widths and sizes are run-time arguments, never baked into the source, so one build
+    serves any grid size and future domain decompositions.
     """
 
-    name: str
+    name: str                      # C name of the array (its first domain point)
+    user: str                      # the user's name (apply overrides, messages)
     dtype: type
     ndim: int
     time_size: int | None = None   # slots of the leading time axis (None: no time axis)
     modulo: bool = False           # time slot = (time + k) % time_size (buffered TimeFunction)
     temporary: bool = False        # allocated by the Operator, invisible to the user
     sparse: bool = False           # point values (npoint,) or (nt, npoint): no halo, no grid axes
+    halo: tuple[int, ...] = ()     # widths the code may read: the function's, or a temporary's reach
+    layout: ArrayLayout | None = None
 
     @property
     def base(self) -> sympy.IndexedBase:
@@ -34,10 +77,11 @@ class ArrayParam:
 
 @dataclass(frozen=True)
 class ScalarParam:
-    """A scalar argument: dt, a grid spacing, a Constant."""
+    """A scalar argument: the time step, a grid spacing or origin, a Constant."""
 
     name: str
     dtype: type
+    role: tuple    # what the Operator binds: ("dt",), ("spacing", axis), ("origin", axis), ("constant", user name)
 
 
 @dataclass(frozen=True)
@@ -46,60 +90,127 @@ class TimeIndex:
 
     symbol: sympy.Symbol
     shift: int
-    modulo: int | None  # None: direct index (saved TimeFunction)
+    modulo: int
 
 
-@dataclass
+@dataclass(frozen=True)
+class IndexedEq:
+    """An equation on arrays: ``lhs`` an Indexed store, ``rhs`` over Indexed reads."""
+
+    lhs: sympy.Indexed
+    rhs: sympy.Expr
+    time_dependent: bool = False
+    extent: tuple = ()               # iteration widened by (lo, hi) per dimension (hoisted arrays)
+    sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
+    sparse: str | None = None        # the sparse array visited
+
+
+@dataclass(frozen=True)
+class Stencils:
+    """The indexed equations of an Operator with the arrays, scalars and loops they use."""
+
+    eqs: tuple[IndexedEq, ...]
+    dims: tuple[LoopDim, ...]
+    time: sympy.Symbol                # the time loop counter
+    point: sympy.Symbol               # the point index of sparse loops
+    arrays: tuple[ArrayParam, ...]
+    scalars: tuple[ScalarParam, ...]
+    time_indices: tuple[TimeIndex, ...]
+    dtype: type
+
+    @property
+    def loop_symbols(self) -> tuple:
+        return tuple(d.symbol for d in self.dims)
+
+    @property
+    def has_time_loop(self) -> bool:
+        return any(a.time_size is not None for a in self.arrays)
+
+
+@dataclass(frozen=True)
 class Assign:
-    """``lhs = rhs``; a Symbol lhs declares a local scalar, an Indexed lhs stores to an array."""
+    """``lhs = rhs``; a Symbol lhs declares a local of type ``dtype``, an Indexed lhs stores."""
 
     lhs: sympy.Expr
     rhs: sympy.Expr
+    dtype: type | None = None
 
     @property
     def is_local(self) -> bool:
         return isinstance(self.lhs, sympy.Symbol)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Section:
+    """A timed part of the program: its slot in the timers array and its labels."""
+
+    timer: int
+    clock: str        # local holding the section's start time
+    function: str     # name of the section's own function, where a backend makes one
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One loop nest over the grid: its iteration space, statements and access summary."""
 
     name: str
-    dims: tuple                                   # loop dimensions, outermost first
-    body: list[Assign]
+    dims: tuple                                   # loop counters, outermost first
+    body: tuple[Assign, ...]
     extent: tuple[tuple[int, int], ...] = ()      # iteration widened by (lo, hi) points per dim
-    reads: dict[str, set[tuple]] = field(default_factory=dict)   # array -> offsets read
-    writes: dict[str, set[tuple]] = field(default_factory=dict)
+    reads: dict = field(default_factory=dict, compare=False)   # array -> offsets read
+    writes: dict = field(default_factory=dict, compare=False)
     flops: int = 0                                # per point
     bytes: int = 0                                # compulsory traffic per point
     stage: str = "time"                           # "before", "time" or "after"
+    section: Section | None = None
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
         return self.extent or tuple((0, 0) for _ in self.dims)
 
+    @property
+    def is_sparse(self) -> bool:
+        return False
 
-@dataclass
+
+@dataclass(frozen=True)
+class SparseLocals:
+    """Names of the locals of sparse loops: per dimension the position in cells, the cell,
+    the fraction and the corner counter; the corner weight and the interpolation sum."""
+
+    position: tuple[str, ...]
+    cell: tuple[str, ...]
+    fraction: tuple[str, ...]
+    corner: tuple[str, ...]
+    weight: str
+    total: str
+
+
+@dataclass(frozen=True)
 class SparseKernel:
     """Injection into or interpolation from a grid at a sparse function's points.
 
     For each point p the 2**ndim surrounding nodes are visited with multilinear weights;
-    inside ``expr`` (and ``target`` for injection) the loop dimensions name that node.
+    inside ``expr`` (and ``target`` for injection) the loop counters name that node.
     """
 
     name: str
     kind: str                      # "inject" or "interpolate"
     sparse: str                    # the sparse array whose points are visited
-    point: sympy.Symbol            # the point index symbol
+    point: sympy.Symbol            # the point index
     dims: tuple
     target: sympy.Indexed          # inject: grid access at the node; interpolate: sparse[.., p]
     expr: sympy.Expr
-    flops: int = 0                 # per point and corner
+    flops: int = 0                 # per point (all corners)
     bytes: int = 0
     stage: str = "time"
-    reads: dict = field(default_factory=dict)
-    writes: dict = field(default_factory=dict)
+    reads: dict = field(default_factory=dict, compare=False)
+    writes: dict = field(default_factory=dict, compare=False)
+    section: Section | None = None
+
+    @property
+    def is_sparse(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -108,52 +219,61 @@ class Parameter:
 
     kind: "array" (pointer to the array with its halo), "coords" (double* to a sparse
     function's (npoint, ndim) coordinates), "index" (64-bit integer: halo widths, sizes,
-    loop bounds, point counts), "scalar" (the real type of ``dtype``), "timers" (double*).
+    loop bounds, point counts), "scalar" (of ``dtype``), "timers" (double*). ``role`` says
+    what the Operator binds to it.
     """
 
     name: str
     kind: str
     dtype: type | None = None
+    role: tuple = ()
 
 
-@dataclass
+@dataclass(frozen=True)
+class IndexTypes:
+    """The integer types index arithmetic is instantiated for: ``narrow`` (32-bit) where every
+    array holds at most ``narrow_limit`` elements, else ``wide`` (64-bit)."""
+
+    wide: str = "int64"
+    narrow: str | None = None
+    narrow_limit: int = 1 << 30
+
+
+@dataclass(frozen=True)
 class Program:
     """A whole operator: parameters, hoisted scalars, and kernels around the time loop."""
 
-    name: str
+    name: str                      # the Operator's name
+    entry: str                     # C name of the entry point
     dtype: type
-    dims: tuple
-    arrays: list[ArrayParam]
-    scalars: list[ScalarParam]
-    prologue: list[Assign]
-    before: list[Kernel]
-    steps: list[Kernel]
-    after: list[Kernel]
-    time_indices: list[TimeIndex]
+    dims: tuple[LoopDim, ...]
+    time: sympy.Symbol             # the time loop counter
+    point: sympy.Symbol            # the point index of sparse loops
+    arrays: tuple[ArrayParam, ...]
+    scalars: tuple[ScalarParam, ...]
+    prologue: tuple[Assign, ...]
+    before: tuple
+    steps: tuple
+    after: tuple
+    time_indices: tuple[TimeIndex, ...]
     has_time_loop: bool
+    params: tuple[Parameter, ...] = ()
+    time_bounds: tuple[str, str] = ("time_m", "time_M")
+    timers: str = "timers"
+    sparse_locals: SparseLocals | None = None
+    index_types: IndexTypes = IndexTypes()
 
     def parameters(self) -> list[Parameter]:
-        """The entry point's arguments; halos, sizes and bounds are run-time values."""
-        params = []
-        for a in self.arrays:
-            params.append(Parameter(f"{a.name}_vec", "array", a.dtype))
-            if a.sparse:
-                params += [Parameter(f"{a.name}_coords", "coords", np.float64),
-                           Parameter(f"{a.name}_np", "index")]
-            else:
-                params += [Parameter(f"{a.name}_h{i}", "index") for i in range(a.ndim)]
-        params += [Parameter(f"{d.name}_size", "index") for d in self.dims]
-        for d in self.dims:
-            params += [Parameter(f"{d.name}_m", "index"), Parameter(f"{d.name}_M", "index")]
-        if self.has_time_loop:
-            params += [Parameter("time_m", "index"), Parameter("time_M", "index")]
-        params += [Parameter(s.name, "scalar", s.dtype) for s in self.scalars]
-        params.append(Parameter("timers", "timers"))
-        return params
+        """The entry point's arguments in order (decided by the layout pass)."""
+        return list(self.params)
 
     @property
-    def kernels(self) -> list[Kernel]:
+    def kernels(self) -> tuple:
         return self.before + self.steps + self.after
+
+    @property
+    def loop_symbols(self) -> tuple:
+        return tuple(d.symbol for d in self.dims)
 
     def array(self, name: str) -> ArrayParam:
         for a in self.arrays:
@@ -161,6 +281,7 @@ class Program:
                 return a
         raise KeyError(name)
 
-    @property
-    def real(self) -> str:
-        return "float" if np.dtype(self.dtype) == np.float32 else "double"
+
+def real_type(dtype) -> type:
+    """The floating type of a grid's arithmetic: float32 stays float32, all else is float64."""
+    return np.float32 if np.dtype(dtype) == np.float32 else np.float64

@@ -2,7 +2,6 @@
 the flop/byte counts that the performance report divides by."""
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 
 import numpy as np
@@ -117,12 +116,7 @@ class ScalarHoister:
 
     def _symbol(self, expr):
         if expr not in self.table:
-            for i in itertools.count(len(self.table)):
-                name = f"c{i}"
-                if name not in self.names:
-                    self.names.add(name)
-                    break
-            sym = sympy.Symbol(name, real=True)
+            sym = sympy.Symbol(self.names.counted("c"), real=True)
             self.table[expr] = sym
             self.prologue.append((sym, expr))
         return self.table[expr]
@@ -290,11 +284,8 @@ class InvariantHoister:
 def cse(exprs, names):
     """Common subexpressions of a kernel's right-hand sides, as (locals, reduced exprs)."""
     def gen():
-        for i in itertools.count():
-            name = f"r{i}"
-            if name not in names:
-                names.add(name)
-                yield sympy.Symbol(name, real=True)
+        while True:
+            yield sympy.Symbol(names.counted("r"), real=True)
     replacements, reduced = sympy.cse(exprs, symbols=gen(), optimizations=None, order="none")
     return replacements, reduced
 

@@ -6,29 +6,28 @@ second starts.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy
 
+from ..names import NameRegistry
 from .accesses import access_map
-from .nodes import POINT, Assign, Kernel, SparseKernel
-from .optimize import (ScalarHoister, count_bytes, count_flops, cse, itemsize, simplify_stencil,
-                       _varies)
+from .nodes import Assign, Kernel, Program, SparseKernel, SparseLocals, Stencils
 
 
-def classify(eqs, has_time) -> None:
-    """Mark equations that must run every time step (they touch time-varying data)."""
-    if not has_time:
-        return
+def classify(st: Stencils) -> Stencils:
+    """Equations that read what a time-dependent one writes become time-dependent too."""
+    if not st.has_time_loop:
+        return st
+    flags = [e.time_dependent for e in st.eqs]
     changed = True
     while changed:
         changed = False
-        varying = {e.lhs.base.name for e in eqs if e.time_dependent}
-        for e in eqs:
-            if e.time_dependent:
-                continue
-            names = {a.base.name for a in e.rhs.atoms(type(e.lhs))}
-            if names & varying:
-                e.time_dependent = True
-                changed = True
+        varying = {e.lhs.base.name for e, f in zip(st.eqs, flags) if f}
+        for i, e in enumerate(st.eqs):
+            if not flags[i] and {a.base.name for a in e.rhs.atoms(sympy.Indexed)} & varying:
+                flags[i] = changed = True
+    return replace(st, eqs=tuple(replace(e, time_dependent=f) for e, f in zip(st.eqs, flags)))
 
 
 def _space(offset, ndim):
@@ -91,58 +90,51 @@ def fuse(eqs, dims) -> list[list]:
     return groups
 
 
-def build_kernel(name, group, dims, stage, names, hoister: ScalarHoister, arrays) -> Kernel:
-    """A Kernel from fused equations: forwarding, factorisation, hoisting, CSE, counts."""
-    forward = {}
-    rhss = []
-    for e in group:
-        rhs = simplify_stencil(e.rhs.xreplace(forward))
-        forward[e.lhs] = rhs
-        rhss.append(hoister(rhs))
-    temps, reduced = cse(rhss, names)
-    body = []
-    moving = set(hoister.loop_symbols)
-    for sym, value in temps:
-        if not _varies(value, moving):
-            hoister.prologue.append((sym, value))
+def _runs(eqs) -> list:
+    """Sparse operations keep their place; the runs of equations between them are fused."""
+    runs, run = [], []
+    for e in eqs:
+        if e.sparse_kind:
+            runs += [run, e]
+            run = []
         else:
-            moving.add(sym)
-            body.append(Assign(sym, value))
-    body += [Assign(e.lhs, r) for e, r in zip(group, reduced)]
-    reads = access_map([a.rhs for a in body], dims)
-    writes = access_map([e.lhs for e in group], dims)
-    sizes = {a.name: (itemsize(a.dtype), len(dims)) for a in arrays}
-    return Kernel(name=name, dims=tuple(dims), body=body, extent=group[0].extent,
-                  reads=reads, writes=writes,
-                  flops=sum(count_flops(a.rhs) for a in body),
-                  bytes=count_bytes(reads, writes, sizes), stage=stage)
+            run.append(e)
+    return runs + [run]
 
 
-def _sparse_access_map(exprs, dims, sparse_names):
-    """Like ``access_map`` but sparse arrays keep their (time, point) indices as they are."""
-    out: dict = {}
-    grid_exprs = []
-    for e in exprs:
-        for a in e.atoms(sympy.Indexed) | ({e} if isinstance(e, sympy.Indexed) else set()):
-            if a.base.name in sparse_names:
-                out.setdefault(a.base.name, set()).add(tuple(a.indices[:-1]))
-            else:
-                grid_exprs.append(a)
-    for name, offs in access_map(grid_exprs, dims).items():
-        out.setdefault(name, set()).update(offs)
+def _kernels(eqs, dims, stage, point, counter) -> list:
+    out = []
+    for item in _runs(eqs):
+        if not isinstance(item, list):
+            out.append(SparseKernel(name=f"section{next(counter)}", kind=item.sparse_kind,
+                                    sparse=item.sparse, point=point, dims=dims,
+                                    target=item.lhs, expr=item.rhs, stage=stage))
+            continue
+        for group in fuse(item, dims):
+            out.append(Kernel(name=f"section{next(counter)}", dims=dims,
+                              body=tuple(Assign(e.lhs, e.rhs) for e in group),
+                              extent=group[0].extent, stage=stage))
     return out
 
 
-def build_sparse_kernel(name, eq, dims, stage, hoister: ScalarHoister, arrays) -> SparseKernel:
-    """A SparseKernel from an injection or interpolation equation."""
-    sparse_names = {a.name for a in arrays if a.sparse}
-    rhs = hoister(simplify_stencil(eq.rhs))
-    reads = _sparse_access_map([rhs], dims, sparse_names)
-    writes = _sparse_access_map([eq.lhs], dims, sparse_names)
-    corners = 2 ** len(dims)
-    sizes = {a.name: (itemsize(a.dtype), 0 if a.sparse else len(dims)) for a in arrays}
-    per_corner = count_flops(rhs) + len(dims) + 1   # the weight product and the accumulation
-    return SparseKernel(name=name, kind=eq.sparse_kind, sparse=eq.sparse, point=POINT,
-                        dims=tuple(dims), target=eq.lhs, expr=rhs, flops=corners * per_corner,
-                        bytes=corners * count_bytes(reads, writes, sizes), stage=stage,
-                        reads=reads, writes=writes)
+def sparse_locals(dims, names: NameRegistry) -> SparseLocals:
+    """The locals of the sparse loops, named per dimension."""
+    return SparseLocals(position=tuple(names.fresh(f"pos_{d.name}") for d in dims),
+                        cell=tuple(names.fresh(f"i_{d.name}") for d in dims),
+                        fraction=tuple(names.fresh(f"f_{d.name}") for d in dims),
+                        corner=tuple(names.fresh(f"c_{d.name}") for d in dims),
+                        weight=names.fresh("w"), total=names.fresh("acc"))
+
+
+def schedule(st: Stencils, name: str, names: NameRegistry) -> Program:
+    """Loop nests before and inside the time loop, in equation order."""
+    dims, counter = st.loop_symbols, iter(range(10 ** 6))
+    before = _kernels([e for e in st.eqs if not e.time_dependent], dims, "before", st.point,
+                      counter)
+    steps = _kernels([e for e in st.eqs if e.time_dependent], dims, "time", st.point, counter)
+    has_sparse = any(e.sparse_kind for e in st.eqs)
+    return Program(name=name, entry=names.cname("operator"), dtype=st.dtype, dims=st.dims,
+                   time=st.time, point=st.point, arrays=st.arrays, scalars=st.scalars,
+                   prologue=(), before=tuple(before), steps=tuple(steps), after=(),
+                   time_indices=st.time_indices, has_time_loop=st.has_time_loop,
+                   sparse_locals=sparse_locals(st.dims, names) if has_sparse else None)

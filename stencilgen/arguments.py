@@ -1,0 +1,150 @@
+"""Binding ``apply``'s keywords to the entry point's parameters, checked, by each one's role."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import InvalidArgument
+from .functions import DiscreteFunction
+from .sparse import check_coordinates
+
+
+def _accepted(prog) -> set:
+    known = {a.user for a in prog.arrays if not a.temporary}
+    known |= {s.role[1] for s in prog.scalars if s.role[0] == "constant"}
+    known |= {"dt", "time_m", "time_M"} | {f"{d.user}_{s}" for d in prog.dims for s in "mM"}
+    return known
+
+
+def _override(arr, f, override):
+    """The data of ``override`` standing in for ``f`` (the function compiled), checked."""
+    if not isinstance(override, DiscreteFunction):
+        raise InvalidArgument(f"apply: {f.name} must be overridden with a Function of the same "
+                              f"kind, got {type(override).__name__}")
+    ok = (override.grid.shape == f.grid.shape and override.dtype == f.dtype
+          and override.field.time_size == f.field.time_size
+          and (not arr.sparse or override.field.shape_with_halo == f.field.shape_with_halo))
+    if not ok:
+        raise InvalidArgument(
+            f"apply: {f.name}={override.name} does not match {f.name} (grid shape "
+            f"{f.grid.shape}, dtype {np.dtype(f.dtype).name}, time slots "
+            f"{f.field.time_size}); pass a function built like {f.name}")
+    if not arr.sparse and any(h < r for h, r in zip(override.halo, f.halo)):
+        raise InvalidArgument(f"apply: {f.name}={override.name} has halo "
+                              f"{override.halo}, narrower than the stencil needs {f.halo}")
+    return override
+
+
+def _array_args(prog, bindings, kwargs, temps, args, keep):
+    """Data pointers, halo widths, point counts and coordinates of every array."""
+    shape = bindings.grid.shape
+    for arr in prog.arrays:
+        lay = arr.layout
+        if arr.temporary:
+            full = tuple(n + 2 * h for n, h in zip(shape, arr.halo))
+            data = temps.get(arr.name)
+            if data is None or data.shape != full:
+                data = temps[arr.name] = np.zeros(full, dtype=arr.dtype)
+            halo = arr.halo
+        else:
+            f = bindings.functions[arr.name]
+            if arr.user in kwargs:
+                f = _override(arr, f, kwargs[arr.user])
+            data, halo = f.data_with_halo, f.halo
+            if arr.sparse:
+                check_coordinates(f)
+                coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
+                keep.append(coords)
+                args[lay.coords], args[lay.npoint] = coords.ctypes.data, f.npoint
+        keep.append(data)
+        args[lay.vec] = data.ctypes.data
+        for name, h in zip(lay.halo, halo):
+            args[name] = int(h)
+
+
+def _saved_shifts(prog):
+    """Each access of a directly indexed time array: (name, slots, time shift)."""
+    out = []
+    for k in prog.kernels:
+        for table in (k.reads, k.writes):
+            for name, offs in table.items():
+                arr = prog.array(name)
+                if arr.time_size is None or arr.modulo:
+                    continue
+                out += [(arr, arr.time_size, int(o[0] - prog.time)) for o in offs]
+    return out
+
+
+def _time_bounds(prog, kwargs, op_name):
+    saved = _saved_shifts(prog)
+    time_m = kwargs.get("time_m", max([-s for _, _, s in saved] + [0]))
+    if "time_M" in kwargs:
+        time_M = kwargs["time_M"]
+    elif saved:
+        time_M = min(n - 1 - s for _, n, s in saved)
+    else:
+        raise InvalidArgument(f"Operator `{op_name}`.apply: missing time bounds; pass "
+                              "time_M (the last step; time_m defaults to 0), e.g. "
+                              "op.apply(time_M=100, dt=0.5)")
+    for key, v in (("time_m", time_m), ("time_M", time_M)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InvalidArgument(f"apply: {key}={v!r} must be an integer")
+    if time_m < 0 or time_M < time_m:
+        raise InvalidArgument(f"apply: time_m={time_m}, time_M={time_M} must satisfy "
+                              "0 <= time_m <= time_M")
+    for arr, n, s in saved:
+        if time_M + s > n - 1 or time_m + s < 0:
+            held = f"has nt={n} time samples" if arr.sparse else f"saves {n} time steps"
+            raise InvalidArgument(
+                f"apply: {arr.user} {held} but time steps {time_m}..{time_M} access index "
+                f"{time_m + s if time_m + s < 0 else time_M + s}; use time_M <= {n - 1 - s} "
+                f"or a larger {'nt' if arr.sparse else 'save='}")
+    return int(time_m), int(time_M)
+
+
+def _bounds(prog, grid, kwargs, args):
+    for d, n in zip(prog.dims, grid.shape):
+        lo, hi = int(kwargs.get(f"{d.user}_m", 0)), int(kwargs.get(f"{d.user}_M", n - 1))
+        if not 0 <= lo <= hi <= n - 1:
+            raise InvalidArgument(f"apply: {d.user}_m={lo} and {d.user}_M={hi} must satisfy "
+                                  f"0 <= {d.user}_m <= {d.user}_M <= {n - 1}")
+        args[d.size], args[d.lower], args[d.upper] = n, lo, hi
+
+
+def _scalar(s, bindings, kwargs, op_name):
+    kind = s.role[0]
+    if kind == "spacing":
+        return bindings.grid.spacing[s.role[1]]
+    if kind == "origin":
+        return bindings.grid.origin[s.role[1]]
+    if kind == "constant":
+        return kwargs.get(s.role[1], bindings.constants[s.name].value)
+    if "dt" not in kwargs:
+        raise InvalidArgument(f"Operator `{op_name}`.apply: the equations use dt; "
+                              "pass it, e.g. op.apply(time_M=100, dt=0.5)")
+    return kwargs["dt"]
+
+
+def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
+    """Every argument of the entry point by C name, and the arrays to keep alive meanwhile."""
+    unknown = set(kwargs) - _accepted(prog)
+    if unknown:
+        raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "
+                              f"{', '.join(sorted(unknown))}; it accepts "
+                              f"{', '.join(sorted(_accepted(prog)))}")
+    args, keep = {}, []
+    _array_args(prog, bindings, kwargs, temps, args, keep)
+    _bounds(prog, bindings.grid, kwargs, args)
+    if prog.has_time_loop:
+        args[prog.time_bounds[0]], args[prog.time_bounds[1]] = _time_bounds(prog, kwargs, op_name)
+    for s in prog.scalars:
+        value = _scalar(s, bindings, kwargs, op_name)
+        label = s.role[1] if s.role[0] == "constant" else s.name
+        try:
+            args[s.name] = float(value)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"apply: {label}={value!r} is not a number") from None
+        if not math.isfinite(args[s.name]):
+            raise InvalidArgument(f"apply: {label}={value!r} is not finite")
+    return args, keep

@@ -1,0 +1,44 @@
+"""The compiler: equations in, a Program out, as one ordered list of passes.
+
+Each pass is a function from plain data to new plain data; the only state they share is the
+Operator's name registry, the one owner of identifiers. At ``STENCILGEN_LOGGING=DEBUG`` the
+result of every pass is logged.
+"""
+from __future__ import annotations
+
+from backends.reserved import is_reserved
+
+from . import logger as log
+from .ir import layout as lay
+from .ir.pretty import show
+from .ir.schedule import classify, schedule
+from .ir.transforms import count_kernels, hoist_invariants, optimize_kernels, size_temporaries
+from .lowering import (check_equations, expand_derivatives, index_equations, register_names)
+from .names import NameRegistry
+
+
+def _logged(step: str, name: str, ir):
+    log.debug(f"Operator `{name}` after {step}:\n{show(ir)}")
+    return ir
+
+
+def compile_program(expressions, name: str, narrow_index: bool):
+    """The Program of ``expressions`` and the Bindings of its parameters to user objects.
+
+    ``narrow_index``: also instantiate 32-bit index arithmetic (a target's choice).
+    """
+    eqs, grid = check_equations(expressions)
+    names = register_names(eqs, grid, name, NameRegistry(is_reserved))
+    eqs = _logged("derivative expansion", name, expand_derivatives(eqs, grid, names))
+    stencils, bindings = index_equations(eqs, grid, names)
+    stencils = _logged("indexing", name, stencils)
+    stencils = _logged("classification", name, classify(stencils))
+    stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names))
+    stencils = _logged("temporary sizing", name, size_temporaries(stencils))
+    program = _logged("scheduling", name, schedule(stencils, name, names))
+    program = _logged("kernel optimisation", name, optimize_kernels(program, names))
+    program = _logged("counting", name, count_kernels(program))
+    program = _logged("layout", name, lay.layout(program, names))
+    program = _logged("index types", name, lay.index_types(program, narrow_index))
+    program = _logged("sections", name, lay.sections(program, names))
+    return program, bindings

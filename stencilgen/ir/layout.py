@@ -1,0 +1,112 @@
+"""The last passes: where each array's elements lie, the entry point's parameters, the index
+types and the timed sections. After them a printer has every decision it needs."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import sympy
+
+from ..names import NameRegistry
+from .nodes import ArrayLayout, ArrayParam, IndexTypes, Parameter, Program, Section
+
+
+def _index(name: str) -> sympy.Symbol:
+    return sympy.Symbol(name, integer=True)
+
+
+def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
+    """Row-major with the halo around the domain, innermost dimension contiguous."""
+    halo = tuple(names.fresh(f"{a.name}_h{i}") for i in range(len(dims)))
+    extents = [_index(d.size) + 2 * _index(h) for d, h in zip(dims, halo)]
+    strides, stride = [], sympy.Integer(1)
+    for i in reversed(range(len(dims))):
+        strides.append((names.fresh(f"{a.name}_s{i}") if i < len(dims) - 1 else None, stride))
+        stride = stride * extents[i]
+    strides.reverse()
+    named = [_index(n) if n else v for n, v in strides]
+    if a.time_size is not None:
+        strides.insert(0, (names.fresh(f"{a.name}_st"), stride))
+        count = a.time_size * _index(strides[0][0])
+    else:
+        count = stride
+    origin = sum((_index(h) * s for h, s in zip(halo, named)), sympy.Integer(0))
+    vec = names.fresh(f"{a.name}_vec")
+    return ArrayLayout(vec=vec, halo=halo, strides=tuple(strides),
+                       origin=(names.fresh(f"{a.name}_o"), origin),
+                       count=(names.fresh(f"{a.name}_len"), count),
+                       device=names.fresh(f"d_{vec}"), padding=(0,) * len(dims),
+                       alignment=int(np.dtype(a.dtype).itemsize))
+
+
+def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout:
+    """(nt, npoint) or (npoint,) values, and the (npoint, ndim) coordinates beside them."""
+    npoint, vec = names.fresh(f"{a.name}_np"), names.fresh(f"{a.name}_vec")
+    coords = names.fresh(f"{a.name}_coords")
+    strides = ((None, sympy.Integer(1)),)
+    count = _index(npoint)
+    if a.time_size is not None:
+        strides = ((npoint, _index(npoint)),) + strides
+        count = a.time_size * count
+    return ArrayLayout(vec=vec, halo=(), strides=strides,
+                       origin=(names.fresh(f"{a.name}_o"), sympy.Integer(0)),
+                       count=(names.fresh(f"{a.name}_len"), count),
+                       device=names.fresh(f"d_{vec}"), npoint=npoint, coords=coords,
+                       device_coords=names.fresh(f"d_{coords}"), padding=(),
+                       alignment=int(np.dtype(a.dtype).itemsize))
+
+
+def _parameters(prog: Program, timers: str) -> tuple[Parameter, ...]:
+    """The entry point's arguments: arrays, sizes and bounds (run-time values), scalars."""
+    params = []
+    for a in prog.arrays:
+        lay = a.layout
+        params.append(Parameter(lay.vec, "array", a.dtype, ("data", a.name)))
+        if a.sparse:
+            params += [Parameter(lay.coords, "coords", np.float64, ("coords", a.name)),
+                       Parameter(lay.npoint, "index", None, ("npoint", a.name))]
+        else:
+            params += [Parameter(h, "index", None, ("halo", a.name, i))
+                       for i, h in enumerate(lay.halo)]
+    params += [Parameter(d.size, "index", None, ("size", i)) for i, d in enumerate(prog.dims)]
+    for i, d in enumerate(prog.dims):
+        params += [Parameter(d.lower, "index", None, ("lower", i)),
+                   Parameter(d.upper, "index", None, ("upper", i))]
+    if prog.has_time_loop:
+        params += [Parameter(prog.time_bounds[0], "index", None, ("time_m",)),
+                   Parameter(prog.time_bounds[1], "index", None, ("time_M",))]
+    params += [Parameter(s.name, "scalar", s.dtype, s.role) for s in prog.scalars]
+    params.append(Parameter(timers, "timers", np.float64, ("timers",)))
+    return tuple(params)
+
+
+def layout(prog: Program, names: NameRegistry) -> Program:
+    """Every array's layout, then the parameter list that carries its run-time part."""
+    ndim = len(prog.dims)
+    arrays = tuple(replace(a, layout=_sparse_layout(a, ndim, names) if a.sparse
+                           else _grid_layout(a, prog.dims, names)) for a in prog.arrays)
+    t = prog.time.name
+    prog = replace(prog, arrays=arrays,
+                   time_bounds=(names.fresh(f"{t}_m"), names.fresh(f"{t}_M")))
+    timers = names.fresh("timers")
+    return replace(prog, params=_parameters(prog, timers), timers=timers)
+
+
+def index_types(prog: Program, narrow: bool) -> Program:
+    """64-bit index arithmetic; with ``narrow`` (GPUs, where 32-bit arithmetic is much
+    faster) also a 32-bit variant, chosen at run time when every array is small enough."""
+    return replace(prog, index_types=IndexTypes(narrow="int32" if narrow else None))
+
+
+def sections(prog: Program, names: NameRegistry) -> Program:
+    """A timer slot per kernel, in program order, and the names its timing code uses."""
+    out, i = {}, 0
+    for stage in ("before", "steps", "after"):
+        kernels = []
+        for k in getattr(prog, stage):
+            sec = Section(timer=i, clock=names.fresh(f"start_{k.name}"),
+                          function=names.fresh(f"{prog.entry}_{k.name}"))
+            kernels.append(replace(k, section=sec))
+            i += 1
+        out[stage] = tuple(kernels)
+    return replace(prog, **out)

@@ -1,0 +1,130 @@
+"""Passes over indexed equations and loop nests: invariant arrays, temporaries' halos,
+the per-kernel optimisations, and the flop and byte counts the performance report uses."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+
+from ..names import NameRegistry
+from .accesses import access_map
+from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, real_type
+from .optimize import (InvariantHoister, ScalarHoister, count_bytes, count_flops, cse, itemsize,
+                       simplify_stencil, _varies)
+
+
+def hoist_invariants(st: Stencils, names: NameRegistry) -> Stencils:
+    """Costly time-invariant subexpressions of the time loop -> arrays computed before it."""
+    steps = [e for e in st.eqs if e.time_dependent and not e.sparse_kind]
+    varying = {e.lhs.base.name for e in st.eqs if e.time_dependent}
+    invariant = {a.name for a in st.arrays
+                 if a.time_size is None and a.name not in varying and not a.sparse}
+    scalars = {sympy.Symbol(s.name, real=True) for s in st.scalars if s.role[0] == "constant"}
+    scalars |= {sympy.Symbol(d.spacing, real=True, positive=True) for d in st.dims}
+    scalars |= {sympy.Symbol(s.name, real=True, positive=True) for s in st.scalars
+                if s.role[0] in ("dt", "spacing")}
+    dims = st.loop_symbols
+    hoister = InvariantHoister(dims, invariant, {a.name: a.halo for a in st.arrays}, scalars)
+    hoister.scan([e.rhs for e in steps])
+    table, arrays, new_eqs = {}, [], []
+    for canon, rng in hoister.feasible().items():
+        name = names.counted("inv")
+        arr = ArrayParam(name=name, user=name, dtype=st.dtype, ndim=len(dims), temporary=True,
+                         halo=tuple(max(lo, hi) for lo, hi in rng))
+        arrays.append(arr)
+        table[canon] = arr.base
+        new_eqs.append(IndexedEq(arr.base[dims], canon, False, extent=rng))
+    if not table:
+        return st
+    eqs = tuple(replace(e, rhs=hoister.rewrite(e.rhs, table)) if e in steps else e
+                for e in st.eqs)
+    return replace(st, eqs=eqs + tuple(new_eqs), arrays=st.arrays + tuple(arrays))
+
+
+def size_temporaries(st: Stencils) -> Stencils:
+    """Each temporary's halo: the farthest offset its readers reach, per dimension."""
+    dims = st.loop_symbols
+    reach = {a.name: list(a.halo or (0,) * len(dims)) for a in st.arrays if a.temporary}
+    for e in st.eqs:
+        if e.sparse_kind:
+            continue
+        for name, offsets in access_map([e.lhs, e.rhs], dims).items():
+            for off in offsets if name in reach else ():
+                space = off[-len(dims):]
+                reach[name] = [max(r, abs(o)) for r, o in zip(reach[name], space)]
+    arrays = tuple(replace(a, halo=tuple(reach[a.name])) if a.temporary else a for a in st.arrays)
+    return replace(st, arrays=arrays)
+
+
+def _optimize_kernel(k, hoister: ScalarHoister, names: NameRegistry, real):
+    """Store forwarding, expansion and factorisation, scalar hoisting, CSE; typed locals."""
+    if k.is_sparse:
+        return replace(k, expr=hoister(simplify_stencil(k.expr)))
+    forward, rhss = {}, []
+    for a in k.body:
+        rhs = simplify_stencil(a.rhs.xreplace(forward))
+        forward[a.lhs] = rhs
+        rhss.append(hoister(rhs))
+    temps, reduced = cse(rhss, names)
+    body, moving = [], set(hoister.loop_symbols)
+    for sym, value in temps:
+        if not _varies(value, moving):
+            hoister.prologue.append((sym, value))
+        else:
+            moving.add(sym)
+            body.append(Assign(sym, value, real))
+    body += [Assign(a.lhs, r) for a, r in zip(k.body, reduced)]
+    return replace(k, body=tuple(body))
+
+
+def optimize_kernels(prog: Program, names: NameRegistry) -> Program:
+    """Every kernel optimised; scalar-only subexpressions shared in one prologue."""
+    loops = set(prog.loop_symbols) | {prog.time, prog.point}
+    hoister = ScalarHoister(loops | {ti.symbol for ti in prog.time_indices}, names)
+    real = real_type(prog.dtype)
+    before = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.before)
+    steps = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.steps)
+    after = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.after)
+    prologue = tuple(Assign(s, v, real) for s, v in hoister.prologue)
+    return replace(prog, before=before, steps=steps, after=after, prologue=prologue)
+
+
+def _sparse_access_map(exprs, dims, sparse_names):
+    """Like ``access_map`` but sparse arrays keep their (time, point) indices as they are."""
+    out: dict = {}
+    grid_exprs = []
+    for e in exprs:
+        for a in e.atoms(sympy.Indexed) | ({e} if isinstance(e, sympy.Indexed) else set()):
+            if a.base.name in sparse_names:
+                out.setdefault(a.base.name, set()).add(tuple(a.indices[:-1]))
+            else:
+                grid_exprs.append(a)
+    for name, offs in access_map(grid_exprs, dims).items():
+        out.setdefault(name, set()).update(offs)
+    return out
+
+
+def _count_kernel(k, arrays):
+    """A kernel with what it reads and writes, and its flops and compulsory bytes per point."""
+    dims = k.dims
+    if k.is_sparse:
+        sparse = {a.name for a in arrays if a.sparse}
+        reads = _sparse_access_map([k.expr], dims, sparse)
+        writes = _sparse_access_map([k.target], dims, sparse)
+        sizes = {a.name: (itemsize(a.dtype), 0 if a.sparse else len(dims)) for a in arrays}
+        corners = 2 ** len(dims)
+        per_corner = count_flops(k.expr) + len(dims) + 1   # the weight product and the sum
+        return replace(k, reads=reads, writes=writes, flops=corners * per_corner,
+                       bytes=corners * count_bytes(reads, writes, sizes))
+    reads = access_map([a.rhs for a in k.body], dims)
+    writes = access_map([a.lhs for a in k.body if not a.is_local], dims)
+    sizes = {a.name: (itemsize(a.dtype), len(dims)) for a in arrays}
+    return replace(k, reads=reads, writes=writes, flops=sum(count_flops(a.rhs) for a in k.body),
+                   bytes=count_bytes(reads, writes, sizes))
+
+
+def count_kernels(prog: Program) -> Program:
+    """Access summaries and per-point flops and bytes of every kernel."""
+    return replace(prog, before=tuple(_count_kernel(k, prog.arrays) for k in prog.before),
+                   steps=tuple(_count_kernel(k, prog.arrays) for k in prog.steps),
+                   after=tuple(_count_kernel(k, prog.arrays) for k in prog.after))
