@@ -64,15 +64,14 @@ static unsigned int sg_blocks(const long n, const long threads, const long limit
   if (sg_e != cudaSuccess) { sg_status = sg_fail(sg_e, text); goto sg_cleanup; } } while (0)
 #define SG_CHECK(call) SG_CHECK_AS(call, #call)
 #define SG_SLOTS %(slots)d
-#define SG_NARROW_MAX (1L << 30)   /* so that index + grid stride cannot overflow */
 /* Section i's CUDA events live in a ring of SG_SLOTS pairs; a pair is read back (and its time
-   added to timers[i]) before it is reused and at the end, so timings hold with or without
+   added to the timers' slot i) before it is reused and at the end, so timings hold with or without
    CUDA_LAUNCH_BLOCKING and the host never waits on the kernel it just launched. */
-#define SG_TIMER_START(i) do { const long sg_slot = sg_used[i] %% SG_SLOTS; \
+#define SG_TIMER_START(sg_timers, i) do { const long sg_slot = sg_used[i] %% SG_SLOTS; \
   if (sg_used[i] >= SG_SLOTS) { float sg_ms = 0.0f; \
     SG_CHECK(cudaEventSynchronize(sg_events[i][sg_slot][1])); \
     SG_CHECK(cudaEventElapsedTime(&sg_ms, sg_events[i][sg_slot][0], sg_events[i][sg_slot][1])); \
-    timers[i] += 1.0e-3*sg_ms; } \
+    sg_timers[i] += 1.0e-3*sg_ms; } \
   if (!sg_events[i][sg_slot][0]) { SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][0])); \
     SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][1])); } \
   SG_CHECK(cudaEventRecord(sg_events[i][sg_slot][0], 0)); } while (0)
@@ -337,7 +336,7 @@ class CudaBackend(CBackend):
         grid = ", ".join(f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})" for i, b in enumerate(block))
         call = ", ".join(a.host for a in args)
         body = [f"const dim3 sg_block({', '.join(map(str, block))});",
-                f"const dim3 sg_grid({grid});", f"SG_TIMER_START({timer});",
+                f"const dim3 sg_grid({grid});", f"SG_TIMER_START({self.program.timers}, {timer});",
                 f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
                 f"else {name}<long><<<sg_grid, sg_block>>>({call});",
                 f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']

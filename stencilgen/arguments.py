@@ -10,11 +10,16 @@ from .functions import DiscreteFunction
 from .sparse import check_coordinates
 
 
+def _steering(prog) -> set:
+    """The keywords with a fixed meaning (time step, bounds); a Function or Constant of the
+    same name keeps its own data."""
+    return {"dt", "time_m", "time_M"} | {f"{d.user}_{s}" for d in prog.dims for s in "mM"}
+
+
 def _accepted(prog) -> set:
     known = {a.user for a in prog.arrays if not a.temporary}
     known |= {s.role[1] for s in prog.scalars if s.role[0] == "constant"}
-    known |= {"dt", "time_m", "time_M"} | {f"{d.user}_{s}" for d in prog.dims for s in "mM"}
-    return known
+    return known | _steering(prog)
 
 
 def _override(arr, f, override):
@@ -49,7 +54,7 @@ def _array_args(prog, bindings, kwargs, temps, args, keep):
             halo = arr.halo
         else:
             f = bindings.functions[arr.name]
-            if arr.user in kwargs:
+            if arr.user in kwargs and arr.user not in _steering(prog):
                 f = _override(arr, f, kwargs[arr.user])
             data, halo = f.data_with_halo, f.halo
             if arr.sparse:
@@ -112,14 +117,15 @@ def _bounds(prog, grid, kwargs, args):
         args[d.size], args[d.lower], args[d.upper] = n, lo, hi
 
 
-def _scalar(s, bindings, kwargs, op_name):
+def _scalar(prog, s, bindings, kwargs, op_name):
     kind = s.role[0]
     if kind == "spacing":
         return bindings.grid.spacing[s.role[1]]
     if kind == "origin":
         return bindings.grid.origin[s.role[1]]
     if kind == "constant":
-        return kwargs.get(s.role[1], bindings.constants[s.name].value)
+        own = bindings.constants[s.name].value
+        return own if s.role[1] in _steering(prog) else kwargs.get(s.role[1], own)
     if "dt" not in kwargs:
         raise InvalidArgument(f"Operator `{op_name}`.apply: the equations use dt; "
                               "pass it, e.g. op.apply(time_M=100, dt=0.5)")
@@ -139,7 +145,7 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = _time_bounds(prog, kwargs, op_name)
     for s in prog.scalars:
-        value = _scalar(s, bindings, kwargs, op_name)
+        value = _scalar(prog, s, bindings, kwargs, op_name)
         label = s.role[1] if s.role[0] == "constant" else s.name
         try:
             args[s.name] = float(value)

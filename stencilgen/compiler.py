@@ -18,7 +18,8 @@ from .names import NameRegistry
 
 
 def _logged(step: str, name: str, ir):
-    log.debug(f"Operator `{name}` after {step}:\n{show(ir)}")
+    if log.logger.isEnabledFor(log.DEBUG):   # printing the IR costs as much as a pass
+        log.debug(f"Operator `{name}` after {step}:\n{show(ir)}")
     return ir
 
 

@@ -7,6 +7,7 @@ import sys
 from .configuration import configuration
 
 PERF = 15
+DEBUG = logging.DEBUG
 logging.addLevelName(PERF, "PERF")
 
 class _StdoutHandler(logging.StreamHandler):

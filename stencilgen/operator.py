@@ -67,7 +67,7 @@ class Operator:
         where = platform.describe(self._target.name, b.library)
         if where:
             log.info(f"Operator `{self.name}` {where}")
-        fn = getattr(b.library, self.program.entry)
+        fn = b.library[self.program.entry]   # item access: a name like `_name` is a CDLL attribute
         fn.restype = ctypes.c_int
         fn.argtypes = [_CTYPES.get(p.kind) or np.ctypeslib.as_ctypes_type(p.dtype)
                        for p in self.program.parameters()]

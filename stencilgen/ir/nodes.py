@@ -232,7 +232,8 @@ class Parameter:
 @dataclass(frozen=True)
 class IndexTypes:
     """The integer types index arithmetic is instantiated for: ``narrow`` (32-bit) where every
-    array holds at most ``narrow_limit`` elements, else ``wide`` (64-bit)."""
+    array holds at most ``narrow_limit`` elements (so that index + grid stride cannot
+    overflow), else ``wide`` (64-bit)."""
 
     wide: str = "int64"
     narrow: str | None = None
