@@ -237,7 +237,7 @@ CONTROL_NAMES = {"constant": ("cval0", "cval1"), "function": ("fval0", "fval1"),
                  "sparse_constant": ("cval0", "cval1"), "sparse_function": ("fval0", "fval1"),
                  "operator": ("Kop",)}
 
-# -- where each backend can run ------------------------------------------------------------------
+# -- where each backend can run ----------------------------------------------------------------
 
 HAVE_NVCC = shutil.which("nvcc") is not None or bool(
     os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin",
@@ -267,7 +267,7 @@ def _require(backend):
         pytest.skip(why)
 
 
-# -- building and checking, in forked processes --------------------------------------------------
+# -- building and checking, in forked processes ------------------------------------------------
 
 def _errors(log, lines=4):
     """The first error lines of a compiler log."""
@@ -372,7 +372,7 @@ def _check(case, backend, name, what):
     assert problem is None, f"{what} {name!r} on {backend}: {problem}"
 
 
-# -- the tests -------------------------------------------------------------------------------------
+# -- the tests ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -482,11 +482,14 @@ def test_helpers_of_the_generated_code_are_reserved(backend, debug, restore_sett
     assert {n for n in found if not is_reserved(n)} == set()
 
 
-# -- the reserved words themselves -------------------------------------------------------------------
+# -- the reserved words themselves -------------------------------------------------------------
 
 def test_reserved_words():
     assert RESERVED_PREFIXES == ("sg_", "stencilgen_", "__")
     assert all(isinstance(w, str) and w.isidentifier() for w in RESERVED)
+    # sympy's C printer appends "_" to these: a user name among them must never reach it
+    from sympy.printing.c import C99CodePrinter
+    assert set(C99CodePrinter().reserved_words) <= RESERVED
     for name in C_KEYWORDS + CXX_CUDA + LIBRARY:
         assert is_reserved(name), name
     for name in ("sinl", "floorf", "M_PIl", "CLOCK_MONOTONIC", "true", "bool", "nullptr",
