@@ -20,17 +20,13 @@ appears as it is, and a reserved one (``backends.reserved.is_reserved``) as ``us
 """
 from __future__ import annotations
 
-import faulthandler
 import functools
-import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import zlib
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
@@ -267,7 +263,7 @@ def _require(backend):
         pytest.skip(why)
 
 
-# -- building and checking, in forked processes ------------------------------------------------
+# -- building and checking --------------------------------------------------------------------
 
 def _errors(log, lines=4):
     """The first error lines of a compiler log."""
@@ -291,7 +287,6 @@ def _job(case, backend, names, quick=False):
     """Build ``case`` for ``names`` on ``backend``, run it and compare with NumPy: None when
     right, else a sentence starting with how it failed. CUDA without a GPU: compile only, with
     ``quick`` through nvcc's front end, else the full build."""
-    faulthandler.disable()            # a crash is reported by _run, without pytest's dump
     try:
         c = CASES[case](list(names))
         op = Operator(c.eqs, name=c.name, backend=backend, cflags=CFLAGS)
@@ -316,25 +311,9 @@ def _job(case, backend, names, quick=False):
 
 
 def _run(jobs):
-    """``_job`` for each job, in parallel forked processes; a crash is pinned on its job."""
-    if not jobs:
-        return []
-    ctx = multiprocessing.get_context("fork")
-    results, retry = [None] * len(jobs), []
-    with ProcessPoolExecutor(min(len(jobs), os.cpu_count() or 1), mp_context=ctx) as pool:
-        futures = [pool.submit(_job, *job) for job in jobs]
-        for i, future in enumerate(futures):
-            try:
-                results[i] = future.result()
-            except BrokenProcessPool:
-                retry.append(i)
-    for i in retry:
-        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
-            try:
-                results[i] = pool.submit(_job, *jobs[i]).result()
-            except BrokenProcessPool:
-                results[i] = "crashes: the process that ran it died (e.g. a segmentation fault)"
-    return results
+    """``_job`` for each job, in this process: forking after OpenMP has run (earlier tests in
+    the same pytest process) deadlocks in libgomp, so no worker processes."""
+    return [_job(*job) for job in jobs]
 
 
 def _names(case, backend):
