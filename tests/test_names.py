@@ -8,8 +8,8 @@ Every case is a small time-stepping program on a float64 2D grid whose result Nu
 independently, so a user name that silently reads a generated variable (the loop counter
 ``x``, the spacing ``h_x``, the time slot ``t0``, a sparse weight ``w``) gives a wrong number.
 To stay fast, each case first builds one Operator holding all its names at once; only when that
-one fails is every name built alone, to say which names fail and how. Builds run in forked
-processes, in parallel, so a crashing build is reported as such. On CUDA without a GPU the
+one fails is every name built alone, to say which names fail and how. Builds run in this
+process (see ``_run``). On CUDA without a GPU the
 all-names source is built by jitcache as ``apply`` would; the one-name sources go through nvcc's
 front end and device compiler (``--ptx``: the whole source is parsed as CUDA C++), which is
 several times faster than a full build. Everything is built at -O0: names are resolved by
