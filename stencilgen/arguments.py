@@ -41,7 +41,7 @@ def _override(arr, f, override):
     return override
 
 
-def _array_args(prog, bindings, kwargs, temps, args, keep):
+def _array_args(prog, bindings, overrides, temps, args, keep):
     """Data pointers, halo widths, point counts and coordinates of every array."""
     shape = bindings.grid.shape
     for arr in prog.arrays:
@@ -54,8 +54,8 @@ def _array_args(prog, bindings, kwargs, temps, args, keep):
             halo = arr.halo
         else:
             f = bindings.functions[arr.name]
-            if arr.user in kwargs and arr.user not in _steering(prog):
-                f = _override(arr, f, kwargs[arr.user])
+            if arr.user in overrides:
+                f = _override(arr, f, overrides[arr.user])
             data, halo = f.data_with_halo, f.halo
             if arr.sparse:
                 check_coordinates(f)
@@ -117,15 +117,14 @@ def _bounds(prog, grid, kwargs, args):
         args[d.size], args[d.lower], args[d.upper] = n, lo, hi
 
 
-def _scalar(prog, s, bindings, kwargs, op_name):
+def _scalar(s, bindings, kwargs, overrides, op_name):
     kind = s.role[0]
     if kind == "spacing":
         return bindings.grid.spacing[s.role[1]]
     if kind == "origin":
         return bindings.grid.origin[s.role[1]]
     if kind == "constant":
-        own = bindings.constants[s.name].value
-        return own if s.role[1] in _steering(prog) else kwargs.get(s.role[1], own)
+        return overrides.get(s.role[1], bindings.constants[s.name].value)
     if "dt" not in kwargs:
         raise InvalidArgument(f"Operator `{op_name}`.apply: the equations use dt; "
                               "pass it, e.g. op.apply(time_M=100, dt=0.5)")
@@ -139,13 +138,16 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
         raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "
                               f"{', '.join(sorted(unknown))}; it accepts "
                               f"{', '.join(sorted(_accepted(prog)))}")
+    # a Function or Constant named like a steering keyword keeps its own data
+    steering = _steering(prog)
+    overrides = {k: v for k, v in kwargs.items() if k not in steering}
     args, keep = {}, []
-    _array_args(prog, bindings, kwargs, temps, args, keep)
+    _array_args(prog, bindings, overrides, temps, args, keep)
     _bounds(prog, bindings.grid, kwargs, args)
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = _time_bounds(prog, kwargs, op_name)
     for s in prog.scalars:
-        value = _scalar(prog, s, bindings, kwargs, op_name)
+        value = _scalar(s, bindings, kwargs, overrides, op_name)
         label = s.role[1] if s.role[0] == "constant" else s.name
         try:
             args[s.name] = float(value)

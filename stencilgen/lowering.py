@@ -135,8 +135,6 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
     return out
 
 
-
-
 # -- names ----------------------------------------------------------------------------------
 
 def _functions(eqs) -> list:

@@ -19,10 +19,9 @@ def hoist_invariants(st: Stencils, names: NameRegistry) -> Stencils:
     varying = {e.lhs.base.name for e in st.eqs if e.time_dependent}
     invariant = {a.name for a in st.arrays
                  if a.time_size is None and a.name not in varying and not a.sparse}
-    scalars = {sympy.Symbol(s.name, real=True) for s in st.scalars if s.role[0] == "constant"}
-    scalars |= {sympy.Symbol(d.spacing, real=True, positive=True) for d in st.dims}
-    scalars |= {sympy.Symbol(s.name, real=True, positive=True) for s in st.scalars
-                if s.role[0] in ("dt", "spacing")}
+    # the symbols indexing made: Constants are real, the time step and spacings positive
+    scalars = {sympy.Symbol(s.name, real=True) if s.role[0] == "constant"
+               else sympy.Symbol(s.name, real=True, positive=True) for s in st.scalars}
     dims = st.loop_symbols
     hoister = InvariantHoister(dims, invariant, {a.name: a.halo for a in st.arrays}, scalars)
     hoister.scan([e.rhs for e in steps])
