@@ -29,6 +29,7 @@ from typing import Iterator
 
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError,
                      EditedSourceWarning, JitCacheError)
+from .signature import check as _check_signature
 from .toolchains import Toolchain
 
 logger = logging.getLogger("jitcache")
@@ -169,10 +170,11 @@ class _Failed(Exception):
 
 
 def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.PathLike,
-          backdoor: bool = False) -> BuildResult:
+          backdoor: bool = False, entry_point: str | None = None) -> BuildResult:
     """Compile ``source`` with ``toolchain`` (or fetch it from the cache) and load it.
 
-    With ``backdoor=True`` the source file already in the entry is compiled as the user left it.
+    With ``backdoor=True`` the source file already in the entry is compiled as the user left it;
+    ``entry_point`` names a function whose parameters that edit must keep (else BackdoorError).
     """
     if not _NAME.fullmatch(name):
         raise JitCacheError(f"bad build name {name!r}: use letters, digits and _ . + - only")
@@ -180,7 +182,7 @@ def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.P
     entry = Path(cache_dir).expanduser() / f"{name}-{key[:16]}"
     src = entry / f"{name}{toolchain.source_suffix}"
     if backdoor:
-        return _build_backdoor(toolchain, name, key, entry, src)
+        return _build_backdoor(toolchain, name, key, entry, src, (source, entry_point))
 
     text = source.encode()
     lib = entry / f"lib{name}-{_sha(text)[:16]}.so"
@@ -230,8 +232,9 @@ def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.P
 
 
 def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
-                    src: Path) -> BuildResult:
-    """Build from the user's edited ``src``, which is only ever read."""
+                    src: Path, generated: tuple[str, str | None]) -> BuildResult:
+    """Build from the user's edited ``src``, which is only ever read; ``generated`` is the
+    generated source and the entry point whose parameters the edit must keep."""
     if not src.is_file():
         raise BackdoorError(
             f"the JIT backdoor is on but {src} does not exist. Run once without "
@@ -240,6 +243,8 @@ def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
     result = dict(source_path=src, key=key, compiler=toolchain.name, backdoor=True)
     for _ in range(5):  # retried only if the user saves the file again while it compiles
         text = src.read_bytes()
+        if generated[1]:
+            _check_signature(generated[0], text.decode(errors="replace"), generated[1], src)
         lib = entry / f"lib{name}-{_sha(text)[:16]}.so"
         if lib.exists():
             return BuildResult(library=_load(lib), library_path=lib, compiled=False,

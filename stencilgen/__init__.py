@@ -4,7 +4,8 @@ from .derivatives import Derivative
 from .dimensions import Dimension, SpaceDimension, SteppingDimension, TimeDimension
 from .equations import Eq, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
-                     HaloError, InvalidArgument, InvalidEquation, StencilgenError)
+                     HaloError, InvalidArgument, InvalidEquation, NumericalWarning,
+                     StencilgenError)
 from .functions import Constant, Function, TimeFunction
 from .grid import Grid
 from .operator import Operator
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
     "Constant", "Derivative", "Dimension", "Eq", "Function", "Grid", "HaloError",
-    "InvalidArgument", "InvalidEquation", "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
+    "InvalidArgument", "InvalidEquation", "NumericalWarning", "Operator", "SpaceDimension",
+    "SparseFunction", "SparseTimeFunction", "StencilgenError",
     "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "solve",
 ]

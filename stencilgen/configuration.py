@@ -73,6 +73,8 @@ _SETTINGS: dict[str, _Setting] = {
                        lambda: None, "replace the C compiler's default optimisation flags"),
     "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
                    "C compiler executable (default: $CC, then gcc, then cc)"),
+    "check-finite": _Setting("STENCILGEN_CHECK_FINITE", _bool, lambda: True,
+                             "after apply, warn if a field the run wrote holds NaN or Inf"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

@@ -23,3 +23,7 @@ class InvalidEquation(StencilgenError, ValueError):
 
 class HaloError(StencilgenError, ValueError):
     """A stencil reads further from a point than the function's halo reaches."""
+
+
+class NumericalWarning(RuntimeWarning):
+    """A run wrote NaN or Inf into a field: it blew up (dt too large) or read non-finite input."""
