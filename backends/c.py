@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import cgen as c
 
-from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table
+from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_header
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
@@ -76,8 +76,11 @@ class CBackend:
         return c.Assign(self.expr(assign.lhs), rhs)
 
     def loop_pragmas(self, kernel, depth):
-        """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost)."""
+        """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost); none for a nest that
+        must run in order."""
         n = len(kernel.dims)
+        if kernel.sequential:
+            return []
         if n == 1:
             return [c.Pragma("omp parallel for simd schedule(static)")]
         if depth == 0:
@@ -98,8 +101,12 @@ class CBackend:
         for depth in reversed(range(len(kernel.dims))):
             name = kernel.dims[depth].name
             start, stop = self.bounds(kernel, depth)
-            loop = c.For(f"{self.index} {name} = {start}", f"{name} <= {stop}", f"{name} += 1",
-                         body)
+            if kernel.directions and kernel.directions[depth] < 0:
+                loop = c.For(f"{self.index} {name} = {stop}", f"{name} >= {start}",
+                             f"{name} -= 1", body)
+            else:
+                loop = c.For(f"{self.index} {name} = {start}", f"{name} <= {stop}",
+                             f"{name} += 1", body)
             body = c.Module(self.loop_pragmas(kernel, depth) + [loop])
         return body
 
@@ -194,9 +201,7 @@ class CBackend:
                 for ti in self.program.time_indices]
 
     def time_loop(self, body):
-        t, (lo, hi) = self.program.time.name, self.program.time_bounds
-        return c.For(f"long {t} = {lo}", f"{t} <= {hi}", f"{t} += 1",
-                     c.Block(self.time_slots() + body))
+        return c.For(*time_loop_header(self.program), c.Block(self.time_slots() + body))
 
     def sections_in_order(self):
         """Every section, the time-loop ones inside the time loop."""

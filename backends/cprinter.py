@@ -19,6 +19,15 @@ def ctype(dtype) -> str:
     return "float" if np.dtype(dtype) == np.float32 else "double"
 
 
+def time_loop_header(prog) -> tuple[str, str, str]:
+    """Start, condition and update of the time loop: up from time_m, or down from time_M
+    for an operator that writes ``.backward``."""
+    t, (lo, hi) = prog.time.name, prog.time_bounds
+    if prog.time_step < 0:
+        return f"long {t} = {hi}", f"{t} >= {lo}", f"{t} -= 1"
+    return f"long {t} = {lo}", f"{t} <= {hi}", f"{t} += 1"
+
+
 def stride_table(arrays) -> dict:
     """Per array, the C text of each index's stride (the layout's names; innermost is 1)."""
     return {a.name: [n or str(v) for n, v in a.layout.strides] for a in arrays}

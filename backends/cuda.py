@@ -13,7 +13,7 @@ import dataclasses
 import cgen as c
 
 from .c import CBackend
-from .cprinter import CPrinter, ctype
+from .cprinter import CPrinter, ctype, time_loop_header
 from .options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
@@ -223,6 +223,8 @@ class CudaBackend(CBackend):
             p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
             return c.For(f"sg_int {p} = {_thread('x')}", f"{p} < {npoint}",
                          f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
+        if k.sequential:
+            return self.loop_nest(k)     # one thread walks the nest in order
         body = c.Block([self.statement(a) for a in k.body])
         n = len(k.dims)
         for depth in reversed(range(n)):
@@ -235,6 +237,8 @@ class CudaBackend(CBackend):
     def threads(self, k) -> int:
         if k.is_sparse:
             return SPARSE_BLOCK
+        if k.sequential:
+            return 1
         t = 1
         for b in BLOCK[len(k.dims)]:
             t *= b
@@ -332,8 +336,10 @@ class CudaBackend(CBackend):
         else:
             sizes = [f"{self.dims[s].upper} - {self.dims[s].lower} + {1 + lo + hi}"
                      for s, (lo, hi) in zip(reversed(k.dims), reversed(k.widened))]
-            block = BLOCK[len(k.dims)]
-        grid = ", ".join(f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})" for i, b in enumerate(block))
+            # a nest that must run in order: one thread walks it, outermost loop first
+            block = (1,) * len(k.dims) if k.sequential else BLOCK[len(k.dims)]
+        grid = ", ".join("1" if k.sequential else f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})"
+                         for i, b in enumerate(block))
         call = ", ".join(a.host for a in args)
         body = [f"const dim3 sg_block({', '.join(map(str, block))});",
                 f"const dim3 sg_grid({grid});", f"SG_TIMER_START({self.program.timers}, {timer});",
@@ -362,8 +368,7 @@ class CudaBackend(CBackend):
 
     def time_loop_lines(self, launches):
         prog = self.program
-        t, (lo, hi) = prog.time.name, prog.time_bounds
-        lines = [f"for (long {t} = {lo}; {t} <= {hi}; {t} += 1) {{"]
+        lines = ["for ({}; {}; {}) {{".format(*time_loop_header(prog))]
         lines += _indent([str(s) for s in self.time_slots()])
         for k in prog.steps:
             lines += _indent(launches[k.section.timer])

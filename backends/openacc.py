@@ -147,6 +147,8 @@ class OpenACCBackend(CBackend):
     def loop_pragmas(self, kernel, depth):
         if depth != 0:
             return []
+        if kernel.sequential:
+            return [c.Pragma(f"acc serial {self._present(kernel)}")]
         n = len(kernel.dims)
         collapse = f" collapse({n})" if n > 1 else ""
         length = self.options.vector_length

@@ -37,6 +37,9 @@ def compile_program(expressions, name: str, narrow_index: bool):
     stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names))
     stencils = _logged("temporary sizing", name, size_temporaries(stencils))
     program = _logged("scheduling", name, schedule(stencils, name, names))
+    for k in program.kernels:
+        if k.sequential:
+            log.info(f"Operator `{name}`: {k.name}: {k.sequential}")
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
     program = _logged("layout", name, lay.layout(program, names))

@@ -316,12 +316,28 @@ class _Indexer:
                          sparse=self.names.cname(eq.sparse.field))
 
 
+def _time_step(eqs) -> int:
+    """+1, or -1 when the equations write ``.backward`` (time then runs from time_M down)."""
+    shifts = set()
+    for e in eqs:
+        lhs = e.lhs
+        if isinstance(lhs, DiscreteFunction) and lhs.field.is_time and not lhs.is_Sparse:
+            root = lhs.args[0].free_symbols & {stepping_dimension(), time_dimension()}
+            k = _axis_offset(lhs.args[0], root.pop() if root else time_dimension())
+            shifts.add(int(sympy.sign(k)))
+    if {1, -1} <= shifts:
+        raise InvalidEquation("Operator: the equations write both .forward and .backward time "
+                              "levels; build one Operator for each time direction")
+    return -1 if -1 in shifts else 1
+
+
 def index_equations(eqs, grid, names: NameRegistry):
     """The equations on arrays, as ``Stencils``, and the ``Bindings`` of their parameters."""
     ix = _Indexer(grid, names)
     indexed = tuple(ix(e) for e in eqs)
     arrays = tuple(ix.arrays.values())
     return Stencils(eqs=indexed, dims=ix.dims, time=ix.time, point=ix.point, arrays=arrays,
+                    time_step=_time_step(eqs),
                     scalars=tuple(sorted(ix.scalars.values(), key=lambda s: s.name)),
                     time_indices=tuple(sorted(ix.time_indices.values(),
                                               key=lambda t: t.symbol.name)),

@@ -209,6 +209,25 @@ def saved_wavefield(dtype, rng):
     return Program([Eq(u.forward, u + dt * u.laplace)], dict(dt=dt), [u], 5)
 
 
+def in_place(dtype, rng):
+    """An in-place stencil (a sequential sweep) and two equations writing one field."""
+    grid = _grid(2, dtype)
+    a = _rand(Function(name="a", grid=grid, space_order=2), rng)
+    h = _rand(Function(name="h", grid=grid, space_order=2), rng)
+    k = 0.2 * min(grid.spacing) ** 2      # a stable weight for the sweep
+    return Program([Eq(a, a + k * a.laplace), Eq(h, h + 1), Eq(h, 2 * h + a)], {}, [a, h])
+
+
+def backward(dtype, rng):
+    """Time running from time_M down: a saved field written through ``.backward``."""
+    grid = _grid(2, dtype)
+    b = TimeFunction(name="b", grid=grid, time_order=1, space_order=2, save=6)
+    b.data[5] = rng.uniform(-1, 1, size=grid.shape)
+    dt = 0.1 * min(grid.spacing)
+    return Program([Eq(b.backward, b + dt * b.laplace)], dict(time_m=1, time_M=5, dt=dt),
+                   [b], 5)
+
+
 PROGRAMS = {
     "laplace1d_so2": laplace(1, 2), "laplace2d_so4": laplace(2, 4),
     "laplace3d_so8": laplace(3, 8), "laplace1d_so12": laplace(1, 12),
@@ -221,6 +240,7 @@ PROGRAMS = {
     "damped1d": damped_acoustic(1), "damped3d": damped_acoustic(3),
     "shot2d": acoustic_with_sources(2), "shot3d": acoustic_with_sources(3),
     "sparse1d": sparse_only(1), "sparse3d": sparse_only(3), "saved2d": saved_wavefield,
+    "inplace2d": in_place, "backward2d": backward,
 }
 
 

@@ -74,10 +74,12 @@ def test_source_compiles(name, dtype, cuda_builds):
     assert src.count("<int><<<") == src.count("<long><<<") == len(prog.kernels)
     injections = sum(1 for k in prog.kernels if getattr(k, "kind", None) == "inject")
     assert src.count("atomicAdd(") == injections
-    assert ("for (long time = time_m" in src) == prog.has_time_loop
+    # the host time loop: up from time_m, or down from time_M for a .backward operator
+    start = "time_M" if prog.time_step < 0 else "time_m"
+    assert (f"for (long time = {start}" in src) == prog.has_time_loop
     # the time loop only launches: no transfer inside it
     if prog.has_time_loop:
-        loop = src[src.index("for (long time = time_m"):src.index("cudaDeviceSynchronize(), ")]
+        loop = src[src.index(f"for (long time = {start}"):src.index("cudaDeviceSynchronize(), ")]
         assert "cudaMemcpy" not in loop and "cudaMalloc" not in loop
     if name == "invariant3d":
         assert prog.before, "the invariant factor should be computed before the time loop"

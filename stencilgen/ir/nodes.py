@@ -117,6 +117,7 @@ class Stencils:
     scalars: tuple[ScalarParam, ...]
     time_indices: tuple[TimeIndex, ...]
     dtype: type
+    time_step: int = 1                # -1: time runs from time_M down to time_m (.backward)
 
     @property
     def loop_symbols(self) -> tuple:
@@ -163,6 +164,8 @@ class Kernel:
     bytes: int = 0                                # compulsory traffic per point
     stage: str = "time"                           # "before", "time" or "after"
     section: Section | None = None
+    sequential: str | None = None                 # why the nest must run in order, if it must
+    directions: tuple[int, ...] = ()              # in order: +1 up or -1 down, per dimension
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
@@ -207,6 +210,7 @@ class SparseKernel:
     reads: dict = field(default_factory=dict, compare=False)
     writes: dict = field(default_factory=dict, compare=False)
     section: Section | None = None
+    sequential = None              # points run in parallel (injection adds atomically)
 
     @property
     def is_sparse(self) -> bool:
@@ -263,6 +267,7 @@ class Program:
     timers: str = "timers"
     sparse_locals: SparseLocals | None = None
     index_types: IndexTypes = IndexTypes()
+    time_step: int = 1             # -1: time runs from time_M down to time_m (.backward)
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""

@@ -67,24 +67,56 @@ def _depends(group, eq, dims) -> bool:
     return bool(e_all & g_writes) or bool(e_writes & g_all)
 
 
+def sweep(eq, dims) -> tuple[int, ...]:
+    """The direction along each dimension (+1 up, -1 down) of an in-place nest, as Devito
+    chooses it: down where every in-place read is ahead along that dimension (so it reads
+    the value already updated), else up."""
+    name = eq.lhs.base.name
+    slot = access_map([eq.lhs], dims)[name].pop()[:-len(dims)]
+    offsets = [o[-len(dims):] for o in access_map([eq.rhs], dims).get(name, ())
+               if o[:-len(dims)] == slot and any(o[-len(dims):])]
+    return tuple(-1 if any(o[i] > 0 for o in offsets) and not any(o[i] < 0 for o in offsets)
+                 else 1 for i in range(len(dims)))
+
+
+def in_place(eq, dims) -> str | None:
+    """Why ``eq`` must sweep its points in order, or None: it reads the array slot it writes
+    at a neighbouring point (an in-place stencil such as ``Eq(f, f + f.laplace)``)."""
+    if not _conflict([eq], eq, dims):
+        return None
+    name = eq.lhs.base.name
+    slot = access_map([eq.lhs], dims)[name].pop()[:-len(dims)]
+    offsets = sorted(o[-len(dims):] for o in access_map([eq.rhs], dims).get(name, ())
+                     if o[:-len(dims)] == slot and any(o[-len(dims):]))
+    order = ", ".join(f"{d} {'down' if s < 0 else 'up'}" for d, s in zip(dims, sweep(eq, dims)))
+    return (f"{name} is read at offsets {', '.join(map(str, offsets))} of the points it "
+            f"writes (an in-place stencil), so its nest runs sequentially ({order}), as Devito "
+            "computes it; write the result into another Function to run in parallel")
+
+
 def fuse(eqs, dims) -> list[list]:
     """Equations grouped into loop nests.
 
     Each equation joins the last nest it depends on unless it reads that nest's results at
     a neighbouring point (or the nest reads, at a neighbour, what it writes), in which case
     it goes to the nest after; equations without dependences join the first nest. So
-    independent temporaries share one nest and their consumers the next.
+    independent temporaries share one nest and their consumers the next. An in-place
+    equation gets a nest of its own, which it shares with nothing.
     """
     groups: list[list] = []
+    alone: set = set()
     for e in eqs:
         last = max((i for i, g in enumerate(groups) if _depends(g, e, dims)), default=-1)
         target = max(last, 0)
         for i in range(target, len(groups) + 1):
             if i == len(groups):
+                if in_place(e, dims):
+                    alone.add(i)
                 groups.append([e])
                 break
             g = groups[i]
-            if g[0].extent == e.extent and not _conflict(g, e, dims):
+            if (i not in alone and g[0].extent == e.extent and not _conflict(g, e, dims)
+                    and not in_place(e, dims)):
                 g.append(e)
                 break
     return groups
@@ -111,9 +143,11 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
                                     target=item.lhs, expr=item.rhs, stage=stage))
             continue
         for group in fuse(item, dims):
+            why = in_place(group[0], dims) if len(group) == 1 else None
             out.append(Kernel(name=f"section{next(counter)}", dims=dims,
                               body=tuple(Assign(e.lhs, e.rhs) for e in group),
-                              extent=group[0].extent, stage=stage))
+                              extent=group[0].extent, stage=stage, sequential=why,
+                              directions=sweep(group[0], dims) if why else ()))
     return out
 
 
@@ -137,4 +171,5 @@ def schedule(st: Stencils, name: str, names: NameRegistry) -> Program:
                    time=st.time, point=st.point, arrays=st.arrays, scalars=st.scalars,
                    prologue=(), before=tuple(before), steps=tuple(steps), after=(),
                    time_indices=st.time_indices, has_time_loop=st.has_time_loop,
+                   time_step=st.time_step,
                    sparse_locals=sparse_locals(st.dims, names) if has_sparse else None)

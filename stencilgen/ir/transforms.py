@@ -72,7 +72,14 @@ def _optimize_kernel(k, hoister: ScalarHoister, names: NameRegistry, real):
         else:
             moving.add(sym)
             body.append(Assign(sym, value, real))
-    body += [Assign(a.lhs, r) for a, r in zip(k.body, reduced)]
+    stores = [a.lhs for a in k.body]
+    if any(r.has(*stores[:j]) for j, r in enumerate(reduced) if j):
+        # a later statement reads what an earlier one stores at this point: every right-hand
+        # side, written in the values the point had before, is computed before any store
+        values = [sympy.Symbol(names.counted("r"), real=True) for _ in reduced]
+        body += [Assign(v, r, real) for v, r in zip(values, reduced)]
+        reduced = values
+    body += [Assign(lhs, r) for lhs, r in zip(stores, reduced)]
     return replace(k, body=tuple(body))
 
 
