@@ -60,6 +60,26 @@ static unsigned int sg_blocks(const long n, const long threads, const long limit
   return (unsigned int)(b < limit ? b : limit);
 }
 
+/* NaN/Inf test on the bits, so that --use_fast_math cannot fold it away */
+static __device__ __forceinline__ bool sg_finite(const float v)
+{ return (__float_as_uint(v) & 0x7f800000u) != 0x7f800000u; }
+static __device__ __forceinline__ bool sg_finite(const double v)
+{ return (__double_as_longlong(v) & 0x7ff0000000000000LL) != 0x7ff0000000000000LL; }
+
+/* Adds the NaN/Inf among p[0..n) to *count (a warp's sum, one atomic per warp). */
+template <typename T>
+static __global__ void __launch_bounds__(256)
+sg_nonfinite(const T *__restrict__ p, const long n, unsigned long long *count)
+{
+  unsigned long long mine = 0;
+  for (long i = (long)blockIdx.x*blockDim.x + threadIdx.x; i < n; i += (long)blockDim.x*gridDim.x)
+    mine += !sg_finite(p[i]);
+  for (int o = 16; o > 0; o /= 2)
+    mine += __shfl_down_sync(0xffffffffu, mine, o);
+  if ((threadIdx.x & 31) == 0 && mine)
+    atomicAdd(count, mine);
+}
+
 #define SG_CHECK_AS(call, text) do { const cudaError_t sg_e = (call); \
   if (sg_e != cudaSuccess) { sg_status = sg_fail(sg_e, text); goto sg_cleanup; } } while (0)
 #define SG_CHECK(call) SG_CHECK_AS(call, #call)
@@ -390,11 +410,32 @@ class CudaBackend(CBackend):
             "  }",
             "}",
         ]
+        lines += self.finite_checks()
         written = {n for k in self.program.kernels for n in k.writes}
         copies = [f"SG_CHECK(cudaMemcpy({a.layout.vec}, {a.layout.device}, {self._bytes(a)}, "
                   "cudaMemcpyDeviceToHost));"
                   for a in self.program.arrays if a.name in written and not a.temporary]
         return lines + self._nvtx("copy-out", copies)
+
+    def finite_checks(self):
+        """Where the caller asks: NaN/Inf counted on the GPU in each checked array's range."""
+        prog, ck, n = self.program, self.program.checks_param, len(self.program.checks)
+        if not n:
+            return []
+        lines = [f"if ({ck}) {{",
+                 f"  SG_CHECK(cudaMalloc((void **)&sg_d_checks, {n}*sizeof(unsigned long long)));",
+                 f"  SG_CHECK(cudaMemset(sg_d_checks, 0, {n}*sizeof(unsigned long long)));"]
+        for i, name in enumerate(prog.checks):
+            lay = prog.array(name).layout
+            lines += [f"  if ({ck}[{3 * i + 1}] > 0)",
+                      f"    sg_nonfinite<<<sg_blocks({ck}[{3 * i + 1}], 256, 4096L), 256>>>"
+                      f"({lay.device} + {ck}[{3 * i}], {ck}[{3 * i + 1}], sg_d_checks + {i});"]
+        lines += ['  SG_CHECK_AS(cudaGetLastError(), "launch of the NaN/Inf count");',
+                  "  unsigned long long sg_counts[%d];" % n,
+                  "  SG_CHECK(cudaMemcpy(sg_counts, sg_d_checks, sizeof(sg_counts), "
+                  "cudaMemcpyDeviceToHost));"]
+        lines += [f"  {ck}[{3 * i + 2}] = (long)sg_counts[{i}];" for i in range(n)]
+        return lines + ["}"]
 
     def cleanup(self):
         nk = max(len(self.program.kernels), 1)
@@ -407,6 +448,8 @@ class CudaBackend(CBackend):
             "        sg_release(cudaEventDestroy(sg_events[sg_i][sg_k][sg_j]), "
             "\"cudaEventDestroy\", &sg_status);",
         ]
+        lines.append('if (sg_d_checks) sg_release(cudaFree(sg_d_checks), "cudaFree(sg_d_checks)", '
+                     "&sg_status);")
         for a in self.program.arrays:
             for ptr in (a.layout.device, a.layout.device_coords):
                 if ptr:
@@ -419,7 +462,8 @@ class CudaBackend(CBackend):
         nk = max(len(prog.kernels), 1)
         lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"] + self.layouts()
         lines += self.narrow_choice()
-        lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};"]
+        lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
+                  "unsigned long long *sg_d_checks = NULL;"]
         lines += [str(s) for s in self.prologue()]
         main = self.setup()
         for k in prog.before:

@@ -158,6 +158,9 @@ class OpenACCBackend(CBackend):
     def sparse_pragmas(self, kernel):
         return [c.Pragma(f"acc parallel loop gang vector {self._present(kernel)}")]
 
+    def check_pragmas(self, a):
+        return [c.Pragma(f"acc parallel loop reduction(+:sg_n) present({self._section(a.name)})")]
+
     def corner_pragmas(self):
         return [c.Pragma("acc loop seq")]
 
@@ -174,7 +177,7 @@ class OpenACCBackend(CBackend):
                 [c.Statement("stencilgen_acc_select()"),
                  c.Comment("arrays move to the device once, and the written ones back once"),
                  c.Pragma(f"acc data {self.data_clauses()}"),
-                 c.Block(self.sections_in_order()),
+                 c.Block(self.sections_in_order() + self.finite_checks()),
                  c.Statement("return 0")])
 
     def emit(self) -> str:

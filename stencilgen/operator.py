@@ -4,25 +4,23 @@ from __future__ import annotations
 import ctypes
 import threading
 import time as _time
-import warnings
 from contextlib import contextmanager
 
 import numpy as np
-import sympy
 
 import jitcache
 
 from . import logger as log
-from . import platform
+from . import finite, platform
 from .arguments import bind
 from .compiler import compile_program
 from .configuration import configuration
-from .errors import InvalidArgument, NumericalWarning, StencilgenError
+from .errors import InvalidArgument, StencilgenError
 from .functions import DiscreteFunction
 from .profiling import PerformanceSummary, summarize
 
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
-           "index": ctypes.c_long}
+           "checks": ctypes.c_void_p, "index": ctypes.c_long}
 
 
 class Operator:
@@ -115,40 +113,35 @@ class Operator:
         """Run the operator; returns the performance summary (printed at STENCILGEN_LOGGING=PERF)."""
         t0 = _time.perf_counter()
         compiled = self._ensure_built()
+        prog, check = self.program, self._check_finite
+        check = configuration["check-finite"] if check is None else check
         with self._temps.borrow() as temps:   # never shared by two applies running at once
-            args, keep = bind(self.program, self._bindings, kwargs, temps, self.name)
-            timers = np.zeros(max(len(self.program.kernels), 1), dtype=np.float64)
-            args[self.program.timers] = timers.ctypes.data
-            status = self._cfunction(*[args[p.name] for p in self.program.parameters()])
+            args, keep = bind(prog, self._bindings, kwargs, temps, self.name)
+            timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
+            args[prog.timers] = timers.ctypes.data
+            span = (args[prog.time_bounds[0]], args[prog.time_bounds[1]]) \
+                if prog.has_time_loop else None
+            fields = self._written_fields(kwargs)
+            checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
+            args[prog.checks_param] = None if checks is None else checks.ctypes.data
+            status = self._cfunction(*[args[p.name] for p in prog.parameters()])
             del keep
         if status != 0:
             raise StencilgenError(f"Operator `{self.name}` failed: {self._error_text(status)}")
-        summary = summarize(self.program, args, timers, _time.perf_counter() - t0, compiled)
+        summary = summarize(prog, args, timers, _time.perf_counter() - t0, compiled)
         for line in summary.report():
             log.perf(line)
-        check = self._check_finite
-        if configuration["check-finite"] if check is None else check:
-            self._check_written(kwargs, args)
+        if checks is not None:
+            finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
         return summary
 
-    def _check_written(self, kwargs, args):
-        """Warn (NumericalWarning and a log WARNING) where a field the run wrote holds NaN/Inf."""
-        prog = self.program
-        span = (args[prog.time_bounds[0]], args[prog.time_bounds[1]]) \
-            if prog.has_time_loop else None
-        written = last_written(prog, span)
-        fields = {}
-        for name in written:
-            f = kwargs.get(prog.array(name).user)
-            fields[name] = f if isinstance(f, DiscreteFunction) else self._bindings.functions[name]
-        start = _time.perf_counter()
-        bad = FINITE_CHECKS.get(self._target.name, host_nonfinite)(self, written, fields)
-        log.debug(f"Operator `{self.name}` checked {', '.join(f.name for f in fields.values())} "
-                  f"for NaN/Inf in {_time.perf_counter() - start:.4f} s")
-        if bad:
-            text = _blowup_message(self.name, prog, bad, fields, written, span, kwargs.get("dt"))
-            log.warning(text)
-            warnings.warn(text, NumericalWarning, stacklevel=3)
+    def _written_fields(self, kwargs) -> dict:
+        """The Functions (the overrides where given) of the arrays the run writes, by C name."""
+        out = {}
+        for name in self.program.checks:
+            f = kwargs.get(self.program.array(name).user)
+            out[name] = f if isinstance(f, DiscreteFunction) else self._bindings.functions[name]
+        return out
 
     def _error_text(self, status):
         """The message the generated code left in ``stencilgen_error`` (if it has one)."""
@@ -181,75 +174,4 @@ class _Temporaries:
                 self._free.append(temps)
 
 
-# -- the check for blow-ups after apply ----------------------------------------------------------
-
-def _slot(arr, index, step, modulo, time):
-    """The time slot of ``arr`` that ``index`` (a written access's time index) is at ``step``;
-    None where there is no time axis or it cannot be told (then all of ``arr`` is checked)."""
-    if arr.time_size is None or step is None or index is None:
-        return None
-    if index in modulo:
-        return (step + modulo[index].shift) % modulo[index].modulo
-    value = sympy.sympify(index).subs(time, step)
-    return int(value) % arr.time_size if value.is_Integer else None
-
-
-def last_written(program, span) -> dict:
-    """The user arrays ``program`` writes (by C name) with the time slots its last step (of
-    ``span`` = (time_m, time_M)) wrote, or None for the whole array (no time axis)."""
-    step = None if span is None else span[0] if getattr(program, "time_step", 1) < 0 else span[1]
-    modulo = {ti.symbol: ti for ti in program.time_indices}
-    out: dict = {}
-    for k in program.kernels:
-        for name, offsets in k.writes.items():
-            arr = program.array(name)
-            if arr.temporary:
-                continue
-            slots = out.setdefault(name, set())
-            slots |= {_slot(arr, o[0] if o else None, step, modulo, program.time) for o in offsets}
-    return {n: None if None in s else tuple(sorted(s)) for n, s in out.items()}
-
-
-def _nonfinite_count(view) -> int:
-    """NaN/Inf values in ``view``: one sum, which NaN and Inf reach; counted only when the sum
-    is not finite (finite data may overflow it)."""
-    if view.dtype.kind != "f":
-        return 0
-    with np.errstate(all="ignore"):
-        if np.isfinite(np.add.reduce(view, axis=None)):
-            return 0
-    return int(view.size - np.count_nonzero(np.isfinite(view)))
-
-
-def host_nonfinite(op, written, fields) -> dict:
-    """The host check: per written array (C name) the NaN/Inf values in its last slots."""
-    bad = {}
-    for name, slots in written.items():
-        data = fields[name].data_with_halo
-        count = sum(_nonfinite_count(v) for v in
-                    ([data] if slots is None else [data[s] for s in slots]))
-        if count:
-            bad[name] = count
-    return bad
-
-
-# backend name -> check(op, written, fields) -> {C name: NaN/Inf count}, with the arguments of
-# host_nonfinite; a backend that reduces on the device registers its own, the rest use the host's
-FINITE_CHECKS: dict = {}
-
-
-def _blowup_message(op_name, prog, bad, fields, written, span, dt) -> str:
-    names = []
-    for name, count in bad.items():
-        f, user, slots = fields[name], prog.array(name).user, written[name]
-        shown = user if f.name == user else f"{user}={f.name}"
-        where = "" if slots is None else \
-            " in " + ", ".join(f"{f.name}.data[{s}]" for s in slots) + " (the last state)"
-        names.append(f"{shown} ({count} values{where})")
-    when = f"time steps {span[0]}..{span[1]}" + (f" with dt={dt}" if dt is not None else "") \
-        if span else "the run"
-    verb = "holds" if len(names) == 1 else "hold"
-    return (f"Operator `{op_name}`: after {when}, {', '.join(names)} {verb} NaN or Inf: the run "
-            "blew up or read non-finite input. Check that dt is below the scheme's stability "
-            "limit and that every input holds finite values (np.isfinite(f.data).all()); "
-            "Operator(..., check_finite=False) or STENCILGEN_CHECK_FINITE=0 turns this check off.")
+last_written = finite.last_written   # where tests and tools look for it

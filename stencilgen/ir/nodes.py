@@ -268,6 +268,8 @@ class Program:
     sparse_locals: SparseLocals | None = None
     index_types: IndexTypes = IndexTypes()
     time_step: int = 1             # -1: time runs from time_M down to time_m (.backward)
+    checks: tuple[str, ...] = ()   # arrays whose last state the run counts NaN/Inf in
+    checks_param: str = "checks"   # (start, length, count) per checked array, or NULL
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""
