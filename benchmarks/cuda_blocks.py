@@ -43,7 +43,7 @@ def acoustic(n, nt, tag):
     m.data[:] = 1 / 2.0 ** 2
     op = Operator([Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))],
                   name=f"Acoustic{tag}", backend="cuda")
-    op.apply(time_M=1, dt=1.0)
+    op.apply(time_m=0, time_M=1, dt=1.0)
     return op.apply(time_m=0, time_M=nt - 1, dt=1.0).gpointss
 
 

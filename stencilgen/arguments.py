@@ -7,6 +7,7 @@ import numpy as np
 
 from .errors import InvalidArgument
 from .functions import DiscreteFunction
+from .grid import as_int
 from .sparse import check_coordinates
 
 
@@ -68,61 +69,121 @@ def _array_args(prog, bindings, overrides, temps, args, keep):
             args[name] = int(h)
 
 
-def _saved_shifts(prog):
-    """Each access of a directly indexed time array: (name, slots, time shift)."""
-    out = []
+def _slot_offset(ti, step) -> int:
+    """The time offset of buffer slot ``ti`` (``(time + shift) % modulo``): the IR keeps the
+    shift modulo the buffer, so read it as a forward operator's window [2 - modulo, 1] (it
+    writes t+1 and reads back), a backward one's (``step`` -1) as [-1, modulo - 2]."""
+    top = 1 if step > 0 else ti.modulo - 2
+    return ti.shift if ti.shift <= top else ti.shift - ti.modulo
+
+
+def _time_accesses(prog):
+    """The time offsets of every access to a time array, relative to the time counter, and
+    (array, offset) of each access to a directly indexed one (saved or sparse)."""
+    step = getattr(prog, "time_step", 1)
+    slots = {ti.symbol: _slot_offset(ti, step) for ti in prog.time_indices}
+    offsets, direct = set(), []
     for k in prog.kernels:
         for table in (k.reads, k.writes):
             for name, offs in table.items():
                 arr = prog.array(name)
-                if arr.time_size is None or arr.modulo:
+                if arr.time_size is None:
                     continue
-                out += [(arr, arr.time_size, int(o[0] - prog.time)) for o in offs]
-    return out
+                for o in offs:
+                    s = slots[o[0]] if arr.modulo else int(o[0] - prog.time)
+                    offsets.add(s)
+                    if not arr.modulo:
+                        direct.append((arr, s))
+    return offsets, direct
+
+
+def _given(kwargs, key, default):
+    """``kwargs[key]``, or ``default`` where it is absent or None (as Devito)."""
+    value = kwargs.get(key)
+    return default if value is None else value
+
+
+def _time_defaults(offsets, direct):
+    """Devito's defaults: time_m = -(lowest offset), time_M = (fewest saved steps or sparse
+    samples) - 1 - (highest offset), over every access in the time loop (None: no default)."""
+    lower, upper = min(offsets | {0}), max(offsets | {0})
+    if not direct:
+        return -lower, None
+    return -lower, min(arr.time_size for arr, _ in direct) - 1 - upper
 
 
 def _time_bounds(prog, kwargs, op_name):
-    saved = _saved_shifts(prog)
-    time_m = kwargs.get("time_m", max([-s for _, _, s in saved] + [0]))
-    if "time_M" in kwargs:
-        time_M = kwargs["time_M"]
-    elif saved:
-        time_M = min(n - 1 - s for _, n, s in saved)
-    else:
+    offsets, direct = _time_accesses(prog)
+    default_m, default_M = _time_defaults(offsets, direct)
+    if _given(kwargs, "time_M", None) is None and default_M is None:
         raise InvalidArgument(f"Operator `{op_name}`.apply: missing time bounds; pass "
-                              "time_M (the last step; time_m defaults to 0), e.g. "
+                              f"time_M (the last step; time_m defaults to {default_m}), e.g. "
                               "op.apply(time_M=100, dt=0.5)")
-    for key, v in (("time_m", time_m), ("time_M", time_M)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise InvalidArgument(f"apply: {key}={v!r} must be an integer")
+    time_m = as_int(_given(kwargs, "time_m", default_m), "apply: time_m",
+                    f"pass the first time step as an integer, e.g. time_m={default_m}")
+    time_M = as_int(_given(kwargs, "time_M", default_M), "apply: time_M",
+                    "pass the last time step as an integer, e.g. time_M=100")
     if time_m < 0 or time_M < time_m:
         raise InvalidArgument(f"apply: time_m={time_m}, time_M={time_M} must satisfy "
                               "0 <= time_m <= time_M")
-    for arr, n, s in saved:
+    for arr, s in direct:
+        n = arr.time_size
         if time_M + s > n - 1 or time_m + s < 0:
             held = f"has nt={n} time samples" if arr.sparse else f"saves {n} time steps"
             raise InvalidArgument(
                 f"apply: {arr.user} {held} but time steps {time_m}..{time_M} access index "
                 f"{time_m + s if time_m + s < 0 else time_M + s}; use time_M <= {n - 1 - s} "
                 f"or a larger {'nt' if arr.sparse else 'save='}")
-    return int(time_m), int(time_M)
+    return time_m, time_M
 
 
 def _bounds(prog, grid, kwargs, args):
     for d, n in zip(prog.dims, grid.shape):
-        lo, hi = int(kwargs.get(f"{d.user}_m", 0)), int(kwargs.get(f"{d.user}_M", n - 1))
+        lo, hi = (as_int(_given(kwargs, key, default), f"apply: {key}",
+                         f"pass a grid index from 0 to {n - 1}, e.g. {key}={default}")
+                  for key, default in ((f"{d.user}_m", 0), (f"{d.user}_M", n - 1)))
         if not 0 <= lo <= hi <= n - 1:
             raise InvalidArgument(f"apply: {d.user}_m={lo} and {d.user}_M={hi} must satisfy "
                                   f"0 <= {d.user}_m <= {d.user}_M <= {n - 1}")
         args[d.size], args[d.lower], args[d.upper] = n, lo, hi
 
 
-def _scalar(s, bindings, kwargs, overrides, op_name):
+def _same_geometry(a, b) -> bool:
+    """Whether grids ``a`` and ``b`` have one spacing and origin (to round-off)."""
+    h = np.array(a.spacing)
+    return (np.allclose(h, b.spacing, rtol=1e-9, atol=0)
+            and np.allclose(a.origin, b.origin, rtol=0, atol=1e-9 * h.min()))
+
+
+def _geometry(prog, bindings, overrides):
+    """The grid whose spacing and origin this call uses: that of every function bound (the
+    overrides and the compiled ones), which must agree; else an InvalidArgument."""
+    bound = [overrides.get(a.user, bindings.functions[a.name])
+             for a in prog.arrays if not a.temporary]
+    if not bound:
+        return bindings.grid
+    ref = bound[0].grid
+    odd = [f for f in bound if not _same_geometry(ref, f.grid)]
+    if not odd:
+        return ref
+    same = [f for f in bound if _same_geometry(ref, f.grid)]
+
+    def describe(fs):
+        return (f"{', '.join(f.name for f in fs)} (spacing {fs[0].grid.spacing}, "
+                f"origin {fs[0].grid.origin})")
+    raise InvalidArgument(
+        f"apply: the functions bound disagree on the grid: {describe(same)} but "
+        f"{', '.join(describe([f]) for f in odd)}; bind functions on grids of one spacing "
+        "and origin (override the others too, or build the overrides on grids with the same "
+        "extent and origin)")
+
+
+def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     kind = s.role[0]
     if kind == "spacing":
-        return bindings.grid.spacing[s.role[1]]
+        return geometry.spacing[s.role[1]]
     if kind == "origin":
-        return bindings.grid.origin[s.role[1]]
+        return geometry.origin[s.role[1]]
     if kind == "constant":
         return overrides.get(s.role[1], bindings.constants[s.name].value)
     if "dt" not in kwargs:
@@ -146,8 +207,9 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     _bounds(prog, bindings.grid, kwargs, args)
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = _time_bounds(prog, kwargs, op_name)
+    geometry = _geometry(prog, bindings, overrides)
     for s in prog.scalars:
-        value = _scalar(s, bindings, kwargs, overrides, op_name)
+        value = _scalar(s, bindings, geometry, kwargs, overrides, op_name)
         label = s.role[1] if s.role[0] == "constant" else s.name
         try:
             args[s.name] = float(value)

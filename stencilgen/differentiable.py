@@ -162,16 +162,28 @@ class Differentiable:
         return evaluate(self)
 
 
+def _keep_differentiable(e):
+    """``e`` as a DAdd/DMul where sympy's evaluation built its own class (a number times a sum
+    distributes: ``(u + 1) / 2`` is an Add), so that the shorthands stay available."""
+    cls = _DIFFERENTIABLE.get(type(e))
+    return cls._from_args(e.args) if cls is not None else e
+
+
 class DAdd(Differentiable, sympy.Add):
-    pass
+    def __new__(cls, *args, **kwargs):
+        return _keep_differentiable(super().__new__(cls, *args, **kwargs))
 
 
 class DMul(Differentiable, sympy.Mul):
-    pass
+    def __new__(cls, *args, **kwargs):
+        return _keep_differentiable(super().__new__(cls, *args, **kwargs))
 
 
 class DPow(Differentiable, sympy.Pow):
     pass
+
+
+_DIFFERENTIABLE = {sympy.Add: DAdd, sympy.Mul: DMul}
 
 
 def _grid_functions(expr):
@@ -294,6 +306,8 @@ class Derivative(Differentiable, sympy.Expr):
 
 
 def _default_order(expr, dim, n):
+    """Devito's default fd_order: the expression's time or space order (a first derivative of
+    order 2 is then the two-point difference, ``shifts.weights_of``)."""
     if dim.is_Time:
         order = expr.time_order if isinstance(expr, Differentiable) else 0
         return max(order, 1) if n == 1 else 2

@@ -15,7 +15,7 @@ from sympy.core.function import AppliedUndef, UndefinedFunction
 
 from .differentiable import Differentiable
 from .errors import InvalidArgument
-from .grid import Grid, check_dtype
+from .grid import Grid, as_int, check_dtype
 
 
 @dataclass(eq=False)
@@ -50,9 +50,11 @@ class FieldData:
 
 
 def _check_order(owner: str, value, what: str, allowed: str, valid) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not valid(int(value)):
+    """``value`` as an int if it is an integer (not a bool) that ``valid`` accepts."""
+    value = as_int(value, f"{owner}: {what}", allowed)
+    if not valid(value):
         raise InvalidArgument(f"{owner}: {what}={value!r} is not supported; {allowed}")
-    return int(value)
+    return value
 
 
 class DiscreteFunction(Differentiable, AppliedUndef):

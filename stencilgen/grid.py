@@ -10,6 +10,14 @@ _DIM_NAMES = ("x", "y", "z")
 SUPPORTED_DTYPES = (np.float32, np.float64)
 
 
+def as_int(value, what: str, hint: str) -> int:
+    """``value`` as an int if it is an integer (numpy integers too, not bools), else an
+    InvalidArgument saying ``what`` was wrong and ``hint``, what to pass."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise InvalidArgument(f"{what} is {value!r} ({type(value).__name__}), not an integer; {hint}")
+
+
 def check_dtype(dtype, owner: str) -> np.dtype:
     """The numpy dtype for ``dtype`` if stencilgen supports it, else an InvalidArgument."""
     try:
@@ -22,24 +30,34 @@ def check_dtype(dtype, owner: str) -> np.dtype:
     return dt
 
 
+def _check_shape(shape) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, 1 to 3 of them, each >= 2; else an InvalidArgument."""
+    try:
+        entries = tuple(shape) if not isinstance(shape, str) else None
+    except TypeError:
+        entries = None
+    if entries is None:
+        raise InvalidArgument(f"Grid: shape must be a tuple of integers, e.g. "
+                              f"Grid(shape=(101, 101)); got {shape!r}")
+    entries = tuple(as_int(n, f"Grid: an entry of shape {entries}", "give whole numbers of "
+                           "points, e.g. Grid(shape=(101, 101))") for n in entries)
+    if not 1 <= len(entries) <= 3:
+        raise InvalidArgument(f"Grid: shape {entries} has {len(entries)} dimensions; "
+                              "stencilgen supports 1, 2 and 3")
+    if any(n < 2 for n in entries):
+        raise InvalidArgument(f"Grid: every dimension needs at least 2 points, got shape {entries}")
+    return entries
+
+
 class Grid:
     """A uniform grid of ``shape`` points spanning ``extent`` from ``origin`` (Devito's meaning).
 
-    ``extent`` defaults to unit spacing (``shape - 1``), ``origin`` to zeros.
+    ``extent`` defaults to the unit cube (spacing ``1 / (n - 1)``, as Devito), ``origin`` to zeros.
     """
 
     def __init__(self, shape, extent=None, origin=None, dtype=np.float32):
-        try:
-            shape = tuple(int(n) for n in shape)
-        except TypeError:
-            raise InvalidArgument(f"Grid: shape must be a tuple of integers, got {shape!r}") from None
-        if not 1 <= len(shape) <= 3:
-            raise InvalidArgument(f"Grid: shape {shape} has {len(shape)} dimensions; "
-                                  "stencilgen supports 1, 2 and 3")
-        if any(n < 2 for n in shape):
-            raise InvalidArgument(f"Grid: every dimension needs at least 2 points, got shape {shape}")
-        self.shape = shape
-        self.extent = self._vector("extent", extent, tuple(float(n - 1) for n in shape))
+        self.shape = shape = _check_shape(shape)
+        self.extent = self._vector("extent", extent, (1.0,) * len(shape))
         if any(e <= 0 for e in self.extent):
             raise InvalidArgument(f"Grid: extent must be positive in every dimension, got {self.extent}")
         self.origin = self._vector("origin", origin, (0.0,) * len(shape))
@@ -53,11 +71,13 @@ class Grid:
             return default
         try:
             vec = tuple(float(v) for v in value)
-        except TypeError:
+        except (TypeError, ValueError):
             raise InvalidArgument(f"Grid: {what} must be a tuple of numbers, got {value!r}") from None
         if len(vec) != len(self.shape):
             raise InvalidArgument(f"Grid: {what} {vec} has {len(vec)} entries but shape "
                                   f"{self.shape} has {len(self.shape)}")
+        if not np.isfinite(vec).all():
+            raise InvalidArgument(f"Grid: {what} {vec} is not finite; give finite numbers")
         return vec
 
     @property

@@ -21,9 +21,14 @@ def shift(expr, dim, steps):
 
 
 def weights_of(d):
-    """(offsets, weights) of derivative ``d``: the sample points in spacings, exact weights."""
-    if d.dim.is_Time and d.fd_order == 1:
-        return (sympy.Integer(0), sympy.Integer(1)), (sympy.Integer(-1), sympy.Integer(1))
+    """(offsets, weights) of derivative ``d``: the sample points in spacings, exact weights.
+
+    As Devito 4.8, a first derivative of fd_order 1 or 2 is the two-point difference: forward
+    from a node x0 (``f.dx`` at space_order 2, ``u.dt``), across a midpoint x0.
+    """
+    if d.deriv_order == 1 and d.fd_order <= 2:
+        lo = sympy.ceiling(d.shift - sympy.Rational(1, 2))
+        return (lo, lo + 1), (sympy.Integer(-1), sympy.Integer(1))
     offsets, weights = derivative_weights(d.deriv_order, d.fd_order, d.shift)
     return tuple(offsets), tuple(weights)
 

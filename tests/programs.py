@@ -115,7 +115,7 @@ def hoisted_invariant(dtype, rng):
     eps = _rand(Function(name="eps", grid=grid, space_order=4), rng, 0.0, 0.3)
     pde = m * u.dt2 - sympy.sqrt(1 + 2 * eps) * u.laplace - sympy.sin(th) * u.dx
     dt = 0.1 * min(grid.spacing)
-    return Program([Eq(u.forward, solve(pde, u.forward))], dict(time_M=4, dt=dt), [u], 4)
+    return Program([Eq(u.forward, solve(pde, u.forward))], dict(time_m=0, time_M=4, dt=dt), [u], 4)
 
 
 def coupled(dtype, rng):
@@ -168,7 +168,7 @@ def acoustic_with_sources(dim):
         eqs = [Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))]
         eqs += src.inject(field=u.forward, expr=a * src * dt ** 2 / m)
         eqs += rec.interpolate(expr=u)
-        return Program(eqs, dict(time_M=nt - 2, dt=dt), [u, rec], nt)
+        return Program(eqs, dict(time_m=0, time_M=nt - 2, dt=dt), [u, rec], nt)
     return build
 
 

@@ -29,7 +29,7 @@ def log(stencilgen_log):
 
 def make_op(name="Heat", **kwargs):
     """A fresh grid, field and Operator each call: one explicit diffusion step on random data."""
-    grid = Grid(shape=(13, 11))
+    grid = Grid(shape=(13, 11), extent=(12.0, 10.0))
     u = TimeFunction(name="u", grid=grid, space_order=4)
     u.data[0] = np.random.default_rng(7).standard_normal(grid.shape)
     op = Operator([Eq(u.forward, u + 0.1 * u.laplace)], name=name, **kwargs)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -16,8 +17,8 @@ import backends
 import jitcache
 import programs
 from programs import PROGRAMS, TOL
-from stencilgen import (Eq, Function, Grid, Operator, StencilgenError, TimeFunction,
-                        configuration, platform)
+from stencilgen import (Eq, Function, Grid, NumericalWarning, Operator, StencilgenError,
+                        TimeFunction, configuration, platform)
 
 HAVE_NVCC = shutil.which("nvcc") is not None or bool(
     os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin",
@@ -340,7 +341,7 @@ def test_arch_is_the_gpus():
 @needs_gpu
 def test_out_of_memory_is_reported_before_allocating():
     cupy = pytest.importorskip("cupy")
-    grid = Grid(shape=(64, 256, 256), dtype=np.float32)
+    grid = Grid(shape=(64, 256, 256), extent=(63.0, 255.0, 255.0), dtype=np.float32)
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
     op = Operator([Eq(u.forward, u + u.backward + u.laplace)], name="oom", backend="cuda")
     op.cfunction  # noqa: B018 - build before the memory is taken
@@ -350,14 +351,14 @@ def test_out_of_memory_is_reported_before_allocating():
         u.data[:] = 1.0
         with pytest.raises(StencilgenError, match=r"not enough GPU memory: the operator's arrays "
                            r"need (\d+\.\d) MiB on the GPU but only (\d+\.\d) MiB") as info:
-            op.apply(time_M=1, dt=0.1)
+            op.apply(time_m=0, time_M=1, dt=0.1)
     finally:
         del hold
         cupy.get_default_memory_pool().free_all_blocks()
     need = float(re.search(r"need (\d+\.\d) MiB", str(info.value)).group(1))
     assert abs(need - u.data_with_halo.nbytes / 2 ** 20) < 1.0
     assert np.all(u.data == 1)                             # nothing ran, nothing copied back
-    op.apply(time_M=1, dt=0.1)                             # and after freeing, it runs
+    op.apply(time_m=0, time_M=1, dt=0.1)                   # and after freeing, it runs
     assert u.data[2].max() > 2.5
 
 
@@ -365,23 +366,23 @@ _SUBPROCESS = textwrap.dedent("""
     import sys, time, json
     import numpy as np
     from stencilgen import Eq, Grid, Operator, TimeFunction, StencilgenError
-    grid = Grid(shape=(128, 128, 128), dtype=np.float32)
+    grid = Grid(shape=(128, 128, 128), extent=(127.0, 127.0, 127.0), dtype=np.float32)
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)
     u.data[:] = np.random.default_rng(0).uniform(-1, 1, u.data.shape)
     op = Operator([Eq(u.forward, 2*u - u.backward + 0.01*u.laplace)], name="sub", backend="cuda")
     if sys.argv[1] == "oob":
-        args, keep = op.arguments(time_M=2)
+        args, keep = op.arguments(time_m=0, time_M=2)
         args["x_M"] += 40                                   # reach past the allocation
         timers = np.zeros(1)
         args["timers"] = timers.ctypes.data
         status = op.cfunction(*[args[p.name] for p in op.program.parameters()])
         print("STATUS", status, "ERROR", op._error_text(status))
-        op.apply(time_M=2)
+        op.apply(time_m=0, time_M=2)
         print("AFTER", "OK" if np.isfinite(u.data).all() else "BAD")
         sys.exit()
     op.cfunction
     t0 = time.perf_counter()
-    s = op.apply(time_M=20)
+    s = op.apply(time_m=0, time_M=20)
     wall = time.perf_counter() - t0
     print("RESULT", json.dumps({"kernel": s.globals.time, "wall": wall,
                                 "sum": float(np.abs(u.data).sum())}))
@@ -430,3 +431,26 @@ def test_c_flag_setting_does_not_reach_nvcc(monkeypatch):
     assert "-march=native" not in op._toolchain().cflags and "-O3" in op._toolchain().cflags
     op, _, _ = _make("shot2d", np.float32, "c")
     assert {"-O1", "-march=native"} <= set(op._toolchain().cflags)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_count_on_the_gpu(dtype):
+    """The NaN/Inf count runs on the GPU and gives the C backend's count and warning."""
+    counts = {}
+    for backend in ("c", "cuda"):
+        grid = Grid(shape=(40, 30), extent=(39.0, 29.0), dtype=dtype)
+        u = TimeFunction(name="u", grid=grid, time_order=1, space_order=2)
+        u.data[0, 10, 10] = np.nan
+        u.data[0, 30, 5] = np.inf
+        op = Operator([Eq(u.forward, u + 0.1 * u.laplace)], backend=backend)
+        with pytest.warns(NumericalWarning) as record:
+            op.apply(time_M=2, dt=0.1)
+        counts[backend] = str(record[0].message)
+        assert np.count_nonzero(~np.isfinite(u.data[1])) > 0
+        u.data[:] = 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", NumericalWarning)
+            op.apply(time_M=2, dt=0.1)          # finite data: no warning
+    assert counts["c"] == counts["cuda"]

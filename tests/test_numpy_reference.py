@@ -128,6 +128,16 @@ def _grid(dim, dtype):
     return Grid(shape=SHAPES[dim], extent=EXTENTS[dim], dtype=dtype)
 
 
+def first(e, d, so):
+    """The centred first derivative of ``e`` along ``d`` at space order ``so``: ``e.diff(d)``,
+    written out at space order 2 (the mean of the two staggered differences) since there
+    Devito's default, and so stencilgen's, is the forward difference."""
+    if so != 2:
+        return e.diff(d)
+    h = d.spacing
+    return (e.diff(d, x0=d + h / 2) + e.diff(d, x0=d - h / 2)) / 2
+
+
 def _random(f, rng, lo=-1.0, hi=1.0):
     f.data[:] = rng.uniform(lo, hi, size=f.data.shape)
     return np.asarray(f.data, dtype=np.float64).copy()
@@ -190,7 +200,9 @@ def test_axis_derivatives_3d(so, dtype):
     outs = {k: Function(name=k, grid=grid, space_order=so)
             for k in ("fx", "fy", "fz", "fxx", "fyy", "fzz")}
     ud = _random(u, rng)
-    Operator([Eq(outs["fx"], u.dx), Eq(outs["fy"], u.dy), Eq(outs["fz"], u.dz),
+    x, y, z = grid.dimensions
+    Operator([Eq(outs["fx"], first(u, x, so)), Eq(outs["fy"], first(u, y, so)),
+              Eq(outs["fz"], first(u, z, so)),
               Eq(outs["fxx"], u.dx2), Eq(outs["fyy"], u.dy2), Eq(outs["fzz"], u.dz2)],
              name="ref_axis").apply()
     hs = grid.spacing
@@ -210,10 +222,10 @@ def test_axis_derivatives_low_dim(dim, so, dtype):
     fx = Function(name="fx", grid=grid, space_order=so)
     fxx = Function(name="fxx", grid=grid, space_order=so)
     ud = _random(u, rng)
-    eqs = [Eq(fx, u.dx), Eq(fxx, u.dx2)]
+    eqs = [Eq(fx, first(u, grid.dimensions[0], so)), Eq(fxx, u.dx2)]
     if dim == 2:
         fy = Function(name="fy", grid=grid, space_order=so)
-        eqs.append(Eq(fy, u.dy))
+        eqs.append(Eq(fy, first(u, grid.dimensions[1], so)))
     Operator(eqs, name="ref_axis_low").apply()
     h = grid.spacing
     ref, terms = D(ud, 0, h[0], 1, so)
@@ -233,11 +245,13 @@ def test_cross_derivatives(dim, so, dtype):
     grid = _grid(dim, dtype)
     u = Function(name="u", grid=grid, space_order=so)
     fxy = Function(name="fxy", grid=grid, space_order=so)
-    eqs = [Eq(fxy, u.dx.dy)]
+    dims = grid.dimensions
+    eqs = [Eq(fxy, first(first(u, dims[0], so), dims[1], so))]
     if dim == 3:
+        x, y, z = dims
         fyz = Function(name="fyz", grid=grid, space_order=so)
         fzx = Function(name="fzx", grid=grid, space_order=so)
-        eqs += [Eq(fyz, u.dy.dz), Eq(fzx, u.dz.dx)]
+        eqs += [Eq(fyz, first(first(u, y, so), z, so)), Eq(fzx, first(first(u, z, so), x, so))]
     ud = _random(u, rng)
     Operator(eqs, name="ref_cross").apply()
     h = grid.spacing
@@ -342,8 +356,8 @@ def test_acoustic_steps(dim, so, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("so", [2, 8])
 def test_damped_acoustic_steps(so, dtype):
-    """m u_tt + eta u_t = laplace(u): u.dt (centred, time_order 2) also holds u.forward, so
-    solve divides by m/dt^2 + eta/(2 dt)."""
+    """m u_tt + eta u_t = laplace(u), u_t centred, (u.forward - u.backward) / (2 dt) (written
+    out: Devito's u.dt is the forward difference), so solve divides by m/dt^2 + eta/(2 dt)."""
     rng = _seed("damped", so, dtype)
     grid = _grid(3, dtype)
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=so)
@@ -355,7 +369,8 @@ def test_damped_acoustic_steps(so, dtype):
     u.data[1] = rng.uniform(-1, 1, size=grid.shape)
     prev, cur = np.asarray(u.data[0], np.float64).copy(), np.asarray(u.data[1], np.float64).copy()
     dt = 0.2 * min(grid.spacing)
-    pde = m * u.dt2 - u.laplace + eta * u.dt
+    dt_ = grid.stepping_dim.spacing
+    pde = m * u.dt2 - u.laplace + eta * (u.forward - u.backward) / (2 * dt_)
     op = Operator([Eq(u.forward, solve(pde, u.forward))], name="ref_damped")
     nsteps = 3
     op.apply(time_m=1, time_M=nsteps, dt=dt)
@@ -434,8 +449,9 @@ def test_chained_equations(dim, so, dtype):
     w = Function(name="w", grid=grid, space_order=so)
     ud = _random(u, rng)
     v.data[:] = 123.0                                    # stale values must be overwritten
-    second = v.dx if dim == 1 else v.dx + v.dy
-    op = Operator([Eq(v, u.dx), Eq(w, second)], name="ref_chain")
+    x, *rest = grid.dimensions
+    second = first(v, x, so) if dim == 1 else first(v, x, so) + first(v, rest[0], so)
+    op = Operator([Eq(v, first(u, x, so)), Eq(w, second)], name="ref_chain")
     op.apply()
     h = grid.spacing
     vref, t1 = D(ud, 0, h[0], 1, so)
@@ -511,7 +527,9 @@ def test_chained_equations_in_time_loop(so, dtype):
     c = np.asarray(q.data[0], np.float64).copy()
     dt = 0.05 * min(grid.spacing)
     nsteps = 3
-    Operator([Eq(v, q.dx), Eq(w, v.dy + q), Eq(q.forward, q + dt * w.dx)],
+    x, y = grid.dimensions
+    Operator([Eq(v, first(q, x, so)), Eq(w, first(v, y, so) + q),
+              Eq(q.forward, q + dt * first(w, x, so))],
              name="ref_chain_loop").apply(time_m=0, time_M=nsteps - 1, dt=dt)
     h = grid.spacing
     dtc = float(np.asarray(dt, dtype=dtype))

@@ -196,7 +196,7 @@ def _edge_test(nbl: int):
     ta = time_axis(0.0, t_edge + after, model.critical_dt)
     shot = make_shot(model, ta, c["f0"], [[c["xs"], z]], [[c["xr"], z]])
     op, u = seismic.acoustic_operator(model, shot, backend="c", name="Sponge")
-    op.apply(time_M=ta.num - 1, dt=ta.step)
+    op.apply(time_m=0, time_M=ta.num - 1, dt=ta.step)
     trace, t = shot.rec.data[:, 0].astype(np.float64), ta.values
 
     def amplitude(t_arrival):
@@ -249,7 +249,7 @@ def test_interface_reflection_has_the_right_time_and_coefficient():
     for name, model in (("layered", layered), ("homogeneous", homogeneous)):
         shot = make_shot(model, ta, f0, [[xs, zs]], [[xs, zs], [xs, zs + 2 * (d - zs)]])
         op, _ = seismic.acoustic_operator(model, shot, backend="c", name="Reflection")
-        op.apply(time_M=ta.num - 1, dt=dt)
+        op.apply(time_m=0, time_M=ta.num - 1, dt=dt)
         records[name] = shot.rec.data.astype(np.float64)
     reflected = records["layered"][:, 0] - records["homogeneous"][:, 0]
     image = records["homogeneous"][:, 1]

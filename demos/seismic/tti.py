@@ -138,12 +138,13 @@ def sa_tti_equations(P, M, medium: TTIMedium):
     V, b = medium.V, medium.b
     eqs = []
     for u, r in ((P, rp), (M, rm)):
+        ut = (u.forward - u.backward) / (2 * u.grid.stepping_dim.spacing)   # centred u_t
         damping = u.dt2
         if medium.qinv is not None:
-            damping = damping + medium.qinv * u.dt
+            damping = damping + medium.qinv * ut
         pde = b / V ** 2 * damping - r
         if medium.damp is not None:
-            pde = pde + b * medium.damp * u.dt
+            pde = pde + b * medium.damp * ut
         eqs.append(Eq(u.forward, solve(pde, u.forward)))
     return eqs
 
