@@ -71,10 +71,11 @@ def cuda_and_c_builds():
 def test_source_compiles(name, dtype, cuda_builds):
     op, _, _ = _make(name, dtype, "cuda")
     prog, src = op.program, op.ccode
-    assert src.count("__global__ void") == len(prog.kernels)
+    # one kernel per section, and the NaN/Inf count's
+    assert src.count("__global__ void") == len(prog.kernels) + 1
     assert src.count("<int><<<") == src.count("<long><<<") == len(prog.kernels)
     injections = sum(1 for k in prog.kernels if getattr(k, "kind", None) == "inject")
-    assert src.count("atomicAdd(") == injections
+    assert src.count("atomicAdd(") == injections + 1     # and the NaN/Inf count's
     # the host time loop: up from time_m, or down from time_M for a .backward operator
     start = "time_M" if prog.time_step < 0 else "time_m"
     assert (f"for (long time = {start}" in src) == prog.has_time_loop
@@ -103,8 +104,9 @@ def test_every_cuda_call_is_checked():
     calls = [ln.strip() for ln in body.splitlines() if re.search(r"\bcuda[A-Z]\w*\(", ln)]
     assert calls
     for ln in calls:
-        assert ln.startswith(("SG_CHECK(", "SG_CHECK_AS(", "sg_release(", "if (d_")), ln
-        if ln.startswith("if (d_"):
+        assert ln.startswith(("SG_CHECK(", "SG_CHECK_AS(", "sg_release(", "if (d_",
+                              "if (sg_d_")), ln
+        if ln.startswith(("if (d_", "if (sg_d_")):
             assert "sg_release(cudaFree(" in ln, ln
     # memory is estimated and compared with what is free before anything is allocated
     assert body.index("cudaMemGetInfo") < body.index("cudaMalloc")
