@@ -69,19 +69,10 @@ def _array_args(prog, bindings, overrides, temps, args, keep):
             args[name] = int(h)
 
 
-def _slot_offset(ti, step) -> int:
-    """The time offset of buffer slot ``ti`` (``(time + shift) % modulo``): the IR keeps the
-    shift modulo the buffer, so read it as a forward operator's window [2 - modulo, 1] (it
-    writes t+1 and reads back), a backward one's (``step`` -1) as [-1, modulo - 2]."""
-    top = 1 if step > 0 else ti.modulo - 2
-    return ti.shift if ti.shift <= top else ti.shift - ti.modulo
-
-
 def _time_accesses(prog):
     """The time offsets of every access to a time array, relative to the time counter, and
     (array, offset) of each access to a directly indexed one (saved or sparse)."""
-    step = getattr(prog, "time_step", 1)
-    slots = {ti.symbol: _slot_offset(ti, step) for ti in prog.time_indices}
+    slots = {ti.symbol: ti.offsets for ti in prog.time_indices}
     offsets, direct = set(), []
     for k in prog.kernels:
         for table in (k.reads, k.writes):
@@ -90,10 +81,12 @@ def _time_accesses(prog):
                 if arr.time_size is None:
                     continue
                 for o in offs:
-                    s = slots[o[0]] if arr.modulo else int(o[0] - prog.time)
+                    if arr.modulo:
+                        offsets.update(slots[o[0]])
+                        continue
+                    s = int(o[0] - prog.time)
                     offsets.add(s)
-                    if not arr.modulo:
-                        direct.append((arr, s))
+                    direct.append((arr, s))
     return offsets, direct
 
 

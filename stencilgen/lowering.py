@@ -7,7 +7,7 @@ turns ``u(t + dt, x + 2*h_x)`` into ``u[t1, x + 2]`` and collects what the code 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import sympy
@@ -222,7 +222,10 @@ class _Indexer:
         if key not in self.time_indices:
             sym = sympy.Symbol(self.names.counted("t"), integer=True)
             self.time_indices[key] = TimeIndex(sym, key[0], modulo)
-        return self.time_indices[key].symbol
+        ti = self.time_indices[key]
+        if shift not in ti.offsets:
+            self.time_indices[key] = replace(ti, offsets=tuple(sorted(ti.offsets + (shift,))))
+        return ti.symbol
 
     def scalar(self, name, dtype, role):
         self.scalars.setdefault(name, ScalarParam(name, dtype, role))

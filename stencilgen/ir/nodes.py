@@ -86,11 +86,13 @@ class ScalarParam:
 
 @dataclass(frozen=True)
 class TimeIndex:
-    """A time-slot variable of the time loop: ``symbol = (time + shift) % modulo``."""
+    """A time-slot variable of the time loop: ``symbol = (time + shift) % modulo``; ``offsets``
+    are the signed time offsets the equations wrote for it (``u.backward`` is -1, not 2)."""
 
     symbol: sympy.Symbol
     shift: int
     modulo: int
+    offsets: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
