@@ -222,9 +222,14 @@ class CBackend:
         blocks = []
         for i, name in enumerate(prog.checks):
             vec = prog.array(name).layout.vec
-            loop = c.For("long sg_i = 0", f"sg_i < {ck}[{3 * i + 1}]", "sg_i += 1",
-                         c.Statement(f"sg_n += !isfinite({vec}[{ck}[{3 * i}] + sg_i])"))
-            blocks.append(c.Block([c.Initializer(c.Value("long", "sg_n"), "0"),
+            loop = c.For("long sg_i = 0", "sg_i < sg_len", "sg_i += 1",
+                         c.Statement(f"sg_n += !isfinite({vec}[sg_from + sg_i])"))
+            # the range is read into scalars here: on a device, the caller's array is not there
+            blocks.append(c.Block([c.Initializer(c.Value("const long", "sg_from"),
+                                                 f"{ck}[{3 * i}]"),
+                                   c.Initializer(c.Value("const long", "sg_len"),
+                                                 f"{ck}[{3 * i + 1}]"),
+                                   c.Initializer(c.Value("long", "sg_n"), "0"),
                                    *self.check_pragmas(prog.array(name)), loop,
                                    c.Statement(f"{ck}[{3 * i + 2}] = sg_n")]))
         return [c.If(ck, c.Block(blocks))] if blocks else []

@@ -23,7 +23,8 @@ from jitcache import toolchains
 from programs import PROGRAMS, TOL, laplace
 from backends import EmitOptions
 from backends.openacc import OpenACCBackend
-from stencilgen import CompilationError, CompilerNotFoundError, Operator, configuration, platform
+from stencilgen import (CompilationError, CompilerNotFoundError, Eq, Grid, NumericalWarning,
+                        Operator, TimeFunction, configuration, platform)
 
 DTYPES = programs.DTYPES
 
@@ -90,6 +91,22 @@ def test_openacc_runs_on_the_gpu():
             if diff > tol:
                 failures.append(f"{name} {np.dtype(dtype).name}: {diff:.2e} > {tol:.0e}")
     assert not failures, "; ".join(failures)
+
+
+@pytest.mark.gpu
+def test_nan_count_in_the_data_region_matches_c():
+    """The NaN/Inf count runs inside the data region (on the GPU where the build offloads)
+    and gives the C backend's warning."""
+    messages = {}
+    for backend in ("c", "openacc"):
+        grid = Grid(shape=(40, 30), extent=(39.0, 29.0))
+        u = TimeFunction(name="u", grid=grid, time_order=1, space_order=2)
+        u.data[0, 10, 10] = np.nan
+        op = Operator([Eq(u.forward, u + 0.1 * u.laplace)], backend=backend)
+        with pytest.warns(NumericalWarning) as record:
+            op.apply(time_M=2, dt=0.1)
+        messages[backend] = str(record[0].message)
+    assert messages["c"] == messages["openacc"]
 
 
 # -- the generated source ---------------------------------------------------------------------
