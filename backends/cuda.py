@@ -228,6 +228,8 @@ class CudaBackend(CBackend):
                 if ti.symbol.name in free]
         if prog.time.name in free:
             out.append(_Arg(prog.time.name, "const sg_int", prog.time.name))
+        if not (k.is_sparse or k.sequential):
+            out += [_Arg(f"sg_base{i}", "const sg_int", f"sg_b{i}") for i in range(len(k.dims))]
         return out
 
     # -- device code ------------------------------------------------------------------------
@@ -245,14 +247,18 @@ class CudaBackend(CBackend):
                          f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
         if k.sequential:
             return self.loop_nest(k)     # one thread walks the nest in order
-        body = c.Block([self.statement(a) for a in k.body])
-        n = len(k.dims)
-        for depth in reversed(range(n)):
-            name, axis = k.dims[depth].name, "xyz"[n - 1 - depth]
+        # one point per thread, no loop: the launch covers the nest (in chunks of at most the
+        # grid's limit, each starting at sg_base<axis>), which saves the integer work of
+        # grid-stride loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
+        n, decls, inside = len(k.dims), [], []
+        for depth in range(n):
+            name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
-            body = c.For(f"sg_int {name} = {start} + {_thread(axis)}", f"{name} <= {stop}",
-                         f"{name} += {_stride(axis)}", body)
-        return body
+            decls.append(c.Initializer(c.Value("const sg_int", name),
+                                       f"{start} + sg_base{i} + {_thread('xyz'[i])}"))
+            inside.append(f"{name} <= {stop}")
+        return c.Block(decls + [c.If(" && ".join(inside),
+                                     c.Block([self.statement(a) for a in k.body]))])
 
     def threads(self, k) -> int:
         if k.is_sparse:
@@ -358,14 +364,18 @@ class CudaBackend(CBackend):
                      for s, (lo, hi) in zip(reversed(k.dims), reversed(k.widened))]
             # a nest that must run in order: one thread walks it, outermost loop first
             block = (1,) * len(k.dims) if k.sequential else BLOCK[len(k.dims)]
-        grid = ", ".join("1" if k.sequential else f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})"
-                         for i, b in enumerate(block))
         call = ", ".join(a.host for a in args)
+        launch = [f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
+                  f"else {name}<long><<<sg_grid, sg_block>>>({call});",
+                  f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
+        if k.is_sparse or k.sequential:
+            grid = ", ".join("1" if k.sequential else f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})"
+                             for i, b in enumerate(block))
+            launch = [f"const dim3 sg_grid({grid});"] + launch
+        else:
+            launch = self._chunks(block, launch)
         body = [f"const dim3 sg_block({', '.join(map(str, block))});",
-                f"const dim3 sg_grid({grid});", f"SG_TIMER_START({self.program.timers}, {timer});",
-                f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
-                f"else {name}<long><<<sg_grid, sg_block>>>({call});",
-                f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
+                f"SG_TIMER_START({self.program.timers}, {timer});"] + launch
         if self.options.debug:
             body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
                      f'kernel {name}");',
@@ -375,6 +385,19 @@ class CudaBackend(CBackend):
         lines = [f"/* {k.name} */"] + [f"const long sg_n{i} = {s};" for i, s in enumerate(sizes)]
         lines += [f"if ({cond}) {{"] + _indent(body) + ["}"]
         return ["{"] + _indent(lines) + ["}"]
+
+    @staticmethod
+    def _chunks(block, launch):
+        """``launch`` once per chunk of the nest that one grid can cover (almost always one):
+        sg_b<axis> is where the chunk starts, sg_grid covers it."""
+        grid = ", ".join(f"sg_blocks(sg_n{i} - sg_b{i}, {b}, {GRID_LIMIT[i]})"
+                         for i, b in enumerate(block))
+        lines = [f"const dim3 sg_grid({grid});"] + launch
+        for i in range(len(block)):
+            step = f"{GRID_LIMIT[i]}*{block[i]}"
+            lines = [f"for (long sg_b{i} = 0; sg_b{i} < sg_n{i}; sg_b{i} += {step}) {{"] + \
+                _indent(lines) + ["}"]
+        return lines
 
     def narrow_choice(self):
         """Whether the 32-bit instantiation may run: every array's offsets fit in it."""

@@ -457,3 +457,22 @@ def test_nan_count_on_the_gpu(dtype):
             warnings.simplefilter("error", NumericalWarning)
             op.apply(time_M=2, dt=0.1)          # finite data: no warning
     assert counts["c"] == counts["cuda"]
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("name", ["laplace3d_so8", "temporary2d", "shot3d"])
+def test_launches_in_chunks_equal_c(name, monkeypatch):
+    """A nest larger than one grid can cover is launched in chunks (each thread one point):
+    with the grid limits shrunk to a few blocks every nest takes several chunks, and the
+    result must still be the C backend's."""
+    monkeypatch.setattr("backends.cuda.GRID_LIMIT", ("3L", "2L", "2L"))
+    op_c, kwargs, outs_c = _make(name, np.float32, "c")
+    op_g, _, outs_g = _make(name, np.float32, "cuda")
+    assert "sg_b1 += 2L*" in op_g.ccode or "sg_b0 += 3L*" in op_g.ccode
+    op_c.apply(**kwargs)
+    op_g.apply(**kwargs)
+    for fc, fg in zip(outs_c, outs_g):
+        ref = np.asarray(fc.data_with_halo, dtype=np.float64)
+        diff = np.abs(np.asarray(fg.data_with_halo, dtype=np.float64) - ref).max()
+        assert diff <= TOL[np.float32] * np.abs(ref).max(), (name, fg.name, diff)
