@@ -12,7 +12,8 @@ from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_hea
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
-                "timers": "double *restrict", "checks": "long *restrict"}
+                "timers": "double *restrict", "checks": "long *restrict",
+                "tuning": "const long *restrict"}
 
 
 class CBackend:
@@ -29,6 +30,11 @@ class CBackend:
         self.dims = {d.symbol: d for d in program.dims}
         self.index = INDEX_CTYPES[program.index_types.wide]   # loop counters and offsets
         self.printer = self.printer_class(program.dtype, stride_table(program.arrays))
+
+    def launch_shapes(self) -> dict:
+        """Section timer -> descriptions of the launch shapes the generated code can run that
+        section with (chosen by the tuning argument); none here: OpenMP needs no shapes."""
+        return {}
 
     def expr(self, e) -> str:
         return self.printer.doprint(e)

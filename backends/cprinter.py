@@ -75,10 +75,17 @@ class CPrinter(C99CodePrinter):
             return f"{one}/{self._print(sympy.sqrt(base))}"
         return super()._print_Pow(expr)
 
+    def _print_Local(self, expr):
+        return f"({self._print(expr.args[0])})"
+
     def flat_index(self, expr) -> str:
         """The offset of an access from its array's origin, as C text."""
+        return self.offset(expr.indices, self.strides[expr.base.name])
+
+    def offset(self, indices, strides) -> str:
+        """``indices`` times ``strides`` (C text), summed."""
         parts = []
-        for idx, stride in zip(expr.indices, self.strides[expr.base.name]):
+        for idx, stride in zip(indices, strides):
             i = self._print(idx)
             parts.append(f"({i})*{stride}" if stride != "1" else f"({i})" if idx.is_Add else i)
         return " + ".join(parts)

@@ -9,15 +9,28 @@ and leaves a message in ``stencilgen_error()``. Section times come from CUDA eve
 from __future__ import annotations
 
 import dataclasses
+from contextlib import contextmanager
 
 import cgen as c
+import sympy
 
 from .c import CBackend
 from .cprinter import CPrinter, ctype, time_loop_header
 from .options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
-BLOCK = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
+# The launch shapes a grid nest may run with, per number of loop dimensions: points per thread
+# along the outermost dimension, then threads per block, innermost (contiguous) dimension
+# first. The first of each list is the default of a kernel that computes one point per thread,
+# the second of one that may compute two; the autotuner picks among them per section.
+SHAPES = {
+    1: ((1, 256), (1, 128)),
+    2: ((1, 32, 8), (2, 32, 8), (1, 64, 4), (2, 64, 4), (1, 128, 2), (2, 128, 2)),
+    3: ((1, 32, 4, 2), (2, 32, 4, 2), (1, 32, 8, 1), (2, 32, 8, 1), (1, 64, 4, 1),
+        (2, 64, 4, 1), (1, 128, 2, 1), (2, 128, 2, 1)),
+}
+THREADS = 256          # per block, in every shape (the kernels' __launch_bounds__)
+STREAMED_ARRAYS = 6    # a nest touching more arrays (slots) than this: one point per thread
 SPARSE_BLOCK = 128
 GRID_LIMIT = ("2147483647L", "65535L", "65535L")   # gridDim.x, .y, .z maxima
 EVENT_SLOTS = 8   # event pairs per section: the host runs at most this many launches ahead
@@ -155,6 +168,83 @@ class CheckedPrinter(CPrinter):
                 "__LINE__)]")
 
 
+class SlotPrinter(CPrinter):
+    """The shared printer, reading a time-buffered array through the kernel's pointer to the
+    slot (``sg_u_t0[...]`` for ``u[t0][...]``)."""
+
+    def __init__(self, dtype, strides, slots):
+        super().__init__(dtype, strides)
+        self.slots = slots   # array name -> {slot symbol: whether the kernel writes it}
+
+    def _print_Indexed(self, expr):
+        name = expr.base.name
+        if name not in self.slots:
+            return super()._print_Indexed(expr)
+        rest = self.offset(expr.indices[1:], self.strides[name][1:])
+        return self.access(slot_pointer(name, expr.indices[0]), rest)
+
+
+def slot_pointer(array, slot) -> str:
+    """The kernel parameter that points at time slot ``slot`` of ``array``."""
+    return f"sg_{array}_{slot}"
+
+
+def _accesses(assign):
+    """(Indexed, stored?) of one statement."""
+    out = [(assign.lhs, True)] if isinstance(assign.lhs, sympy.Indexed) else []
+    return out + [(a, False) for a in sympy.preorder_traversal(assign.rhs)
+                  if isinstance(a, sympy.Indexed)]
+
+
+def _symbols(e, views):
+    """The symbols ``e`` prints with: a slot read through its own pointer needs no slot index."""
+    if isinstance(e, sympy.Indexed):
+        indices = e.indices[1:] if e.base.name in views else e.indices
+        return {e.base.label}.union(*(i.free_symbols for i in indices))
+    if isinstance(e, sympy.Symbol):
+        return {e}
+    return set().union(*(_symbols(a, views) for a in e.args))
+
+
+@dataclasses.dataclass(frozen=True)
+class Slots:
+    """How a kernel touches time-buffered arrays (see ``time_slots``)."""
+
+    views: dict      # array -> {slot symbol: written?}, for those read through slot pointers
+    rereads: bool    # whether the kernel reads an element it writes
+    touched: int     # distinct arrays, counting each time slot as one
+
+
+def time_slots(k, prog) -> Slots:
+    """The time-buffered arrays kernel ``k`` can read through one pointer per slot, with the
+    slots it uses, and what else the launch choices need to know of its accesses.
+
+    An array qualifies when every access names a slot symbol and no two of its slots are the
+    same element: then the slot pointers alias nothing and may all be ``__restrict__``, which
+    lets nvcc batch the loads of several points and share those they have in common."""
+    ring = {ti.symbol: ti for ti in prog.time_indices}
+    slots, mixed, read, written = {}, set(), set(), set()
+    for a in k.body:
+        for acc, store in _accesses(a):
+            name = acc.base.name
+            arr = prog.array(name)
+            key = (name, acc.indices[0] if arr.time_size is not None else None)
+            (written if store else read).add(key)
+            if arr.time_size is None:
+                continue
+            if acc.indices[0] not in ring:
+                mixed.add(name)
+                continue
+            used = slots.setdefault(name, {})
+            used[acc.indices[0]] = used.get(acc.indices[0], False) or store
+    views = {}
+    for name, used in slots.items():
+        residues = {ring[s].shift % ring[s].modulo for s in used}
+        if name not in mixed and len(residues) == len(used):
+            views[name] = used
+    return Slots(views, bool(read & written), len(read | written))
+
+
 @dataclasses.dataclass(frozen=True)
 class _Arg:
     """A value a kernel takes: its name inside the kernel, C type and host expression."""
@@ -193,8 +283,13 @@ class CudaBackend(CBackend):
                                           [a.name for a in program.arrays])
 
     # -- what kernels take --------------------------------------------------------------------
-    def _array_args(self, a, const) -> list[_Arg]:
+    def _array_args(self, a, const, slots=None) -> list[_Arg]:
         lay, real = a.layout, ctype(a.dtype)
+        if slots:
+            # one pointer per time slot, computed on the host; the time stride is not needed
+            out = [_Arg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
+                        f"{a.name} + {s}*{lay.strides[0][0]}") for s, w in slots.items()]
+            return out + [_Arg(n, "const sg_int", n) for n, _ in lay.strides[1:] if n]
         out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
         if a.sparse:
             out += [_Arg(lay.npoint, "const sg_int", lay.npoint),
@@ -211,11 +306,13 @@ class CudaBackend(CBackend):
         prog = self.program
         touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
         exprs = [k.expr, k.target] if k.is_sparse else [e for a in k.body for e in (a.lhs, a.rhs)]
-        free = {s.name for e in exprs for s in e.free_symbols}
+        views = self.slot_views(k)
+        free = {s.name for e in exprs for s in _symbols(e, views)}
         out = []
         for a in prog.arrays:
             if a.name in touched:
-                out += self._array_args(a, "" if a.name in k.writes else "const ")
+                out += self._array_args(a, "" if a.name in k.writes else "const ",
+                                        views.get(a.name))
         for d in prog.dims:
             out += [_Arg(n, "const sg_int", n) for n in (d.lower, d.upper)]
         scalars = {d.origin for d in prog.dims} | {d.spacing for d in prog.dims} \
@@ -232,50 +329,97 @@ class CudaBackend(CBackend):
             out += [_Arg(f"sg_base{i}", "const sg_int", f"sg_b{i}") for i in range(len(k.dims))]
         return out
 
-    # -- device code ------------------------------------------------------------------------
     def atomic_add(self, target, value):
         return [c.Statement(f"atomicAdd(&{target}, ({ctype(self.program.dtype)})({value}))")]
 
     def sparse_pragmas(self, kernel):
         return []
 
+    # -- device code ------------------------------------------------------------------------
+    def slot_views(self, k) -> dict:
+        """The arrays kernel ``k`` reads through a pointer per time slot (not in debug builds,
+        whose bounds checks are relative to each array's origin)."""
+        if k.is_sparse or self.options.debug:
+            return {}
+        return time_slots(k, self.program).views
+
+    def points(self, k) -> int:
+        """The most consecutive points along the outermost dimension a thread of ``k`` may
+        compute: two where the kernel reads nothing it writes (a point computed twice stores
+        the same values); four ran slower than two on every workload measured."""
+        if k.is_sparse or k.sequential or len(k.dims) < 2 or time_slots(k, self.program).rereads:
+            return 1
+        return max(shape[0] for shape in SHAPES[len(k.dims)])
+
+    @contextmanager
+    def _printing(self, k):
+        """The printer of kernel ``k``'s body: slots through their own pointers."""
+        views, saved = self.slot_views(k), self.printer
+        if views:
+            self.printer = SlotPrinter(self.program.dtype, saved.strides, views)
+        try:
+            yield
+        finally:
+            self.printer = saved
+
     def kernel_loops(self, k):
-        """The nest as grid-stride loops: innermost dimension on x, then y, then z."""
+        """The nest as one thread per point (a few along the outermost dimension), innermost
+        dimension on x, then y, then z."""
         if k.is_sparse:
             p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
             return c.For(f"sg_int {p} = {_thread('x')}", f"{p} < {npoint}",
                          f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
         if k.sequential:
             return self.loop_nest(k)     # one thread walks the nest in order
-        # one point per thread, no loop: the launch covers the nest (in chunks of at most the
-        # grid's limit, each starting at sg_base<axis>), which saves the integer work of
-        # grid-stride loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
+        # no grid-stride loop: the launch covers the nest (in chunks of at most the grid's
+        # limit, each starting at sg_base<axis>), which saves the integer work of grid-stride
+        # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
         n, decls, inside = len(k.dims), [], []
+        body = [self.statement(a) for a in k.body]
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
-            decls.append(c.Initializer(c.Value("const sg_int", name),
-                                       f"{start} + sg_base{i} + {_thread('xyz'[i])}"))
-            inside.append(f"{name} <= {stop}")
-        return c.Block(decls + [c.If(" && ".join(inside),
-                                     c.Block([self.statement(a) for a in k.body]))])
+            here = f"{start} + sg_base{i} + {_thread('xyz'[i])}"
+            if depth or n == 1:
+                decls.append(c.Initializer(c.Value("const sg_int", name), here))
+                inside.append(f"{name} <= {stop}")
+                continue
+            decls.append(c.Initializer(c.Value("const sg_int", "sg_first"),
+                                       f"{start} + sg_base{i} + sg_r*({_thread('xyz'[i])})"))
+            inside.append(f"sg_first <= {stop}")
+            body = self._streamed(name, stop, body)
+        return c.Block(decls + [c.If(" && ".join(inside), c.Block(body))])
+
+    @staticmethod
+    def _streamed(name, stop, body):
+        """``body`` at sg_r consecutive points along the outermost dimension ``name``."""
+        last = f"{stop} - (sg_r - 1)"
+        return [
+            c.Comment(f"sg_r consecutive points along {name} (nvcc loads what they share once); "
+                      f"the last group ends at {stop}, overlapping the one before it: those "
+                      "points are computed twice, to the same values"),
+            c.Initializer(c.Value("const sg_int", "sg_start"),
+                          f"sg_first < {last} ? sg_first : {last}"),
+            c.Pragma("unroll"),
+            c.For("int sg_k = 0", "sg_k < sg_r", "++sg_k",
+                  c.Block([c.Initializer(c.Value("const sg_int", name), "sg_start + sg_k")]
+                          + body)),
+        ]
 
     def threads(self, k) -> int:
         if k.is_sparse:
             return SPARSE_BLOCK
         if k.sequential:
             return 1
-        t = 1
-        for b in BLOCK[len(k.dims)]:
-            t *= b
-        return t
+        return THREADS
 
     def device_kernel(self, k, args):
         """The ``__global__`` function of one section, a template over its index type."""
         params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
-        loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
+        with self._printing(k):
+            loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
-                f"template <typename sg_int>\n"
+                f"template <typename sg_int, int sg_r>\n"
                 f"static __global__ void __launch_bounds__({self.threads(k)})\n"
                 f"{k.section.function}({params})\n{{\n{loops}\n}}\n")
 
@@ -357,25 +501,23 @@ class CudaBackend(CBackend):
     def launch(self, k, args):
         """Host code that launches section ``k`` (when its space is not empty), timed."""
         name, timer = k.section.function, k.section.timer
+        call, r = ", ".join(a.host for a in args), self.points(k)
+        launch = self._calls(name, call, r) + \
+            [f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
         if k.is_sparse:
-            sizes, block = [self.program.array(k.sparse).layout.npoint], (SPARSE_BLOCK,)
+            sizes = [self.program.array(k.sparse).layout.npoint]
+            head = [f"const dim3 sg_block({SPARSE_BLOCK});",
+                    f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, {GRID_LIMIT[0]}));"]
         else:
             sizes = [f"{self.dims[s].upper} - {self.dims[s].lower} + {1 + lo + hi}"
                      for s, (lo, hi) in zip(reversed(k.dims), reversed(k.widened))]
+        if k.sequential:
             # a nest that must run in order: one thread walks it, outermost loop first
-            block = (1,) * len(k.dims) if k.sequential else BLOCK[len(k.dims)]
-        call = ", ".join(a.host for a in args)
-        launch = [f"if (sg_narrow) {name}<int><<<sg_grid, sg_block>>>({call});",
-                  f"else {name}<long><<<sg_grid, sg_block>>>({call});",
-                  f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
-        if k.is_sparse or k.sequential:
-            grid = ", ".join("1" if k.sequential else f"sg_blocks(sg_n{i}, {b}, {GRID_LIMIT[i]})"
-                             for i, b in enumerate(block))
-            launch = [f"const dim3 sg_grid({grid});"] + launch
-        else:
-            launch = self._chunks(block, launch)
-        body = [f"const dim3 sg_block({', '.join(map(str, block))});",
-                f"SG_TIMER_START({self.program.timers}, {timer});"] + launch
+            ones = ", ".join("1" for _ in k.dims)
+            head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
+        elif not k.is_sparse:
+            head, launch = self._shape(k, timer, r), self._chunks(len(k.dims), launch)
+        body = head + [f"SG_TIMER_START({self.program.timers}, {timer});"] + launch
         if self.options.debug:
             body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
                      f'kernel {name}");',
@@ -386,15 +528,56 @@ class CudaBackend(CBackend):
         lines += [f"if ({cond}) {{"] + _indent(body) + ["}"]
         return ["{"] + _indent(lines) + ["}"]
 
+    def launch_shapes(self) -> dict:
+        def describe(k, shape):
+            r = min(shape[0], self.points(k))
+            return f"{r} point{'s' if r > 1 else ''} per thread, " \
+                f"{'x'.join(map(str, shape[1:]))} threads"
+        return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
+                for k in self.program.kernels if not (k.is_sparse or k.sequential)}
+
+    def default_shape(self, k) -> int:
+        """The launch shape of ``k`` when none is tuned: two points per thread for a nest that
+        may compute several and touches few arrays (the acoustic so 8 kernel ran 6% faster on
+        an H200; SA-TTI's nests, with 10-14 arrays and 90-250 flops per point, 5% slower)."""
+        light = self.points(k) > 1 and time_slots(k, self.program).touched <= STREAMED_ARRAYS
+        return 1 if light else 0
+
+    def _shape(self, k, timer, r):
+        """The block and points per thread of a grid nest: the tuned shape, else the default
+        (a nest shorter than the points per thread along its outermost dimension: one)."""
+        n, tuning = len(k.dims), self.program.tuning
+        choices = len(SHAPES[n])
+        pick = (f"{tuning} && {tuning}[{timer}] >= 0 && {tuning}[{timer}] < {choices} ? "
+                f"{tuning}[{timer}] : {self.default_shape(k)}")
+        points = f"sg_shapes{n}[sg_s][0]"
+        return [f"const long sg_s = {pick};",
+                f"const long sg_r = {points} <= {r} && sg_n{n - 1} >= {points} ? {points} : 1;",
+                f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
+
     @staticmethod
-    def _chunks(block, launch):
+    def _calls(name, call, r):
+        """The launch of the instance for the index type chosen and ``sg_r`` points per thread."""
+        def both(points):
+            return [f"if (sg_narrow) {name}<int, {points}><<<sg_grid, sg_block>>>({call});",
+                    f"else {name}<long, {points}><<<sg_grid, sg_block>>>({call});"]
+        if r == 1:
+            return both(1)
+        return [f"if (sg_r == {r}) {{"] + _indent(both(r)) + ["} else {"] + \
+            _indent(both(1)) + ["}"]
+
+    @staticmethod
+    def _chunks(n, launch):
         """``launch`` once per chunk of the nest that one grid can cover (almost always one):
-        sg_b<axis> is where the chunk starts, sg_grid covers it."""
-        grid = ", ".join(f"sg_blocks(sg_n{i} - sg_b{i}, {b}, {GRID_LIMIT[i]})"
-                         for i, b in enumerate(block))
+        sg_b<axis> is where the chunk starts, sg_grid covers it (sg_r points per thread along
+        the outermost axis)."""
+        per = [f"sg_block.{'xyz'[i]}" + ("*sg_r" if i == n - 1 and n > 1 else "")
+               for i in range(n)]
+        grid = ", ".join(f"sg_blocks(sg_n{i} - sg_b{i}, {p}, {GRID_LIMIT[i]})"
+                         for i, p in enumerate(per))
         lines = [f"const dim3 sg_grid({grid});"] + launch
-        for i in range(len(block)):
-            step = f"{GRID_LIMIT[i]}*{block[i]}"
+        for i in range(n):
+            step = f"{GRID_LIMIT[i]}*{per[i]}"
             lines = [f"for (long sg_b{i} = 0; sg_b{i} < sg_n{i}; sg_b{i} += {step}) {{"] + \
                 _indent(lines) + ["}"]
         return lines
@@ -498,6 +681,17 @@ class CudaBackend(CBackend):
         main += self.finish()
         return lines + ["{"] + _indent(main) + ["}"] + self.cleanup()
 
+    def shape_tables(self) -> str:
+        """The launch shapes of the grid nests, indexed by the tuning argument (``SHAPES``)."""
+        ranks = sorted({len(k.dims) for k in self.program.kernels
+                        if not (k.is_sparse or k.sequential)})
+        lines = ["/* launch shapes: points per thread along the outermost dimension, then "
+                 "threads per block (x, y, z) */"] if ranks else []
+        for n in ranks:
+            rows = ", ".join("{" + ", ".join(map(str, sh)) + "}" for sh in SHAPES[n])
+            lines.append(f"static const int sg_shapes{n}[{len(SHAPES[n])}][{n + 1}] = {{{rows}}};")
+        return "\n".join(lines) + "\n"
+
     def emit(self) -> str:
         """The whole translation unit: prelude, one kernel per section, the host entry point."""
         header = (f"/* {self.program.name}: generated by stencilgen ({self.language} backend) */\n"
@@ -505,7 +699,8 @@ class CudaBackend(CBackend):
                   "#include <stddef.h>\n")
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
-        parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS}]
+        parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
+                 self.shape_tables()]
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]

@@ -96,9 +96,13 @@ def main(argv=None):
     vendor = vendor_copy_bandwidth(bigger) if args.backend in ("cuda", "openacc") else None
     # the roofline is the better of the two copies: what the memory can deliver
     bw = max(own, vendor or 0.0)
-    rows = []
+    rows, nests = [], []
     for name, shape, run in (("SA-TTI dummy", args.tti, tti), ("acoustic so8", args.acoustic, acoustic)):
         s = run(args.backend, shape, args.nt)
+        # each nest's share of the roofline: its compulsory bytes over what the copy moves in
+        # its time
+        nests += [(name, e, e.traffic / (e.time * bw * 1e9) if e.time else 0.0)
+                  for e in s.sections.values() if e.points]
         bytes_per_point = s.globals.traffic / s.globals.points
         bound = bw / bytes_per_point
         rows.append((name, "x".join(map(str, shape)), args.nt, s.globals.gpointss,
@@ -113,6 +117,10 @@ def main(argv=None):
     for r in rows:
         print(f"{r[0]:14s} {r[1]:>12s} {r[2]:4d} {r[3]:8.3f} {r[4]:9.1f} {r[5]:6.0f} "
               f"{r[6]:11.2f} {100 * r[7]:6.1f}%")
+    print(f"\n{'workload':14s} {'nest':>10s} {'time s':>8s} {'GPts/s':>8s} {'B/pt':>6s} {'% roof':>7s}")
+    for workload, e, fraction in nests:
+        print(f"{workload:14s} {e.name:>10s} {e.time:8.4f} {e.gpointss:8.3f} "
+              f"{e.traffic / e.points:6.0f} {100 * fraction:6.1f}%")
 
 
 if __name__ == "__main__":

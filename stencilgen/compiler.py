@@ -23,10 +23,12 @@ def _logged(step: str, name: str, ir):
     return ir
 
 
-def compile_program(expressions, name: str, narrow_index: bool):
+def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: float = 0):
     """The Program of ``expressions`` and the Bindings of its parameters to user objects.
 
-    ``narrow_index``: also instantiate 32-bit index arithmetic (a target's choice).
+    The target's choices: ``narrow_index``, also instantiate 32-bit index arithmetic;
+    ``flops_per_byte``, its arithmetic per byte of memory traffic (0: store every costly
+    invariant in an array; else only those cheaper to read than to recompute).
     """
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
@@ -34,7 +36,7 @@ def compile_program(expressions, name: str, narrow_index: bool):
     stencils, bindings = index_equations(eqs, grid, names)
     stencils = _logged("indexing", name, stencils)
     stencils = _logged("classification", name, classify(stencils))
-    stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names))
+    stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names, flops_per_byte))
     stencils = _logged("temporary sizing", name, size_temporaries(stencils))
     program = _logged("scheduling", name, schedule(stencils, name, names))
     for k in program.kernels:

@@ -47,6 +47,15 @@ def _upper_choice(*options: str) -> Callable[[Any], str]:
     return lambda value: lower(value).upper()
 
 
+def _count(lo: int, hi: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        n = int(str(value).strip())
+        if not lo <= n <= hi:
+            raise ValueError(f"expected a whole number from {lo} to {hi}, got {value!r}")
+        return n
+    return parse
+
+
 @dataclass(frozen=True)
 class _Setting:
     env: str
@@ -73,6 +82,9 @@ _SETTINGS: dict[str, _Setting] = {
                        lambda: None, "replace the C compiler's default optimisation flags"),
     "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
                    "C compiler executable (default: $CC, then gcc, then cc)"),
+    "autotuning": _Setting("STENCILGEN_AUTOTUNING", _choice("auto", "on", "off"),
+                           lambda: "auto", "tune the launch shapes of a new size: auto, in a "
+                           "large run; on, in any run; off, only when apply(autotune=True)"),
     "check-finite": _Setting("STENCILGEN_CHECK_FINITE", _bool, lambda: True,
                              "after apply, warn if a field the run wrote holds NaN or Inf"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,

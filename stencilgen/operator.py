@@ -11,6 +11,7 @@ import numpy as np
 import jitcache
 
 from . import logger as log
+from . import autotune as tuning
 from . import finite, platform
 from .arguments import bind
 from .compiler import compile_program
@@ -20,7 +21,7 @@ from .functions import DiscreteFunction
 from .profiling import PerformanceSummary, summarize
 
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
-           "checks": ctypes.c_void_p, "index": ctypes.c_long}
+           "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "index": ctypes.c_long}
 
 
 class Operator:
@@ -42,11 +43,12 @@ class Operator:
         self._target = platform.select(backend)
         self._cflags = cflags
         start = _time.perf_counter()
-        self.program, self._bindings = compile_program(expressions, name,
-                                                       self._target.narrow_index)
+        self.program, self._bindings = compile_program(
+            expressions, name, self._target.narrow_index, self._target.flops_per_byte)
         self.grid = self._bindings.grid
-        self.ccode = self._target.emitter(
-            self.program, options=platform.emit_options(self._target.name)).emit()
+        self._emitter = self._target.emitter(
+            self.program, options=platform.emit_options(self._target.name))
+        self.ccode = self._emitter.emit()
         self.codegen_seconds = _time.perf_counter() - start
         log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
         self._build = None
@@ -109,8 +111,13 @@ class Operator:
         arrays that must stay alive while it runs (temporaries fresh, the caller's own)."""
         return bind(self.program, self._bindings, kwargs, {}, self.name)
 
-    def apply(self, **kwargs) -> PerformanceSummary:
-        """Run the operator; returns the performance summary (printed at STENCILGEN_LOGGING=PERF)."""
+    def apply(self, autotune=None, **kwargs) -> PerformanceSummary:
+        """Run the operator; returns the performance summary (printed at STENCILGEN_LOGGING=PERF).
+
+        ``autotune``: True times the launch shapes the backend offers first (a few steps
+        each) and keeps the fastest for this size; False uses those kept or the defaults;
+        None (default) tunes by itself a large run of a size not tuned yet (see
+        ``stencilgen.autotune``)."""
         t0 = _time.perf_counter()
         compiled = self._ensure_built()
         prog, check = self.program, self._check_finite
@@ -124,6 +131,8 @@ class Operator:
             fields = self._written_fields(kwargs)
             checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
             args[prog.checks_param] = None if checks is None else checks.ctypes.data
+            shapes = self._launch_shapes(args, keep, autotune)
+            args[prog.tuning] = None if shapes is None else shapes.ctypes.data
             status = self._cfunction(*[args[p.name] for p in prog.parameters()])
             del keep
         if status != 0:
@@ -134,6 +143,62 @@ class Operator:
         if checks is not None:
             finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
         return summary
+
+    def _launch_shapes(self, args, keep, asked):
+        """The tuning argument: the launch shapes kept for this size or tuned now (None:
+        the backend's defaults)."""
+        offered = self._emitter.launch_shapes()
+        if not offered:
+            return None
+        prog = self.program
+        memory = tuning.Remembered(self._build.source_path.parent)
+        key = tuning.size_key(prog, args)
+        choice = memory.get(key)
+        points = np.prod([args[d.upper] - args[d.lower] + 1 for d in prog.dims])
+        steps = args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1 \
+            if prog.has_time_loop else 1
+        if tuning.wanted(asked, configuration["autotuning"], choice is not None,
+                         float(points) * steps):
+            start = _time.perf_counter()
+            choice = tuning.tune(self._trial(args, keep), {s: len(v) for s, v in offered.items()},
+                                 max(len(prog.kernels), 1))
+            memory.put(key, choice)
+            picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
+                               for k in prog.kernels if k.section.timer in offered)
+            log.info(f"Operator `{self.name}` autotuned for size {key} in "
+                     f"{_time.perf_counter() - start:.2f} s: {picked}")
+        if choice is None or len(choice) != max(len(prog.kernels), 1):
+            return None
+        keep.append(choice)
+        return choice
+
+    def _trial(self, args, keep):
+        """A function that runs a few steps with the launch shapes it is given and returns the
+        section timers, then puts back every array the run wrote."""
+        prog, trial = self.program, dict(args)
+        if prog.has_time_loop:
+            lo, hi = prog.time_bounds
+            n = min(tuning.TRIAL_STEPS, args[hi] - args[lo] + 1)
+            if prog.time_step > 0:
+                trial[hi] = args[lo] + n - 1
+            else:
+                trial[lo] = args[hi] - n + 1
+        trial[prog.checks_param] = None
+        written = {args[a.layout.vec] for a in prog.arrays if a.name in prog.checks}
+        saved = [(d, d.copy()) for d in keep
+                 if isinstance(d, np.ndarray) and d.ctypes.data in written]
+
+        def run(choice):
+            timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
+            trial[prog.timers], trial[prog.tuning] = timers.ctypes.data, choice.ctypes.data
+            status = self._cfunction(*[trial[p.name] for p in prog.parameters()])
+            for data, copy in saved:
+                np.copyto(data, copy)
+            if status != 0:
+                raise StencilgenError(f"Operator `{self.name}` failed while autotuning: "
+                                      f"{self._error_text(status)}")
+            return timers
+        return run
 
     def _written_fields(self, kwargs) -> dict:
         """The Functions (the overrides where given) of the arrays the run writes, by C name."""

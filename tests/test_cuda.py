@@ -73,7 +73,10 @@ def test_source_compiles(name, dtype, cuda_builds):
     prog, src = op.program, op.ccode
     # one kernel per section, and the NaN/Inf count's
     assert src.count("__global__ void") == len(prog.kernels) + 1
-    assert src.count("<int><<<") == src.count("<long><<<") == len(prog.kernels)
+    # every kernel has its one-point-per-thread instances; those that may compute two points
+    # per thread have those instances too
+    assert src.count("<int, 1><<<") == src.count("<long, 1><<<") == len(prog.kernels)
+    assert src.count("<int, 2><<<") == src.count("<long, 2><<<") <= len(prog.kernels)
     injections = sum(1 for k in prog.kernels if getattr(k, "kind", None) == "inject")
     assert src.count("atomicAdd(") == injections + 1     # and the NaN/Inf count's
     # the host time loop: up from time_m, or down from time_M for a .backward operator
@@ -383,6 +386,7 @@ _SUBPROCESS = textwrap.dedent("""
         timers = np.zeros(1)
         args["timers"] = timers.ctypes.data
         args["checks"] = None                               # no NaN/Inf count
+        args["tuning"] = None                               # default launch shapes
         status = op.cfunction(*[args[p.name] for p in op.program.parameters()])
         print("STATUS", status, "ERROR", op._error_text(status))
         op.apply(time_m=0, time_M=2)

@@ -56,7 +56,7 @@ def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout
                        alignment=int(np.dtype(a.dtype).itemsize))
 
 
-def _parameters(prog: Program, timers: str, checks: str) -> tuple[Parameter, ...]:
+def _parameters(prog: Program, timers: str, checks: str, tuning: str) -> tuple[Parameter, ...]:
     """The entry point's arguments: arrays, sizes and bounds (run-time values), scalars."""
     params = []
     for a in prog.arrays:
@@ -78,6 +78,7 @@ def _parameters(prog: Program, timers: str, checks: str) -> tuple[Parameter, ...
     params += [Parameter(s.name, "scalar", s.dtype, s.role) for s in prog.scalars]
     params.append(Parameter(timers, "timers", np.float64, ("timers",)))
     params.append(Parameter(checks, "checks", None, ("checks",)))
+    params.append(Parameter(tuning, "tuning", None, ("tuning",)))
     return tuple(params)
 
 
@@ -89,13 +90,13 @@ def layout(prog: Program, names: NameRegistry) -> Program:
     t = prog.time.name
     prog = replace(prog, arrays=arrays,
                    time_bounds=(names.fresh(f"{t}_m"), names.fresh(f"{t}_M")))
-    timers, checks = names.fresh("timers"), names.fresh("checks")
+    timers, checks, tuning = names.fresh("timers"), names.fresh("checks"), names.fresh("tuning")
     # the user arrays the run writes: the entry point counts NaN/Inf in the ranges of them
     # the Operator asks for (their last state), where the data lies (on the GPU, there)
     written = {n for k in prog.kernels for n in k.writes}
     checked = tuple(a.name for a in arrays if a.name in written and not a.temporary)
-    return replace(prog, params=_parameters(prog, timers, checks), timers=timers,
-                   checks=checked, checks_param=checks)
+    return replace(prog, params=_parameters(prog, timers, checks, tuning), timers=timers,
+                   checks=checked, checks_param=checks, tuning=tuning)
 
 
 def index_types(prog: Program, narrow: bool) -> Program:

@@ -272,6 +272,7 @@ class Program:
     time_step: int = 1             # -1: time runs from time_M down to time_m (.backward)
     checks: tuple[str, ...] = ()   # arrays whose last state the run counts NaN/Inf in
     checks_param: str = "checks"   # (start, length, count) per checked array, or NULL
+    tuning: str = "tuning"         # the launch choice per section (backends that have them)
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""

@@ -25,6 +25,14 @@ def _varies(e, loop_symbols) -> bool:
 
 # -- factorisation ---------------------------------------------------------------------------
 
+class Local(sympy.Function):
+    """An invariant recomputed at each point instead of read from an array: one value, so
+    expansion does not spread it (``1/(2m + dt*damp)`` times a sum stays one division);
+    printers write its argument."""
+
+    nargs = 1
+
+
 class Literal(sympy.Symbol):
     """A numeric constant kept as an atom, so that ``w * (a + b)`` is not redistributed by
     sympy into ``w*a + w*b``; printers write its value."""
@@ -306,6 +314,8 @@ def count_flops(expr) -> int:
             k = abs(int(expr.exp))
             return base + max(k - 1, 0) + (1 if expr.exp < 0 else 0)
         return base + 1 + (1 if expr.exp.is_negative else 0)
+    if isinstance(expr, Local):
+        return count_flops(expr.args[0])
     return 1 + sum(count_flops(a) for a in expr.args)
 
 

@@ -7,14 +7,77 @@ from dataclasses import replace
 import sympy
 
 from ..names import NameRegistry
-from .accesses import access_map
 from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, real_type
-from .optimize import (InvariantHoister, ScalarHoister, count_bytes, count_flops, cse, itemsize,
-                       simplify_stencil, _varies)
+from .accesses import access_map, shift_accesses
+from .optimize import (InvariantHoister, Local, ScalarHoister, count_bytes, count_flops, cse,
+                       itemsize, simplify_stencil, _varies)
 
 
-def hoist_invariants(st: Stencils, names: NameRegistry) -> Stencils:
-    """Costly time-invariant subexpressions of the time loop -> arrays computed before it."""
+def _arrays_read(expr) -> set:
+    return {a.base.name for a in expr.atoms(sympy.Indexed)}
+
+
+def _recompute_cost(expr) -> int:
+    """Instructions to recompute ``expr`` on a GPU, roughly: a correctly rounded division or
+    square root is ~8, a sin/cos/exp with its range reduction ~60 (why an H200 kernel that
+    recomputed four angles ran slower than one reading them from arrays), the rest one each."""
+    calls = divisions = 0
+    for n in sympy.preorder_traversal(expr):
+        if isinstance(n, sympy.Pow) and (n.exp.is_negative or not n.exp.is_Integer):
+            divisions += 1 + (not n.exp.is_Integer and n.exp != sympy.Rational(1, 2)
+                              and n.exp != sympy.Rational(-1, 2))
+        elif isinstance(n, sympy.Function) and not isinstance(n, Local):
+            calls += 1
+    return count_flops(expr) + 7 * divisions + 59 * calls
+
+
+def _worth_storing(hoister, clusters: dict, steps, flops_per_byte: float) -> dict:
+    """The clusters whose array is cheaper than recomputing them in the loop, on a target
+    that does ``flops_per_byte`` operations in the time it reads a byte.
+
+    Clusters computed from the same arrays go together (``sin(phi)`` and ``cos(phi)``): they
+    are recomputed when the equations using them (taken as one nest) read fewer arrays for
+    them than the arrays they replace, by enough bytes to outweigh the arithmetic. Recomputing
+    one group can make another's inputs free, so the choice repeats until nothing changes."""
+    marks = {canon: sympy.IndexedBase(f"sg_cluster{i}") for i, canon in enumerate(clusters)}
+    rewritten = [hoister.rewrite(e.rhs, marks) for e in steps]
+    own = {m.name for m in marks.values()}
+    reads = [_arrays_read(r) - own for r in rewritten]
+    groups: dict = {}
+    for canon in clusters:
+        groups.setdefault(frozenset(_arrays_read(canon)), []).append(canon)
+    stored, changed = dict(groups), True
+    while changed:
+        changed = False
+        for need, members in list(stored.items()):
+            users = [i for i, r in enumerate(rewritten) if any(r.has(marks[m]) for m in members)]
+            read = set().union(*(reads[i] for i in users))
+            saved = flops_per_byte * 4 * (len(members) - len(need - read))
+            if users and saved > sum(_recompute_cost(m) for m in members):
+                for i in users:
+                    reads[i] |= need
+                del stored[need]
+                changed = True
+    return {canon: clusters[canon] for members in stored.values() for canon in members}
+
+
+class _InLoop:
+    """Stands for an array in ``InvariantHoister.rewrite``: the cluster itself at the shift
+    asked for, recomputed in the loop."""
+
+    def __init__(self, canon, dims):
+        self.canon, self.dims = canon, tuple(dims)
+
+    def __getitem__(self, index):
+        shift = tuple(i - d for i, d in zip(index, self.dims))
+        return Local(shift_accesses(self.canon, self.dims, shift))
+
+
+def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 0) -> Stencils:
+    """Costly time-invariant subexpressions of the time loop -> arrays computed before it.
+
+    ``flops_per_byte``: the target's arithmetic per byte of memory traffic; where it is
+    nonzero (GPUs), the subexpressions cheaper to recompute than to read stay in the loop."""
     steps = [e for e in st.eqs if e.time_dependent and not e.sparse_kind]
     varying = {e.lhs.base.name for e in st.eqs if e.time_dependent}
     invariant = {a.name for a in st.arrays
@@ -25,8 +88,12 @@ def hoist_invariants(st: Stencils, names: NameRegistry) -> Stencils:
     dims = st.loop_symbols
     hoister = InvariantHoister(dims, invariant, {a.name: a.halo for a in st.arrays}, scalars)
     hoister.scan([e.rhs for e in steps])
-    table, arrays, new_eqs = {}, [], []
-    for canon, rng in hoister.feasible().items():
+    clusters = hoister.feasible()
+    stored = _worth_storing(hoister, clusters, steps, flops_per_byte) if flops_per_byte \
+        else clusters
+    table = {canon: _InLoop(canon, dims) for canon in clusters if canon not in stored}
+    arrays, new_eqs = [], []
+    for canon, rng in stored.items():
         name = names.counted("inv")
         arr = ArrayParam(name=name, user=name, dtype=st.dtype, ndim=len(dims), temporary=True,
                          halo=tuple(max(lo, hi) for lo, hi in rng))

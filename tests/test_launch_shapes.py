@@ -1,0 +1,200 @@
+"""Launch shapes and autotuning: every shape the CUDA backend offers gives the C backend's
+numbers (on a GPU), the tuner keeps the fastest per section and the caller's data, and the
+GPU cost model decides which invariants stay arrays."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import sympy
+
+import programs
+from programs import TOL
+from stencilgen import Eq, Function, Grid, Operator, TimeFunction, autotune, solve
+from stencilgen.compiler import compile_program
+from test_cuda import needs_gpu
+
+GPU_PROGRAMS = ["laplace3d_so8", "damped3d", "temporary3d", "shot3d", "coupled2d",
+                "chained2d", "inplace2d", "invariant3d"]
+
+
+def _make(name, backend):
+    prog = programs.build(name, np.float32)
+    return Operator(prog.eqs, name=name, backend=backend), prog.kwargs, prog.outputs
+
+
+def _worst(outs_c, outs_g):
+    worst = 0.0
+    for fc, fg in zip(outs_c, outs_g):
+        ref = np.asarray(fc.data_with_halo, dtype=np.float64)
+        got = np.asarray(fg.data_with_halo, dtype=np.float64)
+        worst = max(worst, float(np.abs(got - ref).max() / np.abs(ref).max()))
+    return worst
+
+
+def _remember(op, kwargs, shape):
+    """Make ``op`` run every section with launch shape ``shape`` (as if it had been tuned)."""
+    args, _ = op.arguments(**kwargs)
+    key = autotune.size_key(op.program, args)
+    autotune.Remembered(op.source_path.parent).put(key, [shape] * max(len(op.program.kernels), 1))
+
+
+# -- on a GPU ---------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("name", GPU_PROGRAMS)
+def test_every_launch_shape_equals_c(name):
+    """Each shape (one or two points per thread, every block) gives the C backend's numbers;
+    the 3D grids have an odd outermost extent, so the last pair of points overlaps."""
+    op_c, kwargs, outs_c = _make(name, "c")
+    op_c.apply(**kwargs)
+    offered = _make(name, "cuda")[0]._emitter.launch_shapes()
+    assert offered, "a grid program must offer launch shapes on CUDA"
+    for shape in range(max(len(v) for v in offered.values())):
+        op_g, kwargs_g, outs_g = _make(name, "cuda")
+        _remember(op_g, kwargs_g, shape)
+        op_g.apply(autotune=False, **kwargs_g)
+        worst = _worst(outs_c, outs_g)
+        assert worst <= TOL[np.float32], f"{name}, shape {shape}: differs from C by {worst:.2e}"
+
+
+def _thin(backend):
+    """An acoustic step, to run on one plane of the outermost dimension (x_m = x_M): shorter
+    than two points per thread."""
+    grid = Grid(shape=(6, 9, 37), extent=(0.5, 0.8, 3.6), dtype=np.float32)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=2)
+    m = Function(name="m", grid=grid, space_order=2)
+    m.data[:] = 1.0
+    u.data[:] = np.random.default_rng(3).uniform(-1, 1, size=u.data.shape)
+    op = Operator([Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))], name="Thin",
+                  backend=backend)
+    return op, u
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_nest_shorter_than_the_points_per_thread_equals_c():
+    run = dict(time_M=3, dt=0.01, x_m=2, x_M=2)
+    op_c, u_c = _thin("c")
+    op_c.apply(**run)
+    for shape in (1, 3):   # two points per thread, if the nest were long enough
+        op_g, u_g = _thin("cuda")
+        _remember(op_g, run, shape)
+        op_g.apply(autotune=False, **run)
+        assert _worst([u_c], [u_g]) <= TOL[np.float32]
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_autotuning_keeps_the_data_and_remembers(caplog):
+    """Tuning runs trial steps on the caller's data: the result is still the C backend's, and
+    the choice is kept beside the build for the next apply of that size."""
+    op_c, kwargs, outs_c = _make("damped3d", "c")
+    op_c.apply(**kwargs)
+    op_g, kwargs_g, outs_g = _make("damped3d", "cuda")
+    op_g.apply(autotune=True, **kwargs_g)
+    assert _worst(outs_c, outs_g) <= TOL[np.float32]
+    table = json.loads((op_g.source_path.parent / "tuning.json").read_text())
+    args, _ = op_g.arguments(**kwargs_g)
+    choice = table[autotune.size_key(op_g.program, args)]
+    assert len(choice) == len(op_g.program.kernels)
+    offered = op_g._emitter.launch_shapes()
+    assert all(0 <= choice[s] < len(v) for s, v in offered.items())
+
+
+# -- anywhere -----------------------------------------------------------------------------------
+
+def test_tune_keeps_the_fastest_shape_of_each_section():
+    # section 0 is fastest with shape 2, section 1 with shape 0, section 2 has one shape
+    times = {0: [3.0, 2.0, 1.0, 4.0], 1: [0.5, 0.9, 0.7, 0.8], 2: [1.0]}
+    seen = []
+
+    def run(choice):
+        seen.append(list(choice))
+        return np.array([times[s][min(c, len(times[s]) - 1)] for s, c in enumerate(choice)])
+
+    best = autotune.tune(run, {0: 4, 1: 4, 2: 1}, 3)
+    assert list(best) == [2, 0, 0]
+    assert len(seen) == 4 and all(c[2] == 0 for c in seen)
+
+
+@pytest.mark.parametrize("asked, setting, remembered, updates, expected", [
+    (True, "off", True, 1.0, True),           # asked: always
+    (False, "auto", False, 1e12, False),       # refused: never
+    (None, "auto", False, 1e12, True),         # a large run of a new size
+    (None, "auto", True, 1e12, False),         # its size is tuned already
+    (None, "auto", False, 1e6, False),         # a tiny run
+    (None, "off", False, 1e12, False),         # switched off
+    (None, "on", False, 1e6, True),            # on: any run of a new size
+    (None, "on", True, 1e6, False),
+])
+def test_when_a_run_is_tuned(asked, setting, remembered, updates, expected):
+    assert autotune.wanted(asked, setting, remembered, updates) is expected
+
+
+def test_remembered_shapes_survive_a_bad_file(tmp_path):
+    memory = autotune.Remembered(tmp_path)
+    assert memory.get("8x8") is None
+    memory.put("8x8", [1, 3])
+    memory.put("9x9", [0])
+    assert list(memory.get("8x8")) == [1, 3] and list(memory.get("9x9")) == [0]
+    (tmp_path / "tuning.json").write_text("{not json")
+    assert memory.get("8x8") is None      # unreadable: tuned again, not a crash
+    memory.put("8x8", [2])
+    assert list(memory.get("8x8")) == [2]
+
+
+def test_c_backend_offers_no_shapes_and_writes_no_tuning(tmp_path, monkeypatch):
+    from stencilgen import configuration
+    monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
+    op, kwargs, outs = _make("damped3d", "c")
+    assert op._emitter.launch_shapes() == {}
+    op.apply(autotune=True, **kwargs)
+    assert not list(tmp_path.rglob("tuning.json"))
+
+
+def _damped(phi_too):
+    grid = Grid(shape=(12, 10, 9), dtype=np.float32)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
+    m = Function(name="m", grid=grid, space_order=4)
+    damp = Function(name="damp", grid=grid, space_order=4)
+    phi = Function(name="phi", grid=grid, space_order=4)
+    pde = m * u.dt2 - u.laplace + damp * u.dt
+    if phi_too:
+        pde = pde - (sympy.sin(phi) + sympy.cos(phi)) * u.dx
+    return [Eq(u.forward, solve(pde, u.forward))]
+
+
+def _stored(eqs, flops_per_byte):
+    prog, _ = compile_program(eqs, "Damped", True, flops_per_byte)
+    return sorted(str(k.body[-1].rhs) for k in prog.before)
+
+
+def test_gpu_recomputes_a_division_but_stores_angles():
+    """Where arithmetic is cheap next to bytes, 1/(2m + dt*damp) is recomputed from m and damp
+    (read anyway); sin and cos of phi (two arrays for one, but ~60 operations each) stay
+    arrays. A CPU target (0 flops per byte) keeps every costly invariant in an array."""
+    assert len(_stored(_damped(False), 0)) == 1
+    assert _stored(_damped(False), 14) == []
+    gpu = _stored(_damped(True), 14)
+    assert gpu and all("phi" in s for s in gpu) and not any("damp" in s for s in gpu)
+    prog, _ = compile_program(_damped(True), "Damped", True, 14)
+    counted = {k.name: k.bytes for k in prog.steps}
+    cpu, _ = compile_program(_damped(True), "Damped", True, 0)
+    assert sum(counted.values()) < sum(k.bytes for k in cpu.steps)
+
+
+def test_cuda_kernels_read_time_slots_through_their_own_pointers():
+    """u[t0], u[t1] and u[t2] are three restrict pointers, set on the host; a kernel that
+    reads what it writes (an in-place sweep) is never launched two points per thread."""
+    op = Operator(_damped(False), name="Damped", backend="cuda")
+    src = op.ccode
+    assert "const float *__restrict__ sg_u_t0" in src and "float *__restrict__ sg_u_t2" in src
+    assert "u + t0*u_st" in src and "u_st," not in src.split("extern \"C\"")[0]
+    assert "<int, 2><<<" in src
+    # inplace2d: a sequential sweep, and h = h + 1 then h = 2h + a at each point
+    prog = programs.build("inplace2d", np.float32)
+    inplace = Operator(prog.eqs, name="inplace2d", backend="cuda")
+    assert "<int, 2><<<" not in inplace.ccode
