@@ -15,7 +15,6 @@ import cgen as c
 import sympy
 
 from .c import CBackend
-from . import cuda_streaming as streaming
 from .cprinter import CPrinter, ctype, time_loop_header
 from .options import EmitOptions
 
@@ -352,24 +351,12 @@ class CudaBackend(CBackend):
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
 
-    def streams(self, k) -> dict:
-        """The arrays a streamed variant of ``k`` reads through queues and tiles (none: no
-        streamed variant; debug builds keep their bounds-checked accesses)."""
-        if self.options.debug or k.is_sparse:
-            return {}
-        slots = time_slots(k, self.program)
-        return streaming.plan(k, self.program, slots.views, slots.rereads, self.printer.strides)
-
     @contextmanager
-    def _printing(self, k, sources=None):
-        """The printer of kernel ``k``'s body: slots through their own pointers, and the
-        streamed arrays (``sources``) from their queues and tiles."""
+    def _printing(self, k):
+        """The printer of kernel ``k``'s body: slots through their own pointers."""
         views, saved = self.slot_views(k), self.printer
         if views:
             self.printer = SlotPrinter(self.program.dtype, saved.strides, views)
-        if sources:
-            self.printer = streaming.StreamPrinter(self.printer, sources, tuple(k.dims),
-                                                   self.program.dtype)
         try:
             yield
         finally:
@@ -435,24 +422,6 @@ class CudaBackend(CBackend):
                 f"template <typename sg_int, int sg_r>\n"
                 f"static __global__ void __launch_bounds__({self.threads(k)})\n"
                 f"{k.section.function}({params})\n{{\n{loops}\n}}\n")
-
-    def streamed_kernel(self, k, args, sources):
-        """The variant of ``k`` that walks the outermost dimension (``cuda_streaming``)."""
-        params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args + [self._CHUNK])
-        bounds = [self.bounds(k, depth) for depth in range(3)]
-        with self._printing(k, sources):
-            body = [self.statement(a) for a in k.body]
-        walk = streaming.walk(sources, bounds, body, ctype(self.program.dtype))
-        names = ", ".join(s.tag for s in sources.values())
-        return (f"/* {k.name} streamed along {k.dims[0]}: a block is a {streaming.TZ}x"
-                f"{streaming.TY} tile of ({k.dims[2]}, {k.dims[1]}) walking sg_chunk planes; "
-                f"{names} in registers along {k.dims[0]} and in shared memory across the tile "
-                f"*/\ntemplate <typename sg_int, int sg_r>\n"
-                f"static __global__ void __launch_bounds__({streaming.TZ * streaming.TY})\n"
-                f"{k.section.function}_streamed({params})\n{{\n"
-                + "\n".join(_indent(str(walk).splitlines())) + "\n}\n")
-
-    _CHUNK = _Arg("sg_chunk", "const sg_int", "sg_chunk")
 
     # -- host code --------------------------------------------------------------------------
     def param_type(self, p) -> str:
@@ -547,7 +516,7 @@ class CudaBackend(CBackend):
             ones = ", ".join("1" for _ in k.dims)
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
         elif not k.is_sparse:
-            head, launch = self._shape(k, timer, (call, r), launch[-1:])
+            head, launch = self._shape(k, timer, r), self._chunks(len(k.dims), launch)
         body = head + [f"SG_TIMER_START({self.program.timers}, {timer});"] + launch
         if self.options.debug:
             body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
@@ -564,11 +533,7 @@ class CudaBackend(CBackend):
             r = min(shape[0], self.points(k))
             return f"{r} point{'s' if r > 1 else ''} per thread, " \
                 f"{'x'.join(map(str, shape[1:]))} threads"
-        def streamed(k, chunk):
-            return f"streamed along {k.dims[0]}, {chunk} planes a block, " \
-                f"{streaming.TZ}x{streaming.TY} threads"
         return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
-                + (tuple(streamed(k, ch) for ch in streaming.CHUNKS) if self.streams(k) else ())
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
     def default_shape(self, k) -> int:
@@ -578,30 +543,17 @@ class CudaBackend(CBackend):
         light = self.points(k) > 1 and time_slots(k, self.program).touched <= STREAMED_ARRAYS
         return 1 if light else 0
 
-    def _shape(self, k, timer, call, check):
-        """The choice of launch shape of a grid nest (the tuned one, else the default), and
-        its launches: a plain shape sets the block and points per thread (a nest shorter than
-        that many along its outermost dimension: one); a streamed one, the planes a block
-        walks."""
-        (args, r), fn = call, k.section.function
+    def _shape(self, k, timer, r):
+        """The block and points per thread of a grid nest: the tuned shape, else the default
+        (a nest shorter than the points per thread along its outermost dimension: one)."""
         n, tuning = len(k.dims), self.program.tuning
-        plain, choices = len(SHAPES[n]), len(self.launch_shapes()[timer])
+        choices = len(SHAPES[n])
         pick = (f"{tuning} && {tuning}[{timer}] >= 0 && {tuning}[{timer}] < {choices} ? "
                 f"{tuning}[{timer}] : {self.default_shape(k)}")
         points = f"sg_shapes{n}[sg_s][0]"
-        head = [f"const long sg_r = {points} <= {r} && sg_n{n - 1} >= {points} ? {points} : 1;",
+        return [f"const long sg_s = {pick};",
+                f"const long sg_r = {points} <= {r} && sg_n{n - 1} >= {points} ? {points} : 1;",
                 f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
-        per = [f"sg_block.{'xyz'[i]}" + ("*sg_r" if i == n - 1 and n > 1 else "")
-               for i in range(n)]
-        lines = self._chunks(per, self._calls(fn, args, r) + check)
-        if choices == plain:
-            return [f"const long sg_s = {pick};"] + head, lines
-        streamed = [f"const long sg_chunk = sg_chunks[sg_s - {plain}];",
-                    f"const dim3 sg_block({streaming.TZ}, {streaming.TY}, 1);"]
-        streamed += self._chunks(["sg_block.x", "sg_block.y", "sg_chunk"],
-                                 self._calls(f"{fn}_streamed", f"{args}, sg_chunk", 1) + check)
-        return [f"const long sg_s = {pick};"], [f"if (sg_s < {plain}) {{"] + \
-            _indent(head + lines) + ["} else {"] + _indent(streamed) + ["}"]
 
     @staticmethod
     def _calls(name, call, r):
@@ -615,14 +567,16 @@ class CudaBackend(CBackend):
             _indent(both(1)) + ["}"]
 
     @staticmethod
-    def _chunks(per, launch):
+    def _chunks(n, launch):
         """``launch`` once per chunk of the nest that one grid can cover (almost always one):
-        sg_b<axis> is where the chunk starts, sg_grid covers it; ``per``: C text of the points
-        a block covers along each axis, innermost first."""
+        sg_b<axis> is where the chunk starts, sg_grid covers it (sg_r points per thread along
+        the outermost axis)."""
+        per = [f"sg_block.{'xyz'[i]}" + ("*sg_r" if i == n - 1 and n > 1 else "")
+               for i in range(n)]
         grid = ", ".join(f"sg_blocks(sg_n{i} - sg_b{i}, {p}, {GRID_LIMIT[i]})"
                          for i, p in enumerate(per))
         lines = [f"const dim3 sg_grid({grid});"] + launch
-        for i in range(len(per)):
+        for i in range(n):
             step = f"{GRID_LIMIT[i]}*{per[i]}"
             lines = [f"for (long sg_b{i} = 0; sg_b{i} < sg_n{i}; sg_b{i} += {step}) {{"] + \
                 _indent(lines) + ["}"]
@@ -736,10 +690,6 @@ class CudaBackend(CBackend):
         for n in ranks:
             rows = ", ".join("{" + ", ".join(map(str, sh)) + "}" for sh in SHAPES[n])
             lines.append(f"static const int sg_shapes{n}[{len(SHAPES[n])}][{n + 1}] = {{{rows}}};")
-        if any(self.streams(k) for k in self.program.kernels):
-            lines.append(f"/* planes a block of a streamed kernel walks */\nstatic const long "
-                         f"sg_chunks[{len(streaming.CHUNKS)}] = "
-                         f"{{{', '.join(map(str, streaming.CHUNKS))}}};")
         return "\n".join(lines) + "\n"
 
     def emit(self) -> str:
@@ -758,8 +708,6 @@ class CudaBackend(CBackend):
         for k in self.program.kernels:
             args = self.kernel_args(k)
             parts.append(self.device_kernel(k, args))
-            if self.streams(k):
-                parts.append(self.streamed_kernel(k, args, self.streams(k)))
             launches[k.section.timer] = self.launch(k, args)
         body = self.host_body(launches)
         parts.append(str(self.signature()).rstrip(";") + "\n{\n" +
