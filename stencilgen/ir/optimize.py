@@ -105,10 +105,12 @@ def _factor_sum(terms):
 
 
 def simplify_stencil(expr):
-    """Expand into monomials, merge like terms, then factorise (see ``factorize``)."""
-    expanded = sympy.expand(expr, power_exp=False, power_base=False, log=False,
+    """Expand into monomials, merge like terms, then factorise (see ``factorize``); a
+    ``Local`` is one value for this, not expanded into."""
+    held = {v: sympy.Dummy(real=True) for v in expr.atoms(Local)}
+    expanded = sympy.expand(expr.xreplace(held), power_exp=False, power_base=False, log=False,
                             multinomial=True, mul=True, deep=True)
-    return factorize(expanded)
+    return factorize(expanded).xreplace({d: v for v, d in held.items()})
 
 
 # -- scalar invariants -----------------------------------------------------------------------

@@ -31,7 +31,7 @@ def _recompute_cost(expr) -> int:
     return count_flops(expr) + 7 * divisions + 59 * calls
 
 
-def _worth_storing(hoister, clusters: dict, steps, flops_per_byte: float) -> dict:
+def _worth_storing(clusters: dict, marks: dict, rewritten: list, flops_per_byte: float) -> dict:
     """The clusters whose array is cheaper than recomputing them in the loop, on a target
     that does ``flops_per_byte`` operations in the time it reads a byte.
 
@@ -39,8 +39,6 @@ def _worth_storing(hoister, clusters: dict, steps, flops_per_byte: float) -> dic
     are recomputed when the equations using them (taken as one nest) read fewer arrays for
     them than the arrays they replace, by enough bytes to outweigh the arithmetic. Recomputing
     one group can make another's inputs free, so the choice repeats until nothing changes."""
-    marks = {canon: sympy.IndexedBase(f"sg_cluster{i}") for i, canon in enumerate(clusters)}
-    rewritten = [hoister.rewrite(e.rhs, marks) for e in steps]
     own = {m.name for m in marks.values()}
     reads = [_arrays_read(r) - own for r in rewritten]
     groups: dict = {}
@@ -73,6 +71,15 @@ class _InLoop:
         return Local(shift_accesses(self.canon, self.dims, shift))
 
 
+def _unmark(expr, marks, table, dims):
+    """``expr`` with each cluster placeholder replaced by ``table``'s stand-in (its array, or
+    the cluster recomputed), at the same shift."""
+    back = {m.name: table[canon] for canon, m in marks.items()}
+    subs = {a: back[a.base.name][a.indices] for a in expr.atoms(sympy.Indexed)
+            if a.base.name in back}
+    return expr.xreplace(subs) if subs else expr
+
+
 def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 0) -> Stencils:
     """Costly time-invariant subexpressions of the time loop -> arrays computed before it.
 
@@ -89,7 +96,12 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
     hoister = InvariantHoister(dims, invariant, {a.name: a.halo for a in st.arrays}, scalars)
     hoister.scan([e.rhs for e in steps])
     clusters = hoister.feasible()
-    stored = _worth_storing(hoister, clusters, steps, flops_per_byte) if flops_per_byte \
+    if not clusters:
+        return st
+    # one rewrite with a placeholder per cluster; each then becomes its array or itself
+    marks = {canon: sympy.IndexedBase(f"sg_cluster{i}") for i, canon in enumerate(clusters)}
+    marked = [hoister.rewrite(e.rhs, marks) for e in steps]
+    stored = _worth_storing(clusters, marks, marked, flops_per_byte) if flops_per_byte \
         else clusters
     table = {canon: _InLoop(canon, dims) for canon in clusters if canon not in stored}
     arrays, new_eqs = [], []
@@ -100,10 +112,8 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
         arrays.append(arr)
         table[canon] = arr.base
         new_eqs.append(IndexedEq(arr.base[dims], canon, False, extent=rng))
-    if not table:
-        return st
-    eqs = tuple(replace(e, rhs=hoister.rewrite(e.rhs, table)) if e in steps else e
-                for e in st.eqs)
+    final = {e: _unmark(r, marks, table, dims) for e, r in zip(steps, marked)}
+    eqs = tuple(replace(e, rhs=final[e]) if e in final else e for e in st.eqs)
     return replace(st, eqs=eqs + tuple(new_eqs), arrays=st.arrays + tuple(arrays))
 
 
