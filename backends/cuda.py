@@ -15,6 +15,7 @@ import cgen as c
 import sympy
 
 from .c import CBackend
+from . import device_layout
 from .cprinter import CPrinter, ctype, time_loop_header
 from .options import EmitOptions
 
@@ -283,19 +284,29 @@ class CudaBackend(CBackend):
                                           [a.name for a in program.arrays])
 
     # -- what kernels take --------------------------------------------------------------------
+    def pitched(self, a) -> bool:
+        """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays, except
+        in debug builds (whose bounds checks use the host layout)."""
+        return not (a.sparse or self.options.debug)
+
+    def _device_stride(self, a, name) -> str:
+        return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
+
     def _array_args(self, a, const, slots=None) -> list[_Arg]:
         lay, real = a.layout, ctype(a.dtype)
+        strides = [_Arg(n, "const sg_int", self._device_stride(a, n)) for n, _ in lay.strides if n]
         if slots:
             # one pointer per time slot, computed on the host; the time stride is not needed
+            step = self._device_stride(a, lay.strides[0][0])
             out = [_Arg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
-                        f"{a.name} + {s}*{lay.strides[0][0]}") for s, w in slots.items()]
-            return out + [_Arg(n, "const sg_int", n) for n, _ in lay.strides[1:] if n]
+                        f"{a.name} + {s}*{step}") for s, w in slots.items()]
+            return out + strides[1:]
         out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
         if a.sparse:
             out += [_Arg(lay.npoint, "const sg_int", lay.npoint),
                     _Arg(lay.coords, "const double *__restrict__", lay.device_coords)]
         else:
-            out += [_Arg(n, "const sg_int", n) for n, _ in lay.strides if n]
+            out += strides
         if self.options.debug:
             out += [_Arg(f"sg_{a.name}_{b}", "const sg_int", f"sg_{a.name}_{b}")
                     for b in ("lo", "hi")]
@@ -440,14 +451,21 @@ class CudaBackend(CBackend):
                       for n, v in (lay.count, lay.origin)]
             if a.sparse:
                 lines.append(f"double *{lay.device_coords} = NULL;")
+            if self.pitched(a):
+                lines += device_layout.declarations(a, self.program.dims[-1].size,
+                                                    self.printer.index_expr)
             if self.options.debug:
                 lines += [f"const long sg_{a.name}_lo = -{lay.origin[0]};",
                           f"const long sg_{a.name}_hi = {lay.count[0]} - {lay.origin[0]};"]
             lines += [f"{real} *{lay.device} = NULL;", f"{real} *{a.name} = NULL;"]
         return lines
 
+    def _length(self, a) -> str:
+        """Elements of the device copy of ``a``."""
+        return device_layout.Pitched(a.name).length if self.pitched(a) else a.layout.count[0]
+
     def _bytes(self, a):
-        return f"(size_t){a.layout.count[0]}*sizeof({ctype(a.dtype)})"
+        return f"(size_t){self._length(a)}*sizeof({ctype(a.dtype)})"
 
     def _coord_bytes(self, a):
         return f"(size_t){a.layout.npoint}*{len(self.program.dims)}*sizeof(double)"
@@ -485,17 +503,20 @@ class CudaBackend(CBackend):
         for a in self.program.arrays:
             lay = a.layout
             copies.append(f"SG_CHECK(cudaMalloc((void **)&{lay.device}, {self._bytes(a)}));")
-            if a.temporary:
+            if a.temporary or self.pitched(a):   # the pads too: the NaN/Inf count reads them
                 copies.append(f"SG_CHECK(cudaMemset({lay.device}, 0, {self._bytes(a)}));")
-            else:
-                copies.append(f"SG_CHECK(cudaMemcpy({lay.device}, {lay.vec}, {self._bytes(a)}, "
-                              "cudaMemcpyHostToDevice));")
+            if not a.temporary:
+                copies.append(device_layout.copy(a, True, ctype(a.dtype)) if self.pitched(a)
+                              else f"SG_CHECK(cudaMemcpy({lay.device}, {lay.vec}, "
+                                   f"{self._bytes(a)}, cudaMemcpyHostToDevice));")
             if a.sparse:
                 dc, nb = lay.device_coords, self._coord_bytes(a)
                 copies += [f"SG_CHECK(cudaMalloc((void **)&{dc}, {nb}));",
                            f"SG_CHECK(cudaMemcpy({dc}, {lay.coords}, {nb}, "
                            "cudaMemcpyHostToDevice));"]
-            copies.append(f"{a.name} = {lay.device} + {lay.origin[0]};")
+            start = device_layout.origin(a) if self.pitched(a) else \
+                f"{lay.device} + {lay.origin[0]}"
+            copies.append(f"{a.name} = {start};")
         return lines + self._nvtx("copy-in", copies)
 
     def launch(self, k, args):
@@ -585,7 +606,7 @@ class CudaBackend(CBackend):
     def narrow_choice(self):
         """Whether the 32-bit instantiation may run: every array's offsets fit in it."""
         prog, types = self.program, self.program.index_types
-        sizes = [a.layout.count[0] for a in prog.arrays]
+        sizes = [self._length(a) for a in prog.arrays]
         sizes += [f"{a.layout.npoint}*{len(prog.dims)}" for a in prog.arrays if a.sparse]
         fits = " && ".join(f"{n} <= {types.narrow_limit}L" for n in sizes) or "true"
         return ["/* 32-bit index arithmetic in the kernels when every offset fits in it */",
@@ -618,7 +639,8 @@ class CudaBackend(CBackend):
         ]
         lines += self.finite_checks()
         written = {n for k in self.program.kernels for n in k.writes}
-        copies = [f"SG_CHECK(cudaMemcpy({a.layout.vec}, {a.layout.device}, {self._bytes(a)}, "
+        copies = [device_layout.copy(a, False, ctype(a.dtype)) if self.pitched(a) else
+                  f"SG_CHECK(cudaMemcpy({a.layout.vec}, {a.layout.device}, {self._bytes(a)}, "
                   "cudaMemcpyDeviceToHost));"
                   for a in self.program.arrays if a.name in written and not a.temporary]
         return lines + self._nvtx("copy-out", copies)
@@ -632,10 +654,14 @@ class CudaBackend(CBackend):
                  f"  SG_CHECK(cudaMalloc((void **)&sg_d_checks, {n}*sizeof(unsigned long long)));",
                  f"  SG_CHECK(cudaMemset(sg_d_checks, 0, {n}*sizeof(unsigned long long)));"]
         for i, name in enumerate(prog.checks):
-            lay = prog.array(name).layout
+            a = prog.array(name)
+            start, count = f"{ck}[{3 * i}]", f"{ck}[{3 * i + 1}]"
+            if self.pitched(a):   # whole rows on the host: the same rows, pads included
+                p = device_layout.Pitched(name)
+                start, count = p.offset(start), f"{count}/{p.width}*{p.pitch}"
             lines += [f"  if ({ck}[{3 * i + 1}] > 0)",
-                      f"    sg_nonfinite<<<sg_blocks({ck}[{3 * i + 1}], 256, 4096L), 256>>>"
-                      f"({lay.device} + {ck}[{3 * i}], {ck}[{3 * i + 1}], sg_d_checks + {i});"]
+                      f"    sg_nonfinite<<<sg_blocks({count}, 256, 4096L), 256>>>"
+                      f"({a.layout.device} + {start}, {count}, sg_d_checks + {i});"]
         lines += ['  SG_CHECK_AS(cudaGetLastError(), "launch of the NaN/Inf count");',
                   "  unsigned long long sg_counts[%d];" % n,
                   "  SG_CHECK(cudaMemcpy(sg_counts, sg_d_checks, sizeof(sg_counts), "

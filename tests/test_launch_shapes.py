@@ -192,9 +192,37 @@ def test_cuda_kernels_read_time_slots_through_their_own_pointers():
     op = Operator(_damped(False), name="Damped", backend="cuda")
     src = op.ccode
     assert "const float *__restrict__ sg_u_t0" in src and "float *__restrict__ sg_u_t2" in src
-    assert "u + t0*u_st" in src and "u_st," not in src.split("extern \"C\"")[0]
+    # set on the host with the time stride of the device copy (rows at a pitch)
+    assert "u + t0*sg_d_u_st" in src and "u_st," not in src.split("extern \"C\"")[0]
     assert "<int, 2><<<" in src
     # inplace2d: a sequential sweep, and h = h + 1 then h = 2h + a at each point
     prog = programs.build("inplace2d", np.float32)
     inplace = Operator(prog.eqs, name="inplace2d", backend="cuda")
     assert "<int, 2><<<" not in inplace.ccode
+
+
+@pytest.mark.parametrize("dtype, per", [(np.float32, 32), (np.float64, 16)])
+def test_device_rows_start_their_interior_on_128_bytes(dtype, per):
+    """The device layout's declarations, evaluated for many halos and widths: the first
+    interior point of every row lies on a 128-byte boundary, rows do not overlap, and each
+    host stride maps to a whole number of device rows."""
+    from backends import device_layout
+    grid = Grid(shape=(5, 6, 7), dtype=dtype)
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    op = Operator([Eq(u.forward, u + 1)], name="Rows", backend="cuda")
+    a = op.program.array("u")
+    lines = device_layout.declarations(a, "z_size", str)
+    for halo in range(0, 40, 3):
+        for z in (1, 7, 31, 32, 33, 100):
+            env = {"u_h2": halo, "z_size": z, "u_s1": 2 * halo + z}
+            env["u_s0"] = env["u_s1"] * 9
+            env["u_st"] = env["u_s0"] * 8
+            env["u_len"] = 2 * env["u_st"]
+            for ln in lines:
+                name, value = ln.removeprefix("const long ").rstrip(";").split(" = ")
+                env[name] = eval(value.replace("/", "//"), {}, env)
+            front, pitch, width = env["sg_u_f"], env["sg_u_p"], env["sg_u_w"]
+            assert (front + halo) % per == 0 and pitch % per == 0
+            assert width <= pitch < width + per      # rows do not overlap, little is wasted
+            assert env["sg_d_u_s1"] == pitch and env["sg_d_u_st"] == 72 * pitch
+            assert env["sg_u_dlen"] >= front + (env["u_len"] // width - 1) * pitch + width
