@@ -12,3 +12,4 @@ class EmitOptions:
     debug: bool = False               # CUDA: device-side bounds checks, synchronised launches
     nvtx: bool = False                # CUDA: NVTX ranges named by section
     vector_length: int | None = None  # OpenACC: of each parallel loop (None: the compiler's)
+    flush_denormals: bool = True      # C: every OpenMP thread flushes denormal floats to zero

@@ -85,6 +85,9 @@ _SETTINGS: dict[str, _Setting] = {
     "autotuning": _Setting("STENCILGEN_AUTOTUNING", _choice("auto", "on", "off"),
                            lambda: "auto", "tune the launch shapes of a new size: auto, in a "
                            "large run; on, in any run; off, only when apply(autotune=True)"),
+    "flush-denormals": _Setting("STENCILGEN_FLUSH_DENORMALS", _bool, lambda: True,
+                                "C: compute with denormal floats flushed to zero (x86 cores "
+                                "are many times slower on them); 0 keeps IEEE denormals"),
     "check-finite": _Setting("STENCILGEN_CHECK_FINITE", _bool, lambda: True,
                              "after apply, warn if a field the run wrote holds NaN or Inf"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,

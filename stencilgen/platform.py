@@ -183,7 +183,8 @@ def toolchain(target: str, cflags=None) -> jitcache.Toolchain:
 def emit_options(target: str) -> EmitOptions:
     """What backend ``target`` prints by, from the settings (debug checks, NVTX ranges)."""
     _known(target)
-    return EmitOptions(debug=configuration["debug"], nvtx=configuration["nvtx"])
+    return EmitOptions(debug=configuration["debug"], nvtx=configuration["nvtx"],
+                       flush_denormals=configuration["flush-denormals"])
 
 
 # -- can it run, and where did it run ---------------------------------------------------------
