@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import cgen as c
 
+from . import c_blocking
 from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_header
 from .options import EmitOptions
 
@@ -65,10 +66,17 @@ class CBackend:
         self.index = INDEX_CTYPES[program.index_types.wide]   # loop counters and offsets
         self.printer = self.printer_class(program.dtype, stride_table(program.arrays))
 
+    #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
+    cache_blocking = True
+
+    def blocked(self, k) -> bool:
+        return self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
+
     def launch_shapes(self) -> dict:
-        """Section timer -> descriptions of the launch shapes the generated code can run that
-        section with (chosen by the tuning argument); none here: OpenMP needs no shapes."""
-        return {}
+        """Section timer -> descriptions of the shapes the generated code can run that section
+        with (chosen by the tuning argument): here the cache blocks of the 3D nests."""
+        return {k.section.timer: tuple(c_blocking.describe(b) for b in c_blocking.BLOCKS)
+                for k in self.program.kernels if self.blocked(k)}
 
     def expr(self, e) -> str:
         return self.printer.doprint(e)
@@ -230,7 +238,9 @@ class CBackend:
         return c.Module(self.sparse_pragmas(k) + [loop])
 
     def sections(self, kernels):
-        return [self.timed(k, self.sparse_loop(k) if k.is_sparse else self.loop_nest(k))
+        return [self.timed(k, self.sparse_loop(k) if k.is_sparse else
+                           c_blocking.nest(self, k, c.Block([self.statement(a) for a in k.body]))
+                           if self.blocked(k) else self.loop_nest(k))
                 for k in kernels]
 
     def time_slots(self):
@@ -290,5 +300,7 @@ class CBackend:
         """The whole translation unit."""
         fn = c.FunctionBody(self.signature(), c.Block(self.body()))
         denormals = [c.Line(_DENORMALS), c.Line()] if self.options.flush_denormals else []
+        if any(self.blocked(k) for k in self.program.kernels):
+            denormals += [c.Line(c_blocking.table()), c.Line()]
         return str(c.Module([self.header()] + self.includes() + [c.Line()] + denormals
                             + [fn])) + "\n"

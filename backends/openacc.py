@@ -76,6 +76,8 @@ class _BasePrinter(CPrinter):
 
 
 class OpenACCBackend(CBackend):
+    cache_blocking = False   # the OpenACC compiler maps the loops (gang, vector)
+
     """Prints a Program as C with OpenACC directives (the C backend's printer and loop nests)."""
 
     name = "openacc"

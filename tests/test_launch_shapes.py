@@ -146,13 +146,34 @@ def test_remembered_shapes_survive_a_bad_file(tmp_path):
     assert list(memory.get("8x8")) == [2]
 
 
-def test_c_backend_offers_no_shapes_and_writes_no_tuning(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["damped3d", "temporary3d", "shot3d", "invariant3d"])
+def test_every_c_cache_block_gives_the_same_numbers(name, tmp_path, monkeypatch):
+    """Cache blocking only reorders the points: every block shape's result equals the
+    unblocked one's bit for bit, and autotuning keeps the caller's data and its choice."""
     from stencilgen import configuration
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
-    op, kwargs, outs = _make("damped3d", "c")
-    assert op._emitter.launch_shapes() == {}
+    op0, kwargs0, outs0 = _make(name, "c")
+    offered = op0._emitter.launch_shapes()
+    assert offered and all(len(v) > 1 for v in offered.values())
+    _remember(op0, kwargs0, 0)
+    op0.apply(autotune=False, **kwargs0)
+    for shape in range(1, max(len(v) for v in offered.values())):
+        op, kwargs, outs = _make(name, "c")
+        _remember(op, kwargs, shape)
+        op.apply(autotune=False, **kwargs)
+        for a, b in zip(outs0, outs):
+            assert np.array_equal(a.data_with_halo, b.data_with_halo), (name, shape)
+    op, kwargs, outs = _make(name, "c")
     op.apply(autotune=True, **kwargs)
-    assert not list(tmp_path.rglob("tuning.json"))
+    for a, b in zip(outs0, outs):
+        assert np.array_equal(a.data_with_halo, b.data_with_halo), (name, "autotuned")
+    assert (op.source_path.parent / "tuning.json").exists()
+
+
+def test_openacc_offers_no_shapes():
+    op, _, _ = _make("damped3d", "openacc")
+    assert op._emitter.launch_shapes() == {}
+    assert "sg_blocks3" not in op.ccode
 
 
 def _damped(phi_too):

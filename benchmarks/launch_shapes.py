@@ -1,8 +1,9 @@
-"""CUDA launch shapes for 3D loop nests: GPts/s of a copy, the acoustic and the SA-TTI
-kernels for each shape the backend offers (what the autotuner chooses among), every nest of
-an Operator run with the same shape.
+"""Launch shapes (CUDA) or cache blocks (C) of 3D loop nests: GPts/s of a copy, the acoustic
+and the SA-TTI kernels for each shape the backend offers (what the autotuner chooses among),
+every nest of an Operator run with the same shape.
 
-    python benchmarks/cuda_blocks.py [--copy 512] [--acoustic 512] [--tti 412 423 476] [--nt 50]
+    python benchmarks/launch_shapes.py [--backend cuda] [--copy 512] [--acoustic 512]
+                                       [--tti 412 423 476] [--nt 50]
 
 The copy (``u.forward = u``, 8 bytes per point) is reported as GB/s. Prints one table row per
 shape: its number, then the figures of each workload.
@@ -21,8 +22,9 @@ from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
 from stencilgen import (Eq, Function, Grid, Operator, TimeFunction, autotune,  # noqa: E402
                         configuration, platform, solve)
 
-#: the shape every nest runs with (set by main)
+#: the shape every nest runs with, and the backend (set by main)
 SHAPE = [0]
+BACKEND = ["cuda"]
 
 
 def _run(op, **kwargs):
@@ -39,7 +41,7 @@ def _grid(shape):
 
 def copy(n, nt):
     u = TimeFunction(name="u", grid=_grid((n, n, n)), time_order=1, space_order=2)
-    op = Operator([Eq(u.forward, u)], name="Copy", backend="cuda")
+    op = Operator([Eq(u.forward, u)], name="Copy", backend=BACKEND[0])
     _run(op, time_M=1)
     s = _run(op, time_m=0, time_M=nt - 1)
     return 8 * s.globals.points / s.globals.time / 1e9
@@ -51,32 +53,34 @@ def acoustic(n, nt):
     m = Function(name="m", grid=grid, space_order=8)
     m.data[:] = 1 / 2.0 ** 2
     op = Operator([Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))],
-                  name="Acoustic", backend="cuda")
+                  name="Acoustic", backend=BACKEND[0])
     _run(op, time_m=0, time_M=1, dt=1.0)
     return _run(op, time_m=0, time_M=nt - 1, dt=1.0).gpointss
 
 
 def tti(shape, nt):
-    op, P, M, medium, dt = tti_setup(shape, 8, np.float32, "cuda")
+    op, P, M, medium, dt = tti_setup(shape, 8, np.float32, BACKEND[0])
     _run(op, time_m=1, time_M=2, dt=dt)
     return _run(op, time_m=1, time_M=nt, dt=dt).gpointss
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", default="cuda", choices=["cuda", "c"])
     p.add_argument("--copy", type=int, default=512)
     p.add_argument("--acoustic", type=int, default=512)
     p.add_argument("--tti", nargs=3, type=int, default=[412, 423, 476])
     p.add_argument("--nt", type=int, default=50)
     args = p.parse_args(argv)
     configuration["log-level"] = "WARNING"
+    BACKEND[0] = args.backend
     gpu, what, _ = platform.probe_gpu()
-    if not gpu:
-        sys.exit(f"cuda_blocks: needs an NVIDIA GPU ({what})")
-    tc = platform.toolchain("cuda")
+    if args.backend == "cuda" and not gpu:
+        sys.exit(f"launch_shapes: the CUDA backend needs an NVIDIA GPU ({what})")
+    tc = platform.toolchain(args.backend)
     print(f"{what}; {tc.version()}; {' '.join(tc.cflags)}")
     probe = Operator([Eq(TimeFunction(name="u", grid=_grid((8, 8, 8))).forward, 1.0)],
-                     name="Probe", backend="cuda")
+                     name="Probe", backend=BACKEND[0])
     shapes = next(iter(probe._emitter.launch_shapes().values()))
     rows = []
     for i, what in enumerate(shapes):

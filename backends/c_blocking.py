@@ -1,0 +1,57 @@
+"""Cache blocking of the C backend's 3D loop nests: the two outer loops walk blocks of
+(x, y) points, the threads take blocks in turn, and each block sweeps the contiguous z rows.
+
+A so 8 star stencil reads nine x-planes around each point; unblocked, a thread's share of
+planes no longer fits its core's cache once a plane is large (256^2 points: 256 KB), so each
+plane is read from memory about once per neighbour. A block of a few rows keeps the nine
+planes' rows in cache. The block is chosen at run time from ``BLOCKS`` by the tuning
+argument, the same way the CUDA backend's launch shapes are (and autotuned the same way).
+"""
+from __future__ import annotations
+
+import cgen as c
+
+#: (x, y) points of a block; 0 means the whole extent (the first entry is no blocking: one
+#: x-plane a block, the threads taking planes in turn)
+BLOCKS = ((1, 0), (4, 16), (8, 8), (8, 16), (16, 16), (8, 32), (16, 32), (32, 32))
+DEFAULT = 3
+
+
+def table() -> str:
+    rows = ", ".join(f"{{{bx}, {by}}}" for bx, by in BLOCKS)
+    return (f"/* cache blocks of the 3D nests: (x, y) points, 0 the whole extent */\n"
+            f"static const long sg_blocks3[{len(BLOCKS)}][2] = {{{rows}}};")
+
+
+def describe(block) -> str:
+    bx, by = block
+    if not by:
+        return f"{bx} x-plane{'s' if bx > 1 else ''} a block"
+    return f"blocks of {bx}x{by} (x, y) points"
+
+
+def nest(backend, k, body) -> c.Block:
+    """Kernel ``k``'s 3D nest blocked over its two outer loops, ``body`` innermost."""
+    (xs, xe), (ys, ye), (zs, ze) = (backend.bounds(k, d) for d in range(3))
+    x, y, z = (d.name for d in k.dims)
+    tuning, timer, idx = backend.program.tuning, k.section.timer, backend.index
+    pick = (f"{tuning} && {tuning}[{timer}] >= 0 && {tuning}[{timer}] < {len(BLOCKS)} ? "
+            f"{tuning}[{timer}] : {DEFAULT}")
+    inner = c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)
+    rows = c.For(f"{idx} {y} = sg_y0", f"{y} <= sg_y1", f"{y} += 1",
+                 c.Module([c.Pragma("omp simd"), inner]))
+    block = c.Block([
+        c.Initializer(c.Value(f"const {idx}", "sg_x1"),
+                      f"sg_x0 + sg_bx - 1 < {xe} ? sg_x0 + sg_bx - 1 : {xe}"),
+        c.Initializer(c.Value(f"const {idx}", "sg_y1"),
+                      f"sg_y0 + sg_by - 1 < {ye} ? sg_y0 + sg_by - 1 : {ye}"),
+        c.For(f"{idx} {x} = sg_x0", f"{x} <= sg_x1", f"{x} += 1", rows)])
+    return c.Block([
+        c.Initializer(c.Value("const long", "sg_s"), pick),
+        c.Initializer(c.Value("const long", "sg_bx"), "sg_blocks3[sg_s][0]"),
+        c.Initializer(c.Value("const long", "sg_by"),
+                      f"sg_blocks3[sg_s][1] ? sg_blocks3[sg_s][1] : {ye} - ({ys}) + 1"),
+        c.Pragma("omp parallel for collapse(2) schedule(dynamic, 1)"),
+        c.For(f"{idx} sg_x0 = {xs}", f"sg_x0 <= {xe}", "sg_x0 += sg_bx",
+              c.For(f"{idx} sg_y0 = {ys}", f"sg_y0 <= {ye}", "sg_y0 += sg_by", block)),
+    ])
