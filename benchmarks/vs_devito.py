@@ -7,7 +7,8 @@ Each program is written once against a module ``api`` that is either ``devito`` 
 denormal tail real shots have). Devito runs with its OpenMP language (``language='openmp'``)
 and its default optimisation; stencilgen with ``backend='c'``. Both respect OMP_NUM_THREADS.
 Each Operator is built and applied once for two steps first (compile and first touch
-excluded), then the two are applied alternately ``--repeats`` times for ``--nt`` steps from
+excluded; with ``--autotune`` ten steps with ``autotune=True``, which both libraries accept
+and keep for later applies), then the two are applied alternately ``--repeats`` times for ``--nt`` steps from
 the same initial data, and the best wall time of each is kept. Prints GPts/s of each and the
 ratio stencilgen / Devito.
 """
@@ -57,14 +58,20 @@ def _impulse(field):
     field.data[(slice(None),) + centre] = 1.0
 
 
-def build(api, program, shape, so):
+def build(api, program, shape, so, autotune):
     eqs, field = PROGRAMS[program](api, shape, so)
     options = {"backend": "c"} if api.__name__ == "stencilgen" else {}
     op = api.Operator(eqs, name=f"{program.capitalize()}Bench", **options)
     dt = 0.5 * 10.0 / 1.5 / np.sqrt(3) / 3   # well below the so 8 stability limit
     _impulse(field)
-    op.apply(time_m=1, time_M=2, dt=dt)      # compile, first touch
+    # compile, first touch, and with --autotune each library's own block-shape tuning (kept by
+    # both for the later applies of the same Operator and size)
+    op.apply(time_m=1, time_M=nt_tuning(autotune), dt=dt, autotune=autotune)
     return op, field, dt
+
+
+def nt_tuning(autotune):
+    return 10 if autotune else 2
 
 
 def timed(op, field, dt, nt):
@@ -80,6 +87,8 @@ def main(argv=None):
     p.add_argument("--nt", type=int, default=40)
     p.add_argument("--so", type=int, default=8)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--autotune", action="store_true",
+                   help="let both tune their loop blocks in the first apply (default: neither)")
     p.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
     args = p.parse_args(argv)
     try:
@@ -95,10 +104,11 @@ def main(argv=None):
     threads = os.environ.get("OMP_NUM_THREADS", f"all ({os.cpu_count()} cores)")
     print(f"Devito {devito.__version__} vs stencilgen C, {'x'.join(map(str, shape))}, "
           f"{args.nt} steps, space order {args.so}, OMP_NUM_THREADS={threads}, "
-          f"best of {args.repeats}")
+          f"best of {args.repeats}, autotuning {'on' if args.autotune else 'off'} in both")
     print(f"{'program':10s} {'Devito GPts/s':>14s} {'stencilgen GPts/s':>18s} {'ratio':>6s}")
     for program in args.programs:
-        runs = {api.__name__: build(api, program, shape, args.so) for api in (devito, stencilgen)}
+        runs = {api.__name__: build(api, program, shape, args.so, args.autotune)
+                for api in (devito, stencilgen)}
         best = {name: float("inf") for name in runs}
         for _ in range(args.repeats):
             for name, (op, field, dt) in runs.items():
