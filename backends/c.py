@@ -68,6 +68,9 @@ class CBackend:
 
     #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
     cache_blocking = True
+    #: times the autotuner runs each shape (keeping the best): wall-clock timers of a few
+    #: steps on a loaded multicore vary by tens of percent between runs
+    tuning_rounds = 3
 
     def blocked(self, k) -> bool:
         return self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3

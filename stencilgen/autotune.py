@@ -66,16 +66,19 @@ class Remembered:
             log.warning(f"could not remember the tuned launch shapes in {self.path}: {exc}")
 
 
-def tune(run, shapes: dict, sections: int) -> np.ndarray:
+def tune(run, shapes: dict, sections: int, rounds: int = 1) -> np.ndarray:
     """The fastest shape per section: ``run(choice)`` runs the trial steps with
     ``choice[section]`` and returns the section timers. ``shapes``: section -> number of
-    shapes; sections not in it keep 0."""
-    rounds = max(shapes.values())
-    times = np.full((rounds, sections), np.inf)
-    for r in range(rounds):
-        choice = np.array([min(r, shapes.get(s, 1) - 1) for s in range(sections)],
-                          dtype=np.int64)
-        times[r] = run(choice)
+    shapes; sections not in it keep 0. With several ``rounds`` every shape is timed that many
+    times (interleaved) and its best time counts: CPU timers of a few steps vary by tens of
+    percent from one run to the next."""
+    count = max(shapes.values())
+    times = np.full((count, sections), np.inf)
+    for _ in range(rounds):
+        for r in range(count):
+            choice = np.array([min(r, shapes.get(s, 1) - 1) for s in range(sections)],
+                              dtype=np.int64)
+            times[r] = np.minimum(times[r], run(choice))
     best = np.zeros(sections, dtype=np.int64)
     for s, n in shapes.items():
         best[s] = int(np.argmin(times[:n, s]))

@@ -161,7 +161,7 @@ class Operator:
                          float(points) * steps):
             start = _time.perf_counter()
             choice = tuning.tune(self._trial(args, keep), {s: len(v) for s, v in offered.items()},
-                                 max(len(prog.kernels), 1))
+                                 max(len(prog.kernels), 1), self._emitter.tuning_rounds)
             memory.put(key, choice)
             picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
                                for k in prog.kernels if k.section.timer in offered)
