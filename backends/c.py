@@ -178,8 +178,14 @@ class CBackend:
             c.Statement(f"{self.program.timers}[{sec.timer}] += {self.clock} - {sec.clock}"),
         ])
 
+    #: sparse points from which their loop is shared among threads: below it, waking the team
+    #: (and waiting for the slowest thread of a loaded machine) costs more than the loop
+    SPARSE_PARALLEL_FROM = 1024
+
     def sparse_pragmas(self, kernel):
-        return [c.Pragma("omp parallel for schedule(static)")]
+        npoint = self.program.array(kernel.sparse).layout.npoint
+        return [c.Pragma(f"omp parallel for schedule(static) "
+                         f"if({npoint} >= {self.SPARSE_PARALLEL_FROM})")]
 
     def corner_pragmas(self):
         """Pragmas before each loop over a point's cell corners."""

@@ -128,3 +128,20 @@ def test_bad_sparse_input():
         op.apply(time_M=10)
     with pytest.raises(InvalidArgument, match="inject: field must be a grid Function"):
         rec.inject(field=3, expr=rec)
+
+
+@pytest.mark.parametrize("npoint", [50, 3000])
+def test_injection_below_and_above_the_parallel_threshold(npoint):
+    """Few points are injected by one thread, many by the OpenMP team (atomics): both leave
+    the sum of what was injected on the grid, and each point's linear weights sum to one."""
+    from stencilgen import Function, SparseFunction
+    grid = Grid(shape=(21, 19, 17), extent=(2.0, 1.8, 1.6))
+    rng = np.random.default_rng(npoint)
+    f = Function(name="f", grid=grid)
+    coords = rng.random((npoint, 3)) * np.array(grid.extent) * 0.999
+    s = SparseFunction(name="s", grid=grid, npoint=npoint, coordinates=coords)
+    s.data[:] = rng.uniform(0.5, 1.5, size=npoint)
+    op = Operator(s.inject(field=f, expr=s), name=f"Inject{npoint}", backend="c")
+    assert "if(s_np >= 1024)" in op.ccode
+    op.apply()
+    assert np.isclose(f.data.sum(dtype=np.float64), s.data.sum(dtype=np.float64), rtol=1e-5)
