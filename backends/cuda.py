@@ -31,7 +31,7 @@ SHAPES = {
         (2, 64, 4, 1), (1, 128, 2, 1), (2, 128, 2, 1)),
 }
 THREADS = 256          # per block, in every shape (the kernels' __launch_bounds__)
-STREAMED_ARRAYS = 6    # a nest touching more arrays (slots) than this: one point per thread
+PAIRED_ARRAYS_MAX = 6  # a nest touching more arrays (slots) than this: one point per thread
 SPARSE_BLOCK = 128
 GRID_LIMIT = ("2147483647L", "65535L", "65535L")   # gridDim.x, .y, .z maxima
 EVENT_SLOTS = 8   # event pairs per section: the host runs at most this many launches ahead
@@ -399,11 +399,11 @@ class CudaBackend(CBackend):
             decls.append(c.Initializer(c.Value("const sg_int", "sg_first"),
                                        f"{start} + sg_base{i} + sg_r*({_thread('xyz'[i])})"))
             inside.append(f"sg_first <= {stop}")
-            body = self._streamed(name, stop, body)
+            body = self._pairs(name, stop, body)
         return c.Block(decls + [c.If(" && ".join(inside), c.Block(body))])
 
     @staticmethod
-    def _streamed(name, stop, body):
+    def _pairs(name, stop, body):
         """``body`` at sg_r consecutive points along the outermost dimension ``name``."""
         last = f"{stop} - (sg_r - 1)"
         return [
@@ -562,7 +562,7 @@ class CudaBackend(CBackend):
         """The launch shape of ``k`` when none is tuned: two points per thread for a nest that
         may compute several and touches few arrays (the acoustic so 8 kernel ran 6% faster on
         an H200; SA-TTI's nests, with 10-14 arrays and 90-250 flops per point, 5% slower)."""
-        light = self.points(k) > 1 and time_slots(k, self.program).touched <= STREAMED_ARRAYS
+        light = self.points(k) > 1 and time_slots(k, self.program).touched <= PAIRED_ARRAYS_MAX
         return 1 if light else 0
 
     def _shape(self, k, timer, r):
