@@ -49,7 +49,46 @@ def staggered(api, shape, so):
     return [api.Eq(p.forward, api.solve(m * p.dt2 - div, p.forward))], p
 
 
-PROGRAMS = {"acoustic": acoustic, "staggered": staggered}
+def sa_tti(api, shape, so):
+    """The self-adjoint TTI system of demos/seismic/tti.py (Bube et al. 2016) on the dummy
+    benchmark's constant medium, written once for both: P and M, fluxes of forward-staggered
+    gradients, backward-staggered divergences."""
+    import sympy
+    grid = api.Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+    P = api.TimeFunction(name="P", grid=grid, time_order=2, space_order=so)
+    M = api.TimeFunction(name="M", grid=grid, time_order=2, space_order=so)
+    medium = {}
+    for name, value in (("V", 1.5), ("b", 1.0), ("epsilon", 0.1), ("delta", 0.05),
+                        ("theta", np.pi / 6), ("phi", np.pi / 4)):
+        medium[name] = api.Function(name=name, grid=grid, space_order=so)
+        medium[name].data_with_halo[:] = value
+    V, b, eps, dlt, th, ph = (medium[k] for k in ("V", "b", "epsilon", "delta", "theta", "phi"))
+    f = 0.85
+    eta = sympy.sqrt(2 * (eps - dlt) / (f + 2 * eps))
+    cross = f * eta * sympy.sqrt(1 - eta ** 2)
+    n = [sympy.sin(th) * sympy.cos(ph), sympy.sin(th) * sympy.sin(ph), sympy.cos(th)]
+    names = ("dx", "dy", "dz")
+
+    def grad(u):
+        return [getattr(u, nm)(x0=d + d.spacing / 2) for nm, d in zip(names, grid.dimensions)]
+
+    def div(v):
+        return sum(getattr(c, nm)(x0=d - d.spacing / 2)
+                   for c, nm, d in zip(v, names, grid.dimensions))
+
+    gp, gm = grad(P), grad(M)
+    ngp = sum(a * g for a, g in zip(n, gp))
+    ngm = sum(a * g for a, g in zip(n, gm))
+    flux_p = [b * ((1 + 2 * eps) * gp[i] - (2 * eps + f * eta ** 2) * n[i] * ngp
+                   + cross * n[i] * ngm) for i in range(3)]
+    flux_m = [b * ((1 - f) * gm[i] + f * eta ** 2 * n[i] * ngm + cross * n[i] * ngp)
+              for i in range(3)]
+    eqs = [api.Eq(u.forward, api.solve(b / V ** 2 * u.dt2 - div(flux), u.forward))
+           for u, flux in ((P, flux_p), (M, flux_m))]
+    return eqs, P
+
+
+PROGRAMS = {"acoustic": acoustic, "staggered": staggered, "sa-tti": sa_tti}
 
 
 def _impulse(field):
@@ -61,7 +100,7 @@ def _impulse(field):
 def build(api, program, shape, so, autotune):
     eqs, field = PROGRAMS[program](api, shape, so)
     options = {"backend": "c"} if api.__name__ == "stencilgen" else {}
-    op = api.Operator(eqs, name=f"{program.capitalize()}Bench", **options)
+    op = api.Operator(eqs, name=f"{program.replace('-', '').capitalize()}Bench", **options)
     dt = 0.5 * 10.0 / 1.5 / np.sqrt(3) / 3   # well below the so 8 stability limit
     _impulse(field)
     # compile, first touch, and with --autotune each library's own block-shape tuning (kept by
