@@ -50,6 +50,7 @@ class BuildResult:
     key: str
     compiler: str
     backdoor: bool
+    log: str = ""        # what the compiler printed while building it (warnings, reports)
 
 
 def _sha(data: bytes) -> str:
@@ -211,7 +212,7 @@ def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.P
         if compile_from != src:
             _write_atomic(compile_from, text)
         try:
-            tmp, seconds, command, _ = _compile(toolchain, compile_from, lib)
+            tmp, seconds, command, output = _compile(toolchain, compile_from, lib)
         except _Failed as exc:
             raise CompilationError(
                 f"{toolchain.name} failed to compile the generated source {compile_from} "
@@ -228,7 +229,8 @@ def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.P
                 "source": src.name, "source_sha256": _sha(text)}
         _write_atomic(entry / "meta.json", json.dumps(meta, indent=1).encode())
         logger.debug("compiled %s in %.2f s", lib, seconds)
-        return BuildResult(library=_load(lib), compiled=True, seconds=seconds, **result)
+        return BuildResult(library=_load(lib), compiled=True, seconds=seconds, log=output,
+                           **result)
 
 
 def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
@@ -254,7 +256,7 @@ def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
                 return BuildResult(library=_load(lib), library_path=lib, compiled=False,
                                    seconds=0.0, **result)
             try:
-                tmp, seconds, _, _ = _compile(toolchain, src, lib)
+                tmp, seconds, _, output = _compile(toolchain, src, lib)
             except _Failed as exc:
                 raise BackdoorError(
                     f"the JIT backdoor could not build your edited source {src}: "
@@ -269,7 +271,7 @@ def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
             os.replace(tmp, lib)
             logger.debug("backdoor: compiled %s in %.2f s", lib, seconds)
             return BuildResult(library=_load(lib), library_path=lib, compiled=True,
-                               seconds=seconds, **result)
+                               seconds=seconds, log=output, **result)
     raise BackdoorError(f"{src} kept changing while it was being compiled; run again",
                         source_path=str(src))
 

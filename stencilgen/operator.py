@@ -80,6 +80,8 @@ class Operator:
             extra = " (JIT backdoor: edited source)" if b.backdoor else ""
             log.info(f"Operator `{self.name}` jit-compiled `{b.source_path}` in "
                      f"{b.seconds:.2f} s with `{b.compiler}`{extra}")
+            if configuration["debug"] and b.log:   # e.g. gcc's vectorisation report
+                log.info(f"Operator `{self.name}`: the compiler said:\n{b.log}")
         else:
             log.info(f"Operator `{self.name}` fetched `{b.source_path}` from jit-cache")
         # the platform may say what the loaded build does at run time (e.g. where it runs)

@@ -127,9 +127,13 @@ def nvcc_arch(nvcc_path: str) -> str | None:
 # -- toolchains ---------------------------------------------------------------------------------
 
 def _c_toolchain(cflags):
-    """gcc (or the ``cc`` setting); ``cflags``, else the ``cflags`` setting, replace -O3 etc."""
+    """gcc (or the ``cc`` setting); ``cflags``, else the ``cflags`` setting, replace -O3 etc.
+    Debug builds with gcc also report which loops were vectorised (``-fopt-info-vec``)."""
     flags = configuration["cflags"] if cflags is None else cflags
-    return jitcache.gcc(cflags=flags, cc=configuration["cc"])
+    tc = jitcache.gcc(cflags=flags, cc=configuration["cc"])
+    if configuration["debug"] and "clang" not in tc.version().lower():
+        tc = jitcache.gcc(cflags=list(tc.cflags) + ["-fopt-info-vec"], cc=tc.cc)
+    return tc
 
 
 def _cuda_toolchain(cflags):

@@ -222,3 +222,16 @@ def test_backdoor_with_missing_source_names_the_file(cache_dir):
     op4, u4 = make_op()
     s4, _ = step(op4, u4)
     assert s4.compiled is False and path.read_bytes() == op4.ccode.encode()
+
+
+def test_debug_c_builds_report_what_gcc_vectorised(log):
+    """STENCILGEN_DEBUG=1 adds gcc's -fopt-info-vec and the Operator logs what gcc said: the
+    innermost (omp simd) loops of the nest are vectorised."""
+    configuration["debug"] = True
+    op, u = make_op("Vec", backend="c")
+    if "clang" in op._toolchain().version().lower():
+        pytest.skip("the vectorisation report is gcc's")
+    assert "-fopt-info-vec" in op._toolchain().cflags
+    step(op, u)
+    said = "\n".join(log.take())
+    assert "the compiler said:" in said and "loop vectorized" in said
