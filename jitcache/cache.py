@@ -229,8 +229,7 @@ def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.P
                 "source": src.name, "source_sha256": _sha(text)}
         _write_atomic(entry / "meta.json", json.dumps(meta, indent=1).encode())
         logger.debug("compiled %s in %.2f s", lib, seconds)
-        return BuildResult(library=_load(lib), compiled=True, seconds=seconds, log=output,
-                           **result)
+        return BuildResult(library=_load(lib), compiled=True, seconds=seconds, log=output, **result)
 
 
 def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
