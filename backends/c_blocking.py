@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import cgen as c
 
+from .cprinter import tuned_choice
+
 #: (x, y) points of a block; 0 means the whole extent (the first entry is no blocking: one
 #: x-plane a block, the threads taking planes in turn)
 BLOCKS = ((1, 0), (4, 16), (8, 8), (8, 16), (16, 16), (8, 32), (16, 32), (32, 32))
@@ -35,8 +37,7 @@ def nest(backend, k, body) -> c.Block:
     (xs, xe), (ys, ye), (zs, ze) = (backend.bounds(k, d) for d in range(3))
     x, y, z = (d.name for d in k.dims)
     tuning, timer, idx = backend.program.tuning, k.section.timer, backend.index
-    pick = (f"{tuning} && {tuning}[{timer}] >= 0 && {tuning}[{timer}] < {len(BLOCKS)} ? "
-            f"{tuning}[{timer}] : {DEFAULT}")
+    pick = tuned_choice(tuning, timer, len(BLOCKS), DEFAULT)
     inner = c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)
     rows = c.For(f"{idx} {y} = sg_y0", f"{y} <= sg_y1", f"{y} += 1",
                  c.Module([c.Pragma("omp simd"), inner]))

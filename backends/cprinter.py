@@ -28,6 +28,13 @@ def time_loop_header(prog) -> tuple[str, str, str]:
     return f"long {t} = {lo}", f"{t} <= {hi}", f"{t} += 1"
 
 
+def tuned_choice(tuning: str, timer: int, count: int, default: int) -> str:
+    """C text of section ``timer``'s entry of the tuning argument, when it is given and one
+    of the ``count`` choices; else ``default``."""
+    at = f"{tuning}[{timer}]"
+    return f"{tuning} && {at} >= 0 && {at} < {count} ? {at} : {default}"
+
+
 def stride_table(arrays) -> dict:
     """Per array, the C text of each index's stride (the layout's names; innermost is 1)."""
     return {a.name: [n or str(v) for n, v in a.layout.strides] for a in arrays}

@@ -16,7 +16,7 @@ import sympy
 
 from .c import CBackend
 from . import device_layout
-from .cprinter import CPrinter, ctype, time_loop_header
+from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
@@ -278,6 +278,7 @@ class CudaBackend(CBackend):
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
+        self._slots: dict = {}
         # device code is a template over its index type: 32-bit where every array fits
         self.index = "sg_int"
         if options.debug:
@@ -348,18 +349,24 @@ class CudaBackend(CBackend):
         return []
 
     # -- device code ------------------------------------------------------------------------
+    def slots(self, k) -> Slots:
+        """``time_slots`` of kernel ``k``, computed once (the launch code asks it often)."""
+        if k.name not in self._slots:
+            self._slots[k.name] = time_slots(k, self.program)
+        return self._slots[k.name]
+
     def slot_views(self, k) -> dict:
         """The arrays kernel ``k`` reads through a pointer per time slot (not in debug builds,
         whose bounds checks are relative to each array's origin)."""
         if k.is_sparse or self.options.debug:
             return {}
-        return time_slots(k, self.program).views
+        return self.slots(k).views
 
     def points(self, k) -> int:
         """The most consecutive points along the outermost dimension a thread of ``k`` may
         compute: two where the kernel reads nothing it writes (a point computed twice stores
         the same values); four ran slower than two on every workload measured."""
-        if k.is_sparse or k.sequential or len(k.dims) < 2 or time_slots(k, self.program).rereads:
+        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads:
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
 
@@ -562,7 +569,7 @@ class CudaBackend(CBackend):
         """The launch shape of ``k`` when none is tuned: two points per thread for a nest that
         may compute several and touches few arrays (the acoustic so 8 kernel ran 6% faster on
         an H200; SA-TTI's nests, with 10-14 arrays and 90-250 flops per point, 5% slower)."""
-        light = self.points(k) > 1 and time_slots(k, self.program).touched <= PAIRED_ARRAYS_MAX
+        light = self.points(k) > 1 and self.slots(k).touched <= PAIRED_ARRAYS_MAX
         return 1 if light else 0
 
     def _shape(self, k, timer, r):
@@ -570,8 +577,7 @@ class CudaBackend(CBackend):
         (a nest shorter than the points per thread along its outermost dimension: one)."""
         n, tuning = len(k.dims), self.program.tuning
         choices = len(SHAPES[n])
-        pick = (f"{tuning} && {tuning}[{timer}] >= 0 && {tuning}[{timer}] < {choices} ? "
-                f"{tuning}[{timer}] : {self.default_shape(k)}")
+        pick = tuned_choice(tuning, timer, choices, self.default_shape(k))
         points = f"sg_shapes{n}[sg_s][0]"
         return [f"const long sg_s = {pick};",
                 f"const long sg_r = {points} <= {r} && sg_n{n - 1} >= {points} ? {points} : 1;",
