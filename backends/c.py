@@ -9,6 +9,7 @@ from __future__ import annotations
 import cgen as c
 
 from . import c_blocking
+from .c_rows import RowPointers
 from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_header
 from .options import EmitOptions
 
@@ -65,12 +66,16 @@ class CBackend:
         self.dims = {d.symbol: d for d in program.dims}
         self.index = INDEX_CTYPES[program.index_types.wide]   # loop counters and offsets
         self.printer = self.printer_class(program.dtype, stride_table(program.arrays))
+        self.ctypes = {a.name: ctype(a.dtype) for a in program.arrays}
 
     #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
     cache_blocking = True
     #: times the autotuner runs each shape (keeping the best): wall-clock timers of a few
     #: steps on a loaded multicore vary by tens of percent between runs
     tuning_rounds = 3
+
+    #: whether grid nests read their arrays through row pointers (``c_rows``)
+    row_pointers = True
 
     def blocked(self, k) -> bool:
         return self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
@@ -147,8 +152,21 @@ class CBackend:
         lo, hi = kernel.widened[depth]
         return (f"{d.lower} - {lo}" if lo else d.lower), (f"{d.upper} + {hi}" if hi else d.upper)
 
+    def nest_body(self, kernel):
+        """The innermost loop's body, and what goes before that loop: the row pointers the
+        body reads through, for a parallel nest of two or more dimensions."""
+        if not self.row_pointers or kernel.sequential or len(kernel.dims) < 2:
+            return [], c.Block([self.statement(a) for a in kernel.body])
+        written = {a.lhs.base.name for a in kernel.body if not a.is_local}
+        self.printer.rows = RowPointers(kernel.dims[-1], self.ctypes, written)
+        try:
+            body = c.Block([self.statement(a) for a in kernel.body])
+            return self.printer.rows.declarations(), body
+        finally:
+            self.printer.rows = None
+
     def loop_nest(self, kernel):
-        body = c.Block([self.statement(a) for a in kernel.body])
+        rows, body = self.nest_body(kernel)
         for depth in reversed(range(len(kernel.dims))):
             name = kernel.dims[depth].name
             start, stop = self.bounds(kernel, depth)
@@ -159,6 +177,8 @@ class CBackend:
                 loop = c.For(f"{self.index} {name} = {start}", f"{name} <= {stop}",
                              f"{name} += 1", body)
             body = c.Module(self.loop_pragmas(kernel, depth) + [loop])
+            if depth == len(kernel.dims) - 1 and rows:
+                body = c.Block(rows + [body])
         return body
 
     #: the wall clock the section timers read
@@ -248,8 +268,7 @@ class CBackend:
 
     def sections(self, kernels):
         return [self.timed(k, self.sparse_loop(k) if k.is_sparse else
-                           c_blocking.nest(self, k, c.Block([self.statement(a) for a in k.body]))
-                           if self.blocked(k) else self.loop_nest(k))
+                           c_blocking.nest(self, k, *self.nest_body(k)) if self.blocked(k) else self.loop_nest(k))
                 for k in kernels]
 
     def time_slots(self):

@@ -48,6 +48,7 @@ class CPrinter(C99CodePrinter):
         super().__init__(settings={"type_aliases": {real: float32 if single else float64}})
         self.single = single
         self.strides = strides   # array name -> list of stride expressions (C text)
+        self.rows = None         # the nest's row pointers while one is printed (c_rows)
 
     def literal(self, value) -> str:
         v = float(value)
@@ -102,7 +103,8 @@ class CPrinter(C99CodePrinter):
         return f"{name}[{flat}]"
 
     def _print_Indexed(self, expr):
-        return self.access(expr.base.name, self.flat_index(expr))
+        row = self.rows.access(self, expr) if self.rows is not None else None
+        return row or self.access(expr.base.name, self.flat_index(expr))
 
     def index_expr(self, expr) -> str:
         """An integer expression of the layout (strides, origins, counts)."""

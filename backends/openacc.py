@@ -76,9 +76,10 @@ class _BasePrinter(CPrinter):
 
 
 class OpenACCBackend(CBackend):
-    cache_blocking = False   # the OpenACC compiler maps the loops (gang, vector)
-
     """Prints a Program as C with OpenACC directives (the C backend's printer and loop nests)."""
+
+    cache_blocking = False   # the OpenACC compiler maps the loops (gang, vector)
+    row_pointers = False     # accesses stay offsets of the arrays the data clauses name
 
     name = "openacc"
     language = "OpenACC"

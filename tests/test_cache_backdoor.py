@@ -55,13 +55,15 @@ def fetched(lines, name, path):
 
 
 def scale_store(source: str, array: str, factor: str) -> str:
-    """Rewrite the one store ``array[...] = EXPR;`` of a generated source as ``= factor*(EXPR);``."""
+    """Rewrite the one store ``array[...] = EXPR;`` of a generated source as ``= factor*(EXPR);``
+    (the store may go through a row pointer of the array, ``sg_array_r0[...]``)."""
     out, hits = [], 0
     for line in source.splitlines(keepends=True):
         body = line.lstrip()
-        if body.startswith(array + "["):
+        name = re.match(rf"({re.escape(array)}|sg_{re.escape(array)}_r\d+)\[", body)
+        if name:
             depth = 0
-            for end in range(len(array), len(body)):  # the bracket closing the index
+            for end in range(len(name[1]), len(body)):  # the bracket closing the index
                 depth += {"[": 1, "]": -1}.get(body[end], 0)
                 if depth == 0:
                     break

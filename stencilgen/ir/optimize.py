@@ -97,6 +97,9 @@ def _factor_sum(terms):
             inside.append(_product(f))
         else:
             outside.append(t)
+    if isinstance(best, Literal) and all(t.could_extract_minus_sign() for t in inside):
+        # -w*(a + b), not w*(-a - b): a negation per term costs an instruction each
+        best, inside = Literal(-best.value), [-t for t in inside]
     grouped = sympy.Mul(best, _factor_sum(inside), evaluate=False) if len(inside) > 1 \
         else best * inside[0]
     if not outside:
