@@ -35,30 +35,56 @@ def describe(block) -> str:
     return f"blocks of {bx}x{by} (x, y) points"
 
 
-def nest(backend, k, rows, body) -> c.Block:
-    """Kernel ``k``'s 3D nest blocked over its two outer loops, ``body`` innermost, the
-    declarations ``rows`` before the innermost loop."""
-    (xs, xe), (ys, ye), (zs, ze) = (backend.bounds(k, d) for d in range(3))
+def default_choice(rows) -> int:
+    """The block of a nest read through ``rows`` (None: unknown) when none is tuned."""
+    return DEFAULT_LIGHT if rows is not None and len(rows) <= LIGHT_ROWS_MAX else DEFAULT
+
+
+def block_loops(backend, k, xr, yr, printed) -> c.For:
+    """Kernel ``k``'s loops over x in ``xr``, y in ``yr`` (C text, inclusive) and its whole z
+    range; ``printed``: its body and row pointers (``nest_body``), declared before the SIMD
+    loop."""
+    rows, body = printed
+    (zs, ze), idx = backend.bounds(k, 2), backend.index
     x, y, z = (d.name for d in k.dims)
-    tuning, timer, idx = backend.program.tuning, k.section.timer, backend.index
-    default = DEFAULT_LIGHT if rows and len(rows) <= LIGHT_ROWS_MAX else DEFAULT
-    pick = tuned_choice(tuning, timer, len(BLOCKS), default)
-    inner = c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)
-    rows = c.For(f"{idx} {y} = sg_y0", f"{y} <= sg_y1", f"{y} += 1",
-                 c.Block(rows + [c.Pragma("omp simd"), inner]) if rows
-                 else c.Module([c.Pragma("omp simd"), inner]))
+    inner = c.Module([c.Pragma("omp simd"),
+                      c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)])
+    if rows is not None:
+        inner = c.Block(rows.declarations() + [inner])
+    return c.For(f"{idx} {x} = {xr[0]}", f"{x} <= {xr[1]}", f"{x} += 1",
+                 c.For(f"{idx} {y} = {yr[0]}", f"{y} <= {yr[1]}", f"{y} += 1", inner))
+
+
+def choice(backend, k, default) -> list:
+    """sg_s, sg_bx, sg_by: the block the tuning argument (else ``default``) gives ``k``."""
+    (ys, ye) = backend.bounds(k, 1)
+    pick = tuned_choice(backend.program.tuning, k.section.timer, len(BLOCKS), default)
+    return [c.Initializer(c.Value("const long", "sg_s"), pick),
+            c.Initializer(c.Value("const long", "sg_bx"), "sg_blocks3[sg_s][0]"),
+            c.Initializer(c.Value("const long", "sg_by"),
+                          f"sg_blocks3[sg_s][1] ? sg_blocks3[sg_s][1] : {ye} - ({ys}) + 1")]
+
+
+def blocks(backend, k, head, body) -> c.Block:
+    """``head`` (which sets sg_bx, sg_by), then the threads taking the blocks of ``k``'s
+    (x, y) range in turn, each running ``body`` on its block [sg_x0..sg_x1]x[sg_y0..sg_y1]."""
+    (xs, xe), (ys, ye) = backend.bounds(k, 0), backend.bounds(k, 1)
+    idx = backend.index
     block = c.Block([
         c.Initializer(c.Value(f"const {idx}", "sg_x1"),
                       f"sg_x0 + sg_bx - 1 < {xe} ? sg_x0 + sg_bx - 1 : {xe}"),
         c.Initializer(c.Value(f"const {idx}", "sg_y1"),
                       f"sg_y0 + sg_by - 1 < {ye} ? sg_y0 + sg_by - 1 : {ye}"),
-        c.For(f"{idx} {x} = sg_x0", f"{x} <= sg_x1", f"{x} += 1", rows)])
-    return c.Block([
-        c.Initializer(c.Value("const long", "sg_s"), pick),
-        c.Initializer(c.Value("const long", "sg_bx"), "sg_blocks3[sg_s][0]"),
-        c.Initializer(c.Value("const long", "sg_by"),
-                      f"sg_blocks3[sg_s][1] ? sg_blocks3[sg_s][1] : {ye} - ({ys}) + 1"),
+        *body])
+    return c.Block(head + [
         c.Pragma("omp parallel for collapse(2) schedule(dynamic, 1)"),
         c.For(f"{idx} sg_x0 = {xs}", f"sg_x0 <= {xe}", "sg_x0 += sg_bx",
-              c.For(f"{idx} sg_y0 = {ys}", f"sg_y0 <= {ye}", "sg_y0 += sg_by", block)),
-    ])
+              c.For(f"{idx} sg_y0 = {ys}", f"sg_y0 <= {ye}", "sg_y0 += sg_by", block))])
+
+
+def nest(backend, k) -> c.Block:
+    """Kernel ``k``'s 3D nest blocked over its two outer loops."""
+    printed = backend.nest_body(k)
+    default = default_choice(printed[0].rows if printed[0] is not None else None)
+    return blocks(backend, k, choice(backend, k, default),
+                  [block_loops(backend, k, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"), printed)])
