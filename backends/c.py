@@ -80,11 +80,24 @@ class CBackend:
     def blocked(self, k) -> bool:
         return self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
 
+    #: how much faster than the default block a tuned one must have run to replace it: the
+    #: best of a few steps' wall clock still varies by several percent
+    tuning_margin = 0.05
+
     def launch_shapes(self) -> dict:
         """Section timer -> descriptions of the shapes the generated code can run that section
-        with (chosen by the tuning argument): here the cache blocks of the 3D nests."""
+        with (chosen by the tuning argument): here the cache blocks of the 3D nests (a fused
+        producer runs in its reader's)."""
+        fused = self.fused()
         return {k.section.timer: tuple(c_blocking.describe(b) for b in c_blocking.BLOCKS)
-                for k in self.program.kernels if self.blocked(k)}
+                for k in self.program.kernels if self.blocked(k) and k not in fused}
+
+    def default_shapes(self) -> dict:
+        """Section timer -> the shape each offered section runs with when none is tuned."""
+        consumers = set(self.fused().values())
+        return {k.section.timer: c_fusion.FUSED_DEFAULT if k in consumers
+                else c_blocking.default_choice(self.nest_body(k)[0])
+                for k in self.program.kernels if k.section.timer in self.launch_shapes()}
 
     def expr(self, e) -> str:
         return self.printer.doprint(e)

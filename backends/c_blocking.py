@@ -36,8 +36,9 @@ def describe(block) -> str:
 
 
 def default_choice(rows) -> int:
-    """The block of a nest read through ``rows`` (None: unknown) when none is tuned."""
-    return DEFAULT_LIGHT if rows is not None and len(rows) <= LIGHT_ROWS_MAX else DEFAULT
+    """The block of a nest read through ``rows`` (``c_rows.RowPointers``; None: unknown)
+    when none is tuned."""
+    return DEFAULT_LIGHT if rows is not None and len(rows.rows) <= LIGHT_ROWS_MAX else DEFAULT
 
 
 def block_loops(backend, k, xr, yr, printed) -> c.For:
@@ -85,6 +86,5 @@ def blocks(backend, k, head, body) -> c.Block:
 def nest(backend, k) -> c.Block:
     """Kernel ``k``'s 3D nest blocked over its two outer loops."""
     printed = backend.nest_body(k)
-    default = default_choice(printed[0].rows if printed[0] is not None else None)
-    return blocks(backend, k, choice(backend, k, default),
+    return blocks(backend, k, choice(backend, k, default_choice(printed[0])),
                   [block_loops(backend, k, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"), printed)])

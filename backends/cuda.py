@@ -274,6 +274,7 @@ class CudaBackend(CBackend):
     name = "cuda"
     language = "CUDA C++"
     tuning_rounds = 1   # CUDA events: a shape's trial times agree to 0.1 % between runs
+    tuning_margin = 0.0
     source_suffix = ".cu"
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
@@ -564,6 +565,11 @@ class CudaBackend(CBackend):
                 f"{'x'.join(map(str, shape[1:]))} threads"
         return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
+
+    def default_shapes(self) -> dict:
+        """Section timer -> the shape each offered section runs with when none is tuned."""
+        return {k.section.timer: self.default_shape(k) for k in self.program.kernels
+                if not (k.is_sparse or k.sequential)}
 
     def default_shape(self, k) -> int:
         """The launch shape of ``k`` when none is tuned: two points per thread for a nest that

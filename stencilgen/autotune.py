@@ -66,12 +66,14 @@ class Remembered:
             log.warning(f"could not remember the tuned launch shapes in {self.path}: {exc}")
 
 
-def tune(run, shapes: dict, sections: int, rounds: int = 1) -> np.ndarray:
+def tune(run, shapes: dict, sections: int, rounds: int = 1, defaults: dict | None = None,
+         margin: float = 0.0) -> np.ndarray:
     """The fastest shape per section: ``run(choice)`` runs the trial steps with
     ``choice[section]`` and returns the section timers. ``shapes``: section -> number of
     shapes; sections not in it keep 0. With several ``rounds`` every shape is timed that many
     times (interleaved) and its best time counts: CPU timers of a few steps vary by tens of
-    percent from one run to the next."""
+    percent from one run to the next. A section keeps its shape of ``defaults`` unless
+    another ran faster by more than ``margin`` (a fraction of its time)."""
     count = max(shapes.values())
     times = np.full((count, sections), np.inf)
     for _ in range(rounds):
@@ -82,4 +84,7 @@ def tune(run, shapes: dict, sections: int, rounds: int = 1) -> np.ndarray:
     best = np.zeros(sections, dtype=np.int64)
     for s, n in shapes.items():
         best[s] = int(np.argmin(times[:n, s]))
+        d = (defaults or {}).get(s)
+        if d is not None and times[best[s], s] > (1.0 - margin) * times[d, s]:
+            best[s] = d
     return best

@@ -162,8 +162,10 @@ class Operator:
         if tuning.wanted(asked, configuration["autotuning"], choice is not None,
                          float(points) * steps):
             start = _time.perf_counter()
+            em = self._emitter
             choice = tuning.tune(self._trial(args, keep), {s: len(v) for s, v in offered.items()},
-                                 max(len(prog.kernels), 1), self._emitter.tuning_rounds)
+                                 max(len(prog.kernels), 1), em.tuning_rounds,
+                                 em.default_shapes(), em.tuning_margin)
             memory.put(key, choice)
             picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
                                for k in prog.kernels if k.section.timer in offered)

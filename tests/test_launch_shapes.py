@@ -120,6 +120,18 @@ def test_tune_keeps_the_fastest_shape_of_each_section():
     assert len(seen) == 4 and all(c[2] == 0 for c in seen)
 
 
+def test_tune_keeps_a_default_unless_another_is_clearly_faster():
+    """With a margin of 5 %, section 0's default (shape 1, 2.0 s) gives way to shape 2
+    (1.0 s); section 1's default (shape 2, 0.52 s) stays against shape 0 (0.5 s)."""
+    times = {0: [3.0, 2.0, 1.0], 1: [0.5, 0.9, 0.52]}
+
+    def run(choice):
+        return np.array([times[s][c] for s, c in enumerate(choice)])
+
+    assert list(autotune.tune(run, {0: 3, 1: 3}, 2, 1, {0: 1, 1: 2}, 0.05)) == [2, 2]
+    assert list(autotune.tune(run, {0: 3, 1: 3}, 2, 1, {0: 1, 1: 2}, 0.0)) == [2, 0]
+
+
 @pytest.mark.parametrize("asked, setting, remembered, updates, expected", [
     (True, "off", True, 1.0, True),           # asked: always
     (False, "auto", False, 1e12, False),       # refused: never
