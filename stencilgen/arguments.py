@@ -185,8 +185,24 @@ def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     return kwargs["dt"]
 
 
+def _dimension_names(prog, kwargs, op_name) -> dict:
+    """Devito's shorthand: a dimension's name stands for its last index (``time=100`` is
+    ``time_M=100``, ``x=10`` is ``x_M=10``) where no Function or Constant has that name."""
+    dims = (["time"] if prog.has_time_loop else []) + [d.user for d in prog.dims]
+    own = _accepted(prog) - _steering(prog)
+    out = dict(kwargs)
+    for dim in dims:
+        if dim in out and dim not in own:
+            if out.get(f"{dim}_M") is not None:
+                raise InvalidArgument(f"Operator `{op_name}`.apply: {dim}= and {dim}_M= both "
+                                      f"given; {dim}= means {dim}_M=, pass one of them")
+            out[f"{dim}_M"] = out.pop(dim)
+    return out
+
+
 def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     """Every argument of the entry point by C name, and the arrays to keep alive meanwhile."""
+    kwargs = _dimension_names(prog, kwargs, op_name)
     unknown = set(kwargs) - _accepted(prog)
     if unknown:
         raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "

@@ -21,6 +21,14 @@ class InvalidEquation(StencilgenError, ValueError):
     """An equation cannot be lowered: mixed grids, bad left-hand side, unsolvable ``solve``."""
 
 
+class InvalidOperator(StencilgenError, ValueError):
+    """``Operator(...)`` got options that cannot make an Operator (an unknown language)."""
+
+
+class ExecutionError(StencilgenError, RuntimeError):
+    """The generated code reported a failure while running (``apply``)."""
+
+
 class HaloError(StencilgenError, ValueError):
     """A stencil reads further from a point than the function's halo reaches."""
 

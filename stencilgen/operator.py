@@ -12,11 +12,13 @@ import jitcache
 
 from . import logger as log
 from . import autotune as tuning
-from . import finite, platform
+from . import finite
+from . import operator_options as options
+from . import platform as targets
 from .arguments import bind
 from .compiler import compile_program
 from .configuration import configuration
-from .errors import InvalidArgument, StencilgenError
+from .errors import ExecutionError, InvalidArgument
 from .functions import DiscreteFunction
 from .profiling import PerformanceSummary, summarize
 
@@ -32,7 +34,7 @@ class Operator:
     """
 
     def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
-                 check_finite=None):
+                 check_finite=None, *, language=None, platform=None, opt=None, subs=None):
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
         if check_finite not in (None, True, False):
@@ -40,14 +42,17 @@ class Operator:
                                   f"check-finite setting), got {check_finite!r}")
         self._check_finite = check_finite
         self.name = name
-        self._target = platform.select(backend)
+        backend = options.backend_of(name, backend, language, platform)
+        options.check_opt(name, opt)
+        self._target = targets.select(backend)
         self._cflags = cflags
         start = _time.perf_counter()
         self.program, self._bindings = compile_program(
             expressions, name, self._target.narrow_index, self._target.flops_per_byte)
         self.grid = self._bindings.grid
+        options.check_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(
-            self.program, options=platform.emit_options(self._target.name))
+            self.program, options=targets.emit_options(self._target.name))
         self.ccode = self._emitter.emit()
         self.codegen_seconds = _time.perf_counter() - start
         log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
@@ -61,7 +66,7 @@ class Operator:
     # -- building ------------------------------------------------------------------------------
     def _toolchain(self):
         # cflags None: the backend's defaults (STENCILGEN_CFLAGS applies to C-language backends)
-        return platform.toolchain(self._target.name, self._cflags)
+        return targets.toolchain(self._target.name, self._cflags)
 
     def _ensure_built(self):
         if self._build is not None:
@@ -85,7 +90,7 @@ class Operator:
         else:
             log.info(f"Operator `{self.name}` fetched `{b.source_path}` from jit-cache")
         # the platform may say what the loaded build does at run time (e.g. where it runs)
-        where = platform.describe(self._target.name, b.library)
+        where = targets.describe(self._target.name, b.library)
         if where:
             log.info(f"Operator `{self.name}` {where}")
         fn = b.library[self.program.entry]   # item access: a name like `_name` is a CDLL attribute
@@ -113,6 +118,10 @@ class Operator:
         arrays that must stay alive while it runs (temporaries fresh, the caller's own)."""
         return bind(self.program, self._bindings, kwargs, {}, self.name)
 
+    def __call__(self, **kwargs) -> PerformanceSummary:
+        """``op(...)`` is ``op.apply(...)``."""
+        return self.apply(**kwargs)
+
     def apply(self, autotune=None, **kwargs) -> PerformanceSummary:
         """Run the operator; returns the performance summary (printed at STENCILGEN_LOGGING=PERF).
 
@@ -138,7 +147,7 @@ class Operator:
             status = self._cfunction(*[args[p.name] for p in prog.parameters()])
             del keep
         if status != 0:
-            raise StencilgenError(f"Operator `{self.name}` failed: {self._error_text(status)}")
+            raise ExecutionError(f"Operator `{self.name}` failed: {self._error_text(status)}")
         summary = summarize(prog, args, timers, _time.perf_counter() - t0, compiled)
         for line in summary.report():
             log.perf(line)
@@ -199,7 +208,7 @@ class Operator:
             for data, copy in saved:
                 np.copyto(data, copy)
             if status != 0:
-                raise StencilgenError(f"Operator `{self.name}` failed while autotuning: "
+                raise ExecutionError(f"Operator `{self.name}` failed while autotuning: "
                                       f"{self._error_text(status)}")
             return timers
         return run

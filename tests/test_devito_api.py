@@ -1,0 +1,124 @@
+"""Devito's calling conventions and helpers as stencilgen reads them: ``op(...)``,
+``apply(time=N)``, Operator's language/platform/opt/subs keywords, Devito's log levels and
+exception names, ``norm``, ``initialize_function`` and the math functions."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import stencilgen
+from stencilgen import (Eq, Function, Grid, InvalidArgument, Operator, TimeFunction,
+                        configuration, cos, exp, initialize_function, norm, sin, sqrt)
+from stencilgen.exceptions import (CompilationError, DevitoError, ExecutionError,
+                                   InvalidOperator)
+
+
+def _heat(name="Heat", **options):
+    grid = Grid(shape=(11, 9), extent=(1.0, 0.8))
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    u.data[0] = np.random.default_rng(5).standard_normal(grid.shape)
+    return Operator([Eq(u.forward, u + 0.05 * u.laplace)], name=name, **options), u, grid
+
+
+def test_an_operator_is_callable_and_time_is_time_M():
+    op, u, _ = _heat("CallHeat", backend="c")
+    start = u.data[0].copy()
+    op.apply(time_M=3, dt=0.01)
+    ref = u.data[:].copy()
+    u.data[:] = 0
+    u.data[0] = start
+    op(time=3, dt=0.01)
+    assert np.array_equal(u.data[:], ref)
+    with pytest.raises(InvalidArgument, match="time= and time_M= both"):
+        op.apply(time=3, time_M=3, dt=0.01)
+
+
+@pytest.mark.parametrize("language", ["C", "openmp", "OpenMP"])
+def test_languages_of_the_cpu_give_the_c_backend(language):
+    op, _, _ = _heat("LangHeat", language=language)
+    assert op._target.name == "c"
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"language": "hip"}, "language='hip' is not supported"),
+    ({"language": "openmp", "backend": "cuda"}, "disagree"),
+    ({"platform": "amdgpuX"}, "platform='amdgpuX' is not supported"),
+    ({"opt": 3}, "opt must be a mode"),
+])
+def test_unsupported_operator_options_are_our_errors(options, match):
+    with pytest.raises(InvalidOperator, match=match):
+        _heat("BadHeat", **options)
+
+
+def test_accepted_options_change_nothing(caplog):
+    plain, u, grid = _heat("PlainHeat", backend="c")
+    plain.apply(time_M=2, dt=0.01)
+    ref = u.data[:].copy()
+    for options in ({"opt": "advanced"}, {"opt": ("advanced", {"blockinner": True})},
+                    {"platform": "cpu64"}, {"subs": grid.spacing_map}):
+        op, u2, _ = _heat("OptHeat", backend="c", **options)
+        op.apply(time_M=2, dt=0.01)
+        assert np.array_equal(u2.data[:], ref), options
+
+
+def test_subs_may_only_repeat_the_grid_spacing():
+    grid = Grid(shape=(11, 9), extent=(1.0, 0.8))
+    x, y = grid.dimensions
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    with pytest.raises(InvalidOperator, match="grid's spacing is"):
+        Operator([Eq(u.forward, u + u.laplace)], subs={x.spacing: 0.5}, backend="c")
+
+
+@pytest.mark.parametrize("level", ["ERROR", "CRITICAL", "error"])
+def test_devito_log_levels(level):
+    before = configuration["log-level"]
+    try:
+        configuration["log-level"] = level
+        assert stencilgen.logger.logger.level == getattr(logging, level.upper())
+    finally:
+        configuration["log-level"] = before
+
+
+def test_exception_names():
+    assert issubclass(InvalidOperator, DevitoError) and issubclass(ExecutionError, DevitoError)
+    assert issubclass(stencilgen.exceptions.InvalidArgument, ValueError)
+    assert CompilationError is stencilgen.CompilationError
+
+
+def test_norm_is_numpys_in_float64():
+    grid = Grid(shape=(7, 6))
+    u = TimeFunction(name="u", grid=grid, space_order=4)
+    u.data[:] = np.random.default_rng(2).standard_normal(u.data.shape)
+    u.data_with_halo[0, 0, 0] = 1e6        # the halo does not count
+    ref = np.sqrt((u.data[:].astype(np.float64) ** 2).sum())
+    assert norm(u) == np.float32(ref) and norm(u).dtype == np.float32
+    assert np.isclose(norm(u, order=1), np.abs(u.data[:].astype(np.float64)).sum(), rtol=1e-6)
+    with pytest.raises(InvalidArgument, match="order"):
+        norm(u, order=0)
+
+
+@pytest.mark.parametrize("mode, numpy_mode", [("constant", "edge"), ("reflect", "symmetric")])
+def test_initialize_function_pads_data_and_halo(mode, numpy_mode):
+    grid = Grid(shape=(9, 7))
+    f = Function(name="f", grid=grid, space_order=4)
+    g = Function(name="g", grid=grid, space_order=4)
+    data = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+    initialize_function([f, g], [data, 2 * data], ((2, 2), 2), mode=mode)
+    inner = np.pad(data, ((2, 2), (2, 2)), mode=numpy_mode)
+    assert np.array_equal(f.data, inner) and np.array_equal(g.data, 2 * inner)
+    assert np.array_equal(f.data_with_halo, np.pad(inner, 2, mode="edge"))
+    with pytest.raises(InvalidArgument, match="not .*'s domain"):
+        initialize_function(f, data, 1)
+    with pytest.raises(InvalidArgument, match="mapper"):
+        initialize_function(f, data, 2, mapper={})
+
+
+def test_math_functions_in_equations():
+    grid = Grid(shape=(8, 7))
+    a, b = (Function(name=n, grid=grid) for n in ("a", "b"))
+    a.data[:] = np.random.default_rng(4).uniform(0.1, 1.0, grid.shape)
+    Operator([Eq(b, sin(a) + cos(a) * exp(a) - sqrt(a))], backend="c").apply()
+    x = a.data.astype(np.float64)
+    assert np.allclose(b.data, np.sin(x) + np.cos(x) * np.exp(x) - np.sqrt(x), rtol=1e-5)
