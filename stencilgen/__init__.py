@@ -1,6 +1,8 @@
 """stencilgen: finite-difference PDEs written in sympy, compiled to fast loop programs."""
-from sympy import cos, exp, sin, sqrt
+from sympy import (Abs, Max, Min, acos, asin, atan, atan2, ceiling, cos, cosh, exp, floor, log,
+                   sign, sin, sinh, sqrt, tan, tanh)
 
+from . import devito_names
 from .builtins import initialize_function, norm
 from .configuration import configuration
 from .derivatives import Derivative
@@ -16,11 +18,23 @@ from .sparse import SparseFunction, SparseTimeFunction
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    """A Devito name stencilgen lacks is an error saying what to write instead."""
+    raise devito_names.unsupported(__name__, name)
+
+
+def set_log_level(level):
+    """Devito's ``set_log_level``: the ``log-level`` setting."""
+    configuration["log-level"] = level
+
 __all__ = [
+    "Abs", "Max", "Min", "acos", "asin", "atan", "atan2", "ceiling", "cosh", "floor", "log",
+    "sign", "sinh", "tan", "tanh",
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
     "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
     "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
-    "initialize_function", "norm", "sin", "solve", "sqrt",
+    "initialize_function", "norm", "set_log_level", "sin", "solve", "sqrt",
 ]

@@ -4,6 +4,7 @@ exception names, ``norm``, ``initialize_function`` and the math functions."""
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -122,3 +123,44 @@ def test_math_functions_in_equations():
     Operator([Eq(b, sin(a) + cos(a) * exp(a) - sqrt(a))], backend="c").apply()
     x = a.data.astype(np.float64)
     assert np.allclose(b.data, np.sin(x) + np.cos(x) * np.exp(x) - np.sqrt(x), rtol=1e-5)
+
+
+def test_more_math_functions_match_numpy():
+    grid = Grid(shape=(8, 7))
+    a, b = (Function(name=n, grid=grid) for n in ("a", "b"))
+    a.data[:] = np.random.default_rng(4).uniform(0.1, 0.9, grid.shape)
+    sg = stencilgen
+    e = (sg.Abs(a - 0.5) + sg.Min(a, 0.4) + sg.Max(a, 0.6) + sg.sign(a - 0.5) + sg.floor(3 * a)
+         + sg.ceiling(3 * a) + sg.log(a) + sg.tan(a) + sg.tanh(a) + sg.sinh(a) + sg.cosh(a)
+         + sg.asin(a) + sg.acos(a) + sg.atan(a) + sg.atan2(a, 0.3))
+    Operator([Eq(b, e)], backend="c").apply()
+    x = a.data.astype(np.float64)
+    ref = (np.abs(x - 0.5) + np.minimum(x, 0.4) + np.maximum(x, 0.6) + np.sign(x - 0.5)
+           + np.floor(3 * x) + np.ceil(3 * x) + np.log(x) + np.tan(x) + np.tanh(x) + np.sinh(x)
+           + np.cosh(x) + np.arcsin(x) + np.arccos(x) + np.arctan(x) + np.arctan2(x, 0.3))
+    assert np.abs(b.data - ref).max() < 1e-5 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("name, words", [
+    ("VectorTimeFunction", "one Function or TimeFunction per component"),
+    ("ConditionalDimension", "save=nt"),
+    ("SubDomain", "x_m=..."),
+    ("Inc", "Eq(u, u + expr)"),
+    ("Cpu64AdvOmpOperator", "Operator(eqs"),
+])
+def test_devito_names_we_lack_say_what_to_write(name, words):
+    from stencilgen.devito_names import UnsupportedFeature
+    with pytest.raises(UnsupportedFeature, match=f"Devito's {name}: .*{re.escape(words)}"):
+        exec(f"from stencilgen import {name}", {})
+    with pytest.raises(ImportError):
+        getattr(stencilgen, name)
+    assert not hasattr(stencilgen, "no_such_name")
+
+
+def test_set_log_level():
+    before = configuration["log-level"]
+    try:
+        stencilgen.set_log_level("ERROR")
+        assert configuration["log-level"] == "ERROR"
+    finally:
+        configuration["log-level"] = before
