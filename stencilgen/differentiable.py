@@ -6,13 +6,20 @@ so ``(b * u.dx).dx`` works like ``u.dx.dx``. The two know each other, hence one 
 """
 from __future__ import annotations
 
+import itertools
+import re
+
 import sympy
 from sympy.core.decorators import call_highest_priority
 from sympy.core.function import AppliedUndef
 
+from sympy.core.symbol import Str
+
 from .dimensions import Dimension
-from .errors import InvalidArgument, InvalidEquation
-from .shifts import expand
+from .errors import InvalidArgument, InvalidEquation, UnsupportedDerivative
+from .fd_sides import side_name
+from .fd_weights import centred_weights, custom_offsets
+from .shifts import expand, shift
 
 
 class Differentiable:
@@ -157,9 +164,112 @@ class Differentiable:
     def laplace(self):
         return DAdd(*[self._d(d, 2) for d in self.grid.dimensions])
 
+    @property
+    def dxl(self):
+        return self._sided(0, "left")
+
+    @property
+    def dxr(self):
+        return self._sided(0, "right")
+
+    @property
+    def dxc(self):
+        return self._sided(0, "centered")
+
+    def _sided(self, index, side):
+        return Derivative(self, self._space_dim(index), side=side)
+
+    def __getattr__(self, name):
+        """Devito's other derivative shorthands (``dyl``, ``dx3``, ``dxdy``, ``dt2dx``, ``dx45``),
+        parsed from the name; a Devito name this expression cannot offer is an
+        UnsupportedDerivative saying what to write, any other name a plain AttributeError."""
+        if not _SHORTHAND.fullmatch(name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return _shorthand(self, name)
+
     def evaluate(self):
         """This expression with every derivative expanded into weighted shifts."""
         return evaluate(self)
+
+
+# Devito's shorthand names: one dimension (t, x, y, z) with a side (l, r, c) or the rotated
+# 45 suffix, or "d" before each of up to four dimensions in order, each with an optional order.
+_SHORTHAND = re.compile(r"d[txyz](?:l|r|c|45)|(?:dt(?:[2-9]|[1-9]\d+)?)?(?:dx(?:[2-9]|[1-9]\d+)?)?"
+                        r"(?:dy(?:[2-9]|[1-9]\d+)?)?(?:dz(?:[2-9]|[1-9]\d+)?)?")
+_TOKEN = re.compile(r"d([txyz])(l|r|c|45|\d*)")
+_SIDES = {"l": "left", "r": "right", "c": "centered"}
+
+
+def _shorthand(expr, name):
+    """The derivative that Devito's shorthand ``name`` (already matched) stands for on ``expr``."""
+    tokens = _TOKEN.findall(name)
+    if not tokens:
+        raise AttributeError(f"{type(expr).__name__!r} object has no attribute {name!r}")
+    try:
+        grid = expr.grid
+    except InvalidEquation:
+        raise UnsupportedDerivative(f"{name}: {expr} involves no Function, so it has no grid "
+                                    "to differentiate on") from None
+    result = expr
+    for letter, suffix in tokens:
+        dim = _shorthand_dim(grid, name, letter)
+        if suffix == "45":
+            return _rotated(expr, dim, name)
+        if suffix in _SIDES:
+            return Derivative(expr, dim, side=_SIDES[suffix])
+        result = Derivative(result, (dim, _shorthand_order(expr, name, dim, suffix)))
+    return result
+
+
+def _shorthand_dim(grid, name, letter):
+    """The grid dimension a shorthand's letter names; UnsupportedDerivative if there is none."""
+    if letter == "t":
+        return grid.stepping_dim
+    dims = {d.name: d for d in grid.dimensions}
+    if letter not in dims:
+        names = ", ".join(dims)
+        raise UnsupportedDerivative(
+            f"{name}: this grid has no dimension {letter!r} (its dimensions are {names}); "
+            f"differentiate along one of them, e.g. Derivative(u, {next(iter(dims))})")
+    return dims[letter]
+
+
+def _shorthand_order(expr, name, dim, suffix):
+    """The derivative order a shorthand asks for, if the expression's order allows it."""
+    n = int(suffix) if suffix else 1
+    limit = (2 if expr.time_order >= 2 else 1) if dim.is_Time else expr.space_order
+    if n < 1 or n > limit:
+        if dim.is_Time:
+            raise UnsupportedDerivative(
+                f"{name}: time derivatives go up to order {limit} here (time_order "
+                f"{expr.time_order}); write higher ones as differences of u.forward, u, u.backward")
+        raise UnsupportedDerivative(
+            f"{name}: a derivative of order {n} along {dim} is not offered at space_order "
+            f"{limit} (shorthands go up to order {limit}); write Derivative(u, ({dim}, {n}), "
+            f"fd_order={n + n % 2}) or raise the Function's space_order")
+    return n
+
+
+def _rotated(expr, dim, name):
+    """Devito's rotated derivative (``u.dx45``): the mean of the centred first differences along
+    every grid diagonal, each signed by its direction along ``dim``, divided by h_dim."""
+    dims = list(expr.grid.dimensions)
+    if len(dims) < 2:
+        raise UnsupportedDerivative(f"{name}: a rotated derivative needs a grid of 2 or 3 "
+                                    f"dimensions; on a 1D grid write u.d{dim}")
+    offsets, weights = centred_weights(1, expr.space_order, 0)
+    inner = evaluate(expr)
+    terms = []
+    for signs in itertools.product((1, -1), repeat=len(dims) - 1):
+        direction = dict(zip(dims, (1,) + signs))
+        for o, w in zip(offsets, weights):
+            moved = inner
+            for d, sign in direction.items():
+                moved = shift(moved, d, sign * o)
+            if w != 0:
+                terms.append(DMul(direction[dim] * w, moved))
+    return DMul(DAdd(*terms), sympy.Rational(1, 2 ** (len(dims) - 1)),
+                DPow(dim.spacing, sympy.S.NegativeOne))
 
 
 def _keep_differentiable(e):
@@ -219,17 +329,18 @@ class Derivative(Differentiable, sympy.Expr):
     """The lazy n-th derivative of an expression along one dimension, evaluated at ``x0``.
 
     It stays symbolic until lowering (or ``.evaluate()``), so the compiler sees the nesting and
-    can materialise inner derivatives as temporaries. Args are ``(expr, dim, n, fd_order, x0)``;
+    can materialise inner derivatives as temporaries. Args are ``(expr, dim, n, fd_order, x0)``
+    and, for a side, user weights or a transpose, a sixth ``(side, transposed, weights)``;
     the user forms ``Derivative(u, x)``, ``Derivative(u, (x, 2))``, ``Derivative(u, x, y)`` and
     ``Derivative(u, (x, 1), (y, 1))`` nest one Derivative per dimension.
     """
 
     is_commutative = True
 
-    def __new__(cls, expr, *specs, fd_order=None, x0=None):
-        if (len(specs) == 4 and fd_order is None and x0 is None
-                and isinstance(specs[0], Dimension) and isinstance(specs[1], sympy.Integer)
-                and isinstance(specs[2], sympy.Integer)):
+    def __new__(cls, expr, *specs, fd_order=None, x0=None, side=None, weights=None):
+        if (len(specs) in (4, 5) and fd_order is None and x0 is None and side is None
+                and weights is None and isinstance(specs[0], Dimension)
+                and isinstance(specs[1], sympy.Integer) and isinstance(specs[2], sympy.Integer)):
             return sympy.Expr.__new__(cls, sympy.sympify(expr), *specs)
         if not specs:
             raise InvalidArgument("Derivative: give at least one dimension, e.g. Derivative(u, x)")
@@ -237,26 +348,35 @@ class Derivative(Differentiable, sympy.Expr):
         for spec in specs:
             dim, n = _as_spec(spec)
             merged[dim] = merged.get(dim, 0) + n
+        if len(merged) > 1 and (side is not None or weights is not None):
+            raise InvalidArgument("Derivative: side= and weights= apply to one dimension; "
+                                  "nest one Derivative per dimension instead")
         result = expr
         for dim, n in merged.items():
-            result = cls._build(result, dim, n, fd_order, x0)
+            result = cls._build(result, dim, n, fd_order, x0, side, weights)
         return result
 
     @classmethod
-    def _build(cls, expr, dim, n, fd_order, x0):
+    def _build(cls, expr, dim, n, fd_order, x0, side=None, weights=None, transposed=False):
         expr = sympy.sympify(expr)
         if isinstance(fd_order, dict):
             fd_order = fd_order.get(dim)
         if isinstance(x0, dict):
             x0 = x0.get(dim)
-        is_time = dim.is_Time
-        if fd_order is None:
-            fd_order = _default_order(expr, dim, n)
-        _check_fd_order(expr, dim, n, fd_order, is_time)
         x0 = dim if x0 is None else sympy.sympify(x0)
         shift = _shift_of(dim, x0)
-        return sympy.Expr.__new__(cls, expr, dim, sympy.Integer(n), sympy.Integer(fd_order),
-                                  dim + shift * dim.spacing)
+        side, weights = _check_scheme(dim, n, shift, side, weights)
+        if weights:
+            fd_order = len(weights) - (1 if shift.is_Integer else 0)
+        else:
+            if fd_order is None:
+                fd_order = _default_order(expr, dim, n)
+            _check_fd_order(expr, dim, n, fd_order, dim.is_Time)
+        args = [expr, dim, sympy.Integer(n), sympy.Integer(fd_order), dim + shift * dim.spacing]
+        if side or weights or transposed:
+            args.append(sympy.Tuple(Str(side or ""), sympy.Integer(bool(transposed)),
+                                    sympy.Tuple(*weights)))
+        return sympy.Expr.__new__(cls, *args)
 
     # -- accessors -------------------------------------------------------------------------
     @property
@@ -283,26 +403,92 @@ class Derivative(Differentiable, sympy.Expr):
     def shift(self) -> sympy.Rational:
         return _shift_of(self.dim, self.x0)
 
-    def __call__(self, x0=None, fd_order=None):
-        """A copy evaluated at ``x0`` and/or with accuracy ``fd_order`` (Devito's ``u.dx(x0=...)``)."""
+    @property
+    def side(self):
+        """'left', 'right', 'centered' or None (the default stencil)."""
+        return (str(self.args[5][0]) or None) if len(self.args) > 5 else None
+
+    @property
+    def transposed(self) -> bool:
+        return bool(self.args[5][1]) if len(self.args) > 5 else False
+
+    @property
+    def weights(self) -> tuple:
+        """The user's weights, leftmost node first; () for exact Fornberg weights."""
+        return tuple(self.args[5][2]) if len(self.args) > 5 else ()
+
+    @property
+    def T(self):
+        """The adjoint (transpose) of this derivative, as Devito defines ``.T``: the stencil read
+        mirrored, so that <D u, v> = <u, D.T v> for fields vanishing near the boundary."""
+        return Derivative._build(self.expr, self.dim, self.deriv_order, self.fd_order, self.x0,
+                                 self.side, self.weights or None, not self.transposed)
+
+    def __call__(self, x0=None, fd_order=None, side=None, weights=None):
+        """A copy evaluated at ``x0``, with accuracy ``fd_order``, on a ``side`` or with custom
+        ``weights`` (Devito's ``u.dx(x0=...)``, ``u.dx(weights=...)``)."""
         new_x0 = x0.get(self.dim, self.x0) if isinstance(x0, dict) else (x0 if x0 is not None else self.x0)
         new_order = fd_order.get(self.dim, self.fd_order) if isinstance(fd_order, dict) else (
             fd_order if fd_order is not None else self.fd_order)
+        if weights is None and fd_order is None and self.weights:
+            weights = self.weights
+        elif weights is not None:
+            new_order = None
         inner = self.expr
         if isinstance(x0, dict) and isinstance(inner, Derivative):
             inner = inner(x0=x0)
-        return Derivative._build(inner, self.dim, self.deriv_order, new_order, new_x0)
+        return Derivative._build(inner, self.dim, self.deriv_order, new_order, new_x0,
+                                 side if side is not None else self.side, weights,
+                                 self.transposed)
 
     def _sympystr(self, printer):
         extra = "" if self.shift == 0 else f", x0={printer.doprint(self.x0)}"
-        return (f"Derivative({printer.doprint(self.expr)}, ({self.dim}, {self.deriv_order}), "
+        if self.side:
+            extra += f", side={self.side}"
+        if self.weights:
+            extra += f", weights={printer.doprint(self.weights)}"
+        text = (f"Derivative({printer.doprint(self.expr)}, ({self.dim}, {self.deriv_order}), "
                 f"fd_order={self.fd_order}{extra})")
+        return text + ".T" if self.transposed else text
 
     def _eval_derivative(self, s):
         # sympy's own diff treats a lazy derivative as opaque unless it contains s.
         if self.has(s):
             raise InvalidArgument(f"cannot differentiate {self} symbolically with respect to {s}")
         return sympy.S.Zero
+
+
+def _check_scheme(dim, n, shift, side, weights):
+    """(side name or None, tuple of weights) after checking they fit this derivative."""
+    try:
+        side = side_name(side)
+    except ValueError as e:
+        raise InvalidArgument(f"Derivative along {dim}: {e}") from None
+    if side is not None and n != 1:
+        raise InvalidArgument(f"Derivative along {dim}: side={side} applies to first "
+                              f"derivatives only (this one has order {n}); drop side=")
+    if weights is None:
+        return side, ()
+    if side is not None:
+        raise InvalidArgument(f"Derivative along {dim}: give side= or weights=, not both")
+    weights = tuple(sympy.sympify(w) for w in _as_list(weights))
+    try:
+        custom_offsets(len(weights), shift)
+    except ValueError as e:
+        raise InvalidArgument(f"Derivative along {dim}: {e}") from None
+    if len(weights) <= n:
+        raise InvalidArgument(f"Derivative along {dim}: {len(weights)} weights cannot form a "
+                              f"derivative of order {n}; give at least {n + 1}")
+    return side, weights
+
+
+def _as_list(weights):
+    """The user's weights (a list, tuple, numpy array or sympy Tuple) as a list."""
+    try:
+        return [w.item() if hasattr(w, "item") else w for w in weights]
+    except TypeError:
+        raise InvalidArgument(f"weights={weights!r} must be a sequence of numbers, leftmost "
+                              "node first") from None
 
 
 def _default_order(expr, dim, n):

@@ -35,3 +35,8 @@ class HaloError(StencilgenError, ValueError):
 
 class NumericalWarning(RuntimeWarning):
     """A run wrote NaN or Inf into a field: it blew up (dt too large) or read non-finite input."""
+
+
+class UnsupportedDerivative(StencilgenError, AttributeError):
+    """A derivative shorthand (``u.dx5``, ``u.dz`` on a 2D grid) this expression cannot offer;
+    an AttributeError too, so ``hasattr`` stays False as for any missing attribute."""

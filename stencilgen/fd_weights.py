@@ -11,7 +11,8 @@ from fractions import Fraction
 
 import sympy
 
-__all__ = ["fornberg_weights", "stencil_offsets", "derivative_weights"]
+__all__ = ["fornberg_weights", "stencil_offsets", "derivative_weights", "centred_weights",
+           "side_weights", "custom_offsets"]
 
 
 def _as_rational(value, what):
@@ -143,3 +144,52 @@ def derivative_weights(deriv_order, fd_order, shift=0):
     d = _as_int(deriv_order, "deriv_order", 0)
     p = _as_fd_order(fd_order)
     return _derivative_weights(d, p, _as_shift(shift))
+
+
+def _centred_set(p, s):
+    """The nodes Devito samples for accuracy p at x + s*h: p + 1 around a node, p around a
+    midpoint (the two nodes ahead from the node for p = 1, a first time derivative)."""
+    if p == 1:
+        return [s, s + 1] if s.is_Integer else [s - sympy.Rational(1, 2), s + sympy.Rational(1, 2)]
+    if s.is_Integer:
+        return [s + i for i in range(-(p // 2), p // 2 + 1)]
+    lo = s - sympy.Rational(1, 2) - (p // 2 - 1)
+    return [lo + i for i in range(p)]
+
+
+@functools.lru_cache(maxsize=None)
+def centred_weights(deriv_order, fd_order, shift=0):
+    """(offsets, weights) on Devito's node set for every derivative order: p + 1 nodes (p at a
+    midpoint) whatever the order, so ``dx3`` at space order 4 is the five-point stencil."""
+    d = _as_int(deriv_order, "deriv_order", 0)
+    p = _as_fd_order(fd_order)
+    s = _as_shift(shift)
+    offsets = _centred_set(p, s)
+    if len(offsets) <= d:
+        need = d if s.is_Integer else d + 1
+        raise ValueError(f"a derivative of order {d} at fd_order {p} would sample only "
+                         f"{len(offsets)} points; give fd_order >= {need + need % 2}")
+    return tuple(offsets), tuple(fornberg_weights(offsets, s, d))
+
+
+@functools.lru_cache(maxsize=None)
+def side_weights(fd_order, shift, step):
+    """(offsets, weights) of a first derivative at x + shift*h whose centred node set is moved
+    ``step`` nodes (-1 left, +1 right, 0 centred), as Devito's one-sided derivatives are."""
+    p = 1 if fd_order == 1 else _as_fd_order(fd_order)
+    s = _as_shift(shift)
+    offsets = [o + step for o in _centred_set(p, s)]
+    return tuple(offsets), tuple(fornberg_weights(offsets, s, 1))
+
+
+def custom_offsets(count, shift=0):
+    """The ``count`` nodes that user-given weights apply to, in increasing order: centred on
+    the node x + shift*h (count odd) or on the midpoint (count even); ValueError otherwise."""
+    s = _as_shift(shift)
+    if count < 1 or (count % 2 == 1) != bool(s.is_Integer):
+        where = "a node" if s.is_Integer else "a midpoint"
+        want = "an odd" if s.is_Integer else "an even"
+        raise ValueError(f"{count} weights cannot be centred on {where}; give {want} number "
+                         "of weights, listed from the leftmost node to the rightmost")
+    lo = s - (count - 1) * sympy.Rational(1, 2)
+    return [lo + i for i in range(count)]

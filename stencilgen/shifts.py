@@ -9,7 +9,8 @@ from __future__ import annotations
 import sympy
 
 from .dimensions import stepping_dimension, time_dimension
-from .fd_weights import derivative_weights
+from .fd_sides import side_step
+from .fd_weights import centred_weights, custom_offsets, side_weights
 
 
 def shift(expr, dim, steps):
@@ -24,12 +25,22 @@ def weights_of(d):
     """(offsets, weights) of derivative ``d``: the sample points in spacings, exact weights.
 
     As Devito 4.8, a first derivative of fd_order 1 or 2 is the two-point difference: forward
-    from a node x0 (``f.dx`` at space_order 2, ``u.dt``), across a midpoint x0.
+    from a node x0 (``f.dx`` at space_order 2, ``u.dt``), across a midpoint x0. A side
+    (``u.dxl``) moves the centred nodes one back or ahead, user weights sit on the nodes
+    centred on x0, and a transposed derivative (``u.dx.T``) reads its offsets mirrored.
     """
-    if d.deriv_order == 1 and d.fd_order <= 2:
+    side, custom = getattr(d, "side", None), getattr(d, "weights", ())
+    if custom:
+        offsets, weights = tuple(custom_offsets(len(custom), d.shift)), tuple(custom)
+    elif side is not None:
+        offsets, weights = side_weights(d.fd_order, d.shift, side_step(side))
+    elif d.deriv_order == 1 and d.fd_order <= 2:
         lo = sympy.ceiling(d.shift - sympy.Rational(1, 2))
-        return (lo, lo + 1), (sympy.Integer(-1), sympy.Integer(1))
-    offsets, weights = derivative_weights(d.deriv_order, d.fd_order, d.shift)
+        offsets, weights = (lo, lo + 1), (sympy.Integer(-1), sympy.Integer(1))
+    else:
+        offsets, weights = centred_weights(d.deriv_order, d.fd_order, d.shift)
+    if getattr(d, "transposed", False):
+        offsets = tuple(-o for o in offsets)
     return tuple(offsets), tuple(weights)
 
 
