@@ -1,0 +1,316 @@
+"""Devito's derivative spellings on stencilgen's expressions: one-sided and centred shorthands
+(``u.dxl``, ``u.dxr``, ``u.dxc``), higher orders (``u.dx3``), cross shorthands (``u.dxdy``),
+the rotated ``u.dx45``, the adjoint ``.T``, custom ``weights=``, ``first_derivative`` with the
+``left``/``right``/``centered`` markers, and the errors for names we cannot offer.
+
+Weights are checked against Fornberg's weights on explicitly listed nodes, accuracy by the
+observed convergence order of the compiled C code, ``.T`` by the adjoint identity
+<D u, v> = <u, D.T v> on interior-supported random fields, and, where Devito is importable,
+the stencils against Devito's own.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from stencilgen import Derivative, Eq, Function, Grid, Operator, TimeFunction
+from stencilgen.derivatives import centered, evaluate, first_derivative, left, right
+from stencilgen.differentiable import plain
+from stencilgen.errors import InvalidArgument, UnsupportedDerivative
+from stencilgen.fd_weights import fornberg_weights
+
+R = sp.Rational
+
+
+def _grid2(so=4, n=11):
+    grid = Grid(shape=(n, n), extent=(1.0, 1.0), dtype=np.float64)
+    return grid, Function(name="u", grid=grid, space_order=so)
+
+
+def _stencil(expr, fname):
+    """{offsets: coefficient} of the accesses to ``fname`` in ``expr`` with every spacing 1:
+    the numbers of a stencil, whichever library built the expression (read back from its
+    printed form, so that only plain sympy objects remain)."""
+    expr = sp.sympify(str(expr))
+    expr = expr.subs({s: 1 for s in expr.free_symbols if s.name in ("h_x", "h_y", "h_z", "dt")})
+    accesses = [a for a in expr.atoms(sp.Function) if type(a).__name__ == fname]
+    dummies = {a: sp.Dummy() for a in accesses}
+    flat = sp.expand(expr.xreplace(dummies))
+    table = {}
+    for a, d in dummies.items():
+        key = tuple(int(arg - next(iter(arg.free_symbols))) for arg in a.args)
+        c = float(flat.coeff(d))
+        if c != 0.0:
+            table[key] = table.get(key, 0.0) + c
+    return table
+
+
+def _same(ours, theirs):
+    assert ours.keys() == theirs.keys(), (sorted(ours), sorted(theirs))
+    for k in ours:
+        assert ours[k] == pytest.approx(theirs[k], rel=1e-8, abs=1e-12), k
+
+
+def _fornberg_1d(offsets, x0, n):
+    return {(o, 0): float(w) for o, w in zip(offsets, fornberg_weights(offsets, x0, n)) if w != 0}
+
+
+# -- exact weights ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("so", [2, 4, 8])
+def test_one_sided_and_centred_weights_are_fornbergs(so):
+    """dxl / dxr: the so+1 centred nodes moved one node back / ahead; dxc: the centred ones
+    (three points even at so 2, where u.dx is the two-point forward difference)."""
+    _, u = _grid2(so)
+    centred = list(range(-(so // 2), so // 2 + 1))
+    _same(_stencil(evaluate(u.dxl), "u"), _fornberg_1d([o - 1 for o in centred], 0, 1))
+    _same(_stencil(evaluate(u.dxr), "u"), _fornberg_1d([o + 1 for o in centred], 0, 1))
+    _same(_stencil(evaluate(u.dxc), "u"), _fornberg_1d(centred, 0, 1))
+    ys = {(0, o): c for (o, _), c in _fornberg_1d([o - 1 for o in centred], 0, 1).items()}
+    _same(_stencil(evaluate(u.dyl), "u"), ys)
+
+
+def test_higher_derivatives_sample_so_plus_one_nodes():
+    """dx3 and dx4 at space order 4 use the five centred nodes (second-order accurate), as
+    Devito defines them; dx6 at space order 8 the nine."""
+    _, u = _grid2(4)
+    _same(_stencil(evaluate(u.dx3), "u"), _fornberg_1d(range(-2, 3), 0, 3))
+    _same(_stencil(evaluate(u.dx4), "u"), _fornberg_1d(range(-2, 3), 0, 4))
+    _, u8 = _grid2(8)
+    _same(_stencil(evaluate(u8.dx6), "u"), _fornberg_1d(range(-4, 5), 0, 6))
+
+
+def test_first_derivative_and_side_markers():
+    _, u = _grid2(4)
+    x, _ = u.grid.dimensions
+    for side, shorthand in ((left, u.dxl), (right, u.dxr), (centered, u.dxc)):
+        assert evaluate(first_derivative(u, dim=x, side=side, fd_order=4)) == evaluate(shorthand)
+        assert evaluate(Derivative(u, x, side=side.name)) == evaluate(shorthand)
+    two = _stencil(evaluate(first_derivative(u, dim=x, fd_order=2)), "u")
+    _same(two, {(-1, 0): -0.5, (1, 0): 0.5})
+    _same(_stencil(evaluate(first_derivative(u, dim=x, side=left, fd_order=2)), "u"),
+          {(-2, 0): 0.5, (-1, 0): -2.0, (0, 0): 1.5})
+    assert evaluate(u.dxl(fd_order=2)) == evaluate(first_derivative(u, dim=x, side=left, fd_order=2))
+
+
+def test_custom_weights_follow_the_nodes_left_to_right():
+    _, u = _grid2(4)
+    x, _ = u.grid.dimensions
+    w = [R(1, 12), R(-2, 3), 0, R(2, 3), R(-1, 12)]
+    assert sp.simplify(plain(evaluate(u.dx(weights=w)) - evaluate(u.dx))) == 0
+    assert evaluate(Derivative(u, x, weights=w)) == evaluate(u.dx(weights=w))
+    drp = np.array([-0.1, 0.6, -1.0, 0.0, 1.0, -0.6, 0.1]) / 1.2    # 7 nodes: more than so+1
+    table = _stencil(evaluate(u.dx(weights=drp)), "u")
+    _same(table, {(o, 0): float(c) for o, c in zip(range(-3, 4), drp) if c != 0})
+    _same(_stencil(evaluate(u.dx2(weights=[1, -2, 1])), "u"), {(-1, 0): 1, (0, 0): -2, (1, 0): 1})
+    stag = _stencil(evaluate(u.dx(x0=x + x.spacing / 2, weights=[-1, 1])), "u")
+    _same(stag, {(0, 0): -1, (1, 0): 1})
+
+
+def test_rotated_derivative_weights():
+    """dx45: the mean over the grid's diagonals of the centred difference along each, signed
+    by the diagonal's direction along x, over h_x."""
+    _, u = _grid2(2)
+    _same(_stencil(evaluate(u.dx45), "u"),
+          {(1, 1): .25, (-1, -1): -.25, (1, -1): .25, (-1, 1): -.25})
+    _same(_stencil(evaluate(u.dy45), "u"),
+          {(1, 1): .25, (-1, -1): -.25, (1, -1): -.25, (-1, 1): .25})
+
+
+# -- the transpose ----------------------------------------------------------------------------
+
+def test_transpose_of_centred_and_staggered_first_derivatives_is_minus():
+    _, u = _grid2(4)
+    x, _ = u.grid.dimensions
+    h = x.spacing
+    assert sp.expand(plain(evaluate(u.dxc.T) + evaluate(u.dxc))) == 0
+    assert sp.expand(plain(evaluate(u.dx(x0=x + h / 2).T) + evaluate(u.dx(x0=x - h / 2)))) == 0
+    assert sp.expand(plain(evaluate(u.dx2.T) - evaluate(u.dx2))) == 0
+    assert u.dx.T.T == u.dx
+
+
+def test_adjoint_identity_compiled():
+    """<D u, v> = <u, D.T v> for u, v vanishing near the boundary, every D at once in one C
+    operator: centred, left, right, staggered, custom weights, third derivative. The fields
+    have space order 6 (a halo of 3) for the one-sided stencils of order 4, which read 3
+    nodes away."""
+    n, so = 41, 6
+    grid = Grid(shape=(n,), extent=(1.0,), dtype=np.float64)
+    x, = grid.dimensions
+    u = Function(name="u", grid=grid, space_order=so)
+    v = Function(name="v", grid=grid, space_order=so)
+    rng = np.random.default_rng(7)
+    for f in (u, v):
+        f.data[:] = 0.0
+        f.data[2 * so:-2 * so] = rng.standard_normal(n - 4 * so)
+    ops = {"c": lambda f: f.dx, "l": lambda f: f.dxl(fd_order=4), "r": lambda f: f.dxr(fd_order=4),
+           "s": lambda f: f.dx(x0=x + x.spacing / 2), "w": lambda f: f.dx(weights=[1, -8, 0, 8, -1]),
+           "3": lambda f: f.dx3}
+    outs, eqs = {}, []
+    for key, d in ops.items():
+        du = Function(name=f"du{key}", grid=grid, space_order=so)
+        dtv = Function(name=f"dtv{key}", grid=grid, space_order=so)
+        outs[key] = (du, dtv)
+        eqs += [Eq(du, d(u)), Eq(dtv, d(v).T)]
+    Operator(eqs, name="adjoint_ids", backend="c").apply()
+    for key, (du, dtv) in outs.items():
+        lhs, rhs = float(np.dot(du.data, v.data)), float(np.dot(u.data, dtv.data))
+        assert abs(lhs) > 1e-3, key
+        assert lhs == pytest.approx(rhs, rel=1e-12), key
+
+
+# -- accuracy of the compiled code ------------------------------------------------------------
+
+def _observed_order(build, exact, ns, dims=1, so=6):
+    """Slope of log(max error) against log(h) over the grids ``ns`` (errors in [0.3, 0.7])."""
+    errors = []
+    for n in ns:
+        grid = Grid(shape=(n + 1,) * dims, extent=(1.0,) * dims, dtype=np.float64)
+        u = Function(name="u", grid=grid, space_order=so)
+        out = Function(name="out", grid=grid, space_order=so)
+        xs = np.meshgrid(*[np.linspace(0.0, 1.0, n + 1)] * dims, indexing="ij")
+        u.data[:] = np.sin(2 * np.pi * xs[0] + 0.3) * np.cos(np.pi * xs[-1] - 0.2 * dims)
+        Operator([Eq(out, build(u))], name="order_" + build.__name__, backend="c").apply()
+        mask = np.all([(c > 0.3 - 1e-12) & (c < 0.7 + 1e-12) for c in xs], axis=0)
+        errors.append(np.abs(out.data[mask] - exact(*xs)[mask]).max())
+    assert np.all(np.diff(errors) < 0), errors
+    return -np.polyfit(np.log(ns), np.log(errors), 1)[0]
+
+
+def _fx(x, k=1):
+    """The k-th x derivative of sin(2 pi x + 0.3) cos(pi x - 0.2) (1D test field)."""
+    X = sp.Symbol("X")
+    return sp.lambdify(X, sp.diff(sp.sin(2 * sp.pi * X + 0.3) * sp.cos(sp.pi * X - 0.2), X, k))(x)
+
+
+def dxl(u):
+    return u.dxl(fd_order=4)
+
+
+def dxr(u):
+    return u.dxr(fd_order=4)
+
+
+def dx3(u):
+    return u.dx3(fd_order=4)
+
+
+def dx45(u):
+    return u.dx45
+
+
+@pytest.mark.parametrize("build, formal, k", [(dxl, 4, 1), (dxr, 4, 1), (dx3, 2, 3)])
+def test_convergence_order(build, formal, k):
+    p = _observed_order(build, lambda x: _fx(x, k), (16, 32, 64))
+    assert abs(p - formal) < 0.3, p
+
+
+def test_rotated_derivative_converges():
+    X, Y = sp.symbols("X Y")
+    f = sp.sin(2 * sp.pi * X + 0.3) * sp.cos(sp.pi * Y - 0.4)
+    exact = sp.lambdify((X, Y), sp.diff(f, X))
+    p = _observed_order(dx45, exact, (16, 32, 64), dims=2, so=4)
+    assert abs(p - 4) < 0.3, p
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+def test_devito_names_we_cannot_offer_raise_our_error():
+    grid, u = _grid2(4)
+    cases = {"dz": "no dimension 'z'", "dzl": "no dimension 'z'", "dx5": "Derivative(u, (x, 5)",
+             "dxdydz": "no dimension 'z'", "dx6": "space_order"}
+    for name, words in cases.items():
+        with pytest.raises(UnsupportedDerivative) as info:
+            getattr(u, name)
+        assert words in str(info.value) and "Did you mean" not in str(info.value)
+        assert not hasattr(u, name)
+    v = TimeFunction(name="v", grid=grid, space_order=2, time_order=1)
+    with pytest.raises(UnsupportedDerivative, match="time derivatives go up to order 1"):
+        v.dt2dx
+    line = Function(name="w", grid=Grid(shape=(5,)), space_order=2)
+    with pytest.raises(UnsupportedDerivative, match="needs a grid of 2 or 3"):
+        line.dx45
+
+
+def test_other_names_stay_plain_attribute_errors():
+    _, u = _grid2(4)
+    for name in ("dx1", "dydx", "dxx", "foo", "d", "_eval_foo"):
+        with pytest.raises(AttributeError) as info:
+            getattr(u + 1, name)
+        assert not isinstance(info.value, UnsupportedDerivative), name
+
+
+def test_bad_side_and_weights_are_invalid_arguments():
+    _, u = _grid2(4)
+    x, y = u.grid.dimensions
+    with pytest.raises(InvalidArgument, match="first derivatives only"):
+        Derivative(u, (x, 2), side=left)
+    with pytest.raises(InvalidArgument, match="not a side"):
+        Derivative(u, x, side="up")
+    with pytest.raises(InvalidArgument, match="odd number"):
+        u.dx(weights=[1, -1])
+    with pytest.raises(InvalidArgument, match="even number"):
+        u.dx(x0=x + x.spacing / 2, weights=[1, 0, -1])
+    with pytest.raises(InvalidArgument, match="at least 3"):
+        u.dx2(weights=[1])
+    with pytest.raises(InvalidArgument, match="one dimension"):
+        Derivative(u, x, y, side=right)
+
+
+# -- Devito's own numbers -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def devito():
+    return pytest.importorskip("devito", reason="Devito is not installed: the comparison with "
+                                                "Devito's own stencils needs it (CI has none)")
+
+
+def _pairs(dv):
+    """(stencilgen expression, Devito expression) for the same spelling on both."""
+    dgrid = dv.Grid(shape=(11, 11), extent=(1.0, 1.0))
+    sgrid = Grid(shape=(11, 11), extent=(1.0, 1.0))
+    dx_, dy_ = dgrid.dimensions
+    sx, sy = sgrid.dimensions
+    du = dv.Function(name="u", grid=dgrid, space_order=4)
+    su = Function(name="u", grid=sgrid, space_order=4)
+    dtf = dv.TimeFunction(name="v", grid=dgrid, space_order=2, time_order=2)
+    stf = TimeFunction(name="v", grid=sgrid, space_order=2, time_order=2)
+    w = [0.1, -0.7, 0.0, 0.7, -0.1]
+    pairs = [(getattr(su, n), getattr(du, n), "u") for n in
+             ("dxl", "dxr", "dxc", "dyl", "dyr", "dx3", "dx4", "dxdy", "dx2dy3", "dx45", "dy45")]
+    pairs += [(getattr(stf, n), getattr(dtf, n), "v") for n in ("dtl", "dtr", "dtc", "dtdx")]
+    pairs += [
+        (su.dx.T, du.dx.T, "u"), (su.dxl.T, du.dxl.T, "u"), (su.dx2.T, du.dx2.T, "u"),
+        (su.dx(x0=sx + sx.spacing / 2).T, du.dx(x0=dx_ + dx_.spacing / 2).T, "u"),
+        (su.dx(weights=w), du.dx(weights=w), "u"),
+        (Derivative(su, sy, weights=w), dv.Derivative(du, dy_, weights=w), "u"),
+        (first_derivative(su, dim=sx, side=left, fd_order=2),
+         dv.first_derivative(du, dim=dx_, side=dv.left, fd_order=2), "u"),
+        (first_derivative(su * su, dim=sy, side=right, fd_order=4),
+         dv.first_derivative(du * du, dim=dy_, side=dv.right, fd_order=4), "u"),
+        (Derivative(su, (sx, 3), fd_order=4, x0=sx + sx.spacing / 2),
+         dv.Derivative(du, (dx_, 3), fd_order=4, x0=dx_ + dx_.spacing / 2), "u"),
+        (Derivative(su, (sx, 2), fd_order=4, x0=sx + sx.spacing / 2),
+         dv.Derivative(du, (dx_, 2), fd_order=4, x0=dx_ + dx_.spacing / 2), "u"),
+    ]
+    return pairs
+
+
+def test_stencils_equal_devitos(devito):
+    for ours, theirs, fname in _pairs(devito):
+        _same(_stencil(evaluate(ours), fname), _stencil(theirs.evaluate, fname))
+
+
+def test_every_devito_shorthand_works_or_says_why(devito):
+    """Each shorthand Devito offers on a 3D TimeFunction exists here too, or raises our error."""
+    dgrid = devito.Grid(shape=(5, 5, 5))
+    names = sorted(devito.TimeFunction(name="v", grid=dgrid, space_order=4, time_order=2)._fd)
+    v = TimeFunction(name="v", grid=Grid(shape=(5, 5, 5)), space_order=4, time_order=2)
+    missing = []
+    for name in names:
+        try:
+            getattr(v, name)
+        except UnsupportedDerivative:
+            missing.append(name)
+    assert missing == [], missing
