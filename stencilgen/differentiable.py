@@ -183,6 +183,10 @@ class Differentiable:
         """Devito's other derivative shorthands (``dyl``, ``dx3``, ``dxdy``, ``dt2dx``, ``dx45``),
         parsed from the name; a Devito name this expression cannot offer is an
         UnsupportedDerivative saying what to write, any other name a plain AttributeError."""
+        if name == "T":
+            raise UnsupportedDerivative(
+                f".T is the adjoint of one Derivative (u.dx.T, u.dxl.T); {self} is not one. "
+                "Transpose each derivative in it, e.g. -u.dx45 for the adjoint of u.dx45")
         if not _SHORTHAND.fullmatch(name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return _shorthand(self, name)

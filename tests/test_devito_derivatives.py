@@ -228,6 +228,8 @@ def test_devito_names_we_cannot_offer_raise_our_error():
     v = TimeFunction(name="v", grid=grid, space_order=2, time_order=1)
     with pytest.raises(UnsupportedDerivative, match="time derivatives go up to order 1"):
         v.dt2dx
+    with pytest.raises(UnsupportedDerivative, match=r"-u.dx45"):
+        u.dx45.T
     line = Function(name="w", grid=Grid(shape=(5,)), space_order=2)
     with pytest.raises(UnsupportedDerivative, match="needs a grid of 2 or 3"):
         line.dx45
