@@ -78,7 +78,8 @@ class CBackend:
     row_pointers = True
 
     def blocked(self, k) -> bool:
-        return self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
+        return (self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
+                and not k.fixed)
 
     #: how much faster than the default block a tuned one must have run to replace it: the
     #: best of a few steps' wall clock still varies by several percent
@@ -162,6 +163,8 @@ class CBackend:
     def bounds(self, kernel, depth):
         """First and last point of loop ``depth``, as C text."""
         d = self.dims[kernel.dims[depth]]
+        if kernel.fixed_at(depth) is not None:
+            return str(kernel.fixed_at(depth)), str(kernel.fixed_at(depth))
         lo, hi = kernel.widened[depth]
         return (f"{d.lower} - {lo}" if lo else d.lower), (f"{d.upper} + {hi}" if hi else d.upper)
 

@@ -539,8 +539,10 @@ class CudaBackend(CBackend):
             head = [f"const dim3 sg_block({SPARSE_BLOCK});",
                     f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, {GRID_LIMIT[0]}));"]
         else:
-            sizes = [f"{self.dims[s].upper} - {self.dims[s].lower} + {1 + lo + hi}"
-                     for s, (lo, hi) in zip(reversed(k.dims), reversed(k.widened))]
+            sizes = ["1" if k.fixed_at(depth) is not None else
+                     f"{self.dims[s].upper} - {self.dims[s].lower} + {1 + lo + hi}"
+                     for depth, s, (lo, hi) in reversed(list(zip(range(len(k.dims)), k.dims,
+                                                                 k.widened)))]
         if k.sequential:
             # a nest that must run in order: one thread walks it, outermost loop first
             ones = ", ".join("1" for _ in k.dims)

@@ -16,6 +16,7 @@ from sympy.core.function import AppliedUndef, UndefinedFunction
 from .differentiable import Differentiable
 from .errors import InvalidArgument
 from .grid import Grid, as_int, check_dtype
+from .indexing import function_at
 
 
 @dataclass(eq=False)
@@ -120,6 +121,13 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     def origin(self):
         """This function at its unshifted indices (``u(t, x)`` for ``u(t + dt, x)``)."""
         return self.func(*self._indices(self.field))
+
+    def __getitem__(self, indices):
+        """Devito's index notation: ``u[t + 1, 0, y]`` (see ``stencilgen.indexing``)."""
+        if self.is_Sparse:
+            raise InvalidArgument(f"{self.name}[...]: sparse functions are not indexed; use "
+                                  f"{self.name}.data, inject() or interpolate()")
+        return function_at(self, indices)
 
     # -- data --------------------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ from .equations import Eq, SparseEq
 from .errors import HaloError, InvalidEquation
 from .functions import Constant, DiscreteFunction, FieldData, Function
 from .ir.nodes import ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, TimeIndex
+from .indexing import GridIndex
 from .names import NameRegistry
 from .sparse import Injection, Interpolation
 
@@ -73,14 +74,25 @@ def _check_lhs(eq: Eq):
         raise InvalidEquation(f"{eq}: the left-hand side must be a Function or TimeFunction "
                               f"access such as u.forward, got {lhs}")
     dims = lhs.grid.dimensions
-    if tuple(lhs.args[-len(dims):]) != dims:
-        raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
-                              f"{dims}, not at shifted indices {lhs.args[-len(dims):]}")
+    for d, a in zip(dims, lhs.args[-len(dims):]):
+        if a != d and not (isinstance(a, GridIndex) and a.dim == d):
+            raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
+                                  f"{dims} (or at a fixed index along some, u[t + 1, 0, y]), not "
+                                  f"at shifted indices {lhs.args[-len(dims):]}")
+
+
+def fixed_indices(lhs, dims) -> dict:
+    """Axis -> index of the left-hand side's fixed indices (``u[t + 1, 0, y]``: {0: 0})."""
+    args = lhs.args[-len(dims):] if isinstance(lhs, DiscreteFunction) else ()
+    return {axis: a.value for axis, a in enumerate(args) if isinstance(a, GridIndex)}
 
 
 # -- derivatives --------------------------------------------------------------------------
 
 def _axis_offset(arg, dim) -> sympy.Rational:
+    if arg.has(GridIndex):
+        raise InvalidEquation(f"index {arg} along {dim}: a fixed index (u[t, 0, y]) cannot be "
+                              "shifted or differentiated; write the neighbour's index instead")
     off = sympy.expand((arg - dim) / dim.spacing)
     if not off.is_Rational:
         raise InvalidEquation(f"index {arg} is not {dim} plus a multiple of {dim.spacing}")
@@ -243,8 +255,13 @@ class _Indexer:
             if not k.is_Integer:
                 raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
             idx.append(self.time_index(int(k), arr.time_size if arr.modulo else None))
-        offs = _space_offsets(f)
+        args = f.args[-len(self.dims):]
+        offs = {d: None if isinstance(a, GridIndex) else _axis_offset(a, d)
+                for d, a in zip(self.grid.dimensions, args)}
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
+            if axis in self.fixed or offs[d] is None:
+                idx.append(ld.symbol + self.fixed_offset(f, axis, args[axis]))
+                continue
             o = offs[d]
             if not o.is_Integer:
                 raise InvalidEquation(
@@ -257,6 +274,24 @@ class _Indexer:
                     f"space_order to at least {2 * abs(int(o))} or lower the derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
+
+    def fixed_offset(self, f, axis, arg) -> int:
+        """The offset of a read at fixed index ``arg`` from the left-hand side's fixed index
+        along ``axis`` (checked: both fixed, the read inside the domain and halo)."""
+        d, n = self.grid.dimensions[axis], self.grid.shape[axis]
+        if axis not in self.fixed:
+            raise InvalidEquation(f"{f} is read at the fixed index {arg} along {d} while the "
+                                  f"equation runs over every {d}: write {d} plus an integer, "
+                                  f"or fix {d} in the left-hand side too")
+        if not isinstance(arg, GridIndex):
+            raise InvalidEquation(f"{f} is read at {arg} along {d} while the left-hand side "
+                                  f"fixes {d} = {self.fixed[axis]}: index {d} by numbers on "
+                                  f"the right-hand side too (u[t, {self.fixed[axis]} + 1, ...])")
+        h = f.halo[axis]
+        if not -h <= arg.value <= n - 1 + h:
+            raise HaloError(f"{f} is read at index {arg.value} along {d}, outside its domain "
+                            f"0..{n - 1} and halo of {h} points")
+        return arg.value - self.fixed[axis]
 
     def sparse_access(self, f, arr):
         """``src(time + k*dt, p_src)`` -> ``src[time + k, p]``."""
@@ -303,6 +338,8 @@ class _Indexer:
         # depend on set iteration order, which changes between processes
         found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
         self.timed = False
+        self.fixed = fixed_indices(eq.lhs, self.dims) if getattr(eq, "kind", None) is None \
+            else {}
         mapping = {f: self.access(f)
                    for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a)))}
         rhs = eq.rhs.xreplace(mapping)
@@ -310,7 +347,8 @@ class _Indexer:
         lhs, rhs = mapping[eq.lhs].xreplace(symbols), plain(rhs.xreplace(symbols))
         kind = getattr(eq, "kind", None)
         if kind is None:
-            return IndexedEq(lhs, rhs, self.timed)
+            fixed = tuple(self.fixed.get(axis) for axis in range(len(self.dims)))
+            return IndexedEq(lhs, rhs, self.timed, fixed=fixed if self.fixed else ())
         self.array(eq.sparse)
         for axis, ld in enumerate(self.dims):
             self.scalar(ld.origin, np.float64, ("origin", axis))

@@ -265,5 +265,7 @@ def prebuild(jobs, processes=None):
     Operator name); Operators made later with the same name fetch the builds from the cache.
     Returns the seconds spent compiling, summed."""
     jobs = [(*job, configuration["cache-dir"]) for job in jobs]
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
+    # spawned, not forked: a fork of a process that has run OpenACC on the GPU hung in the
+    # child (the H200 machine, gcc 12's libgomp nvptx plugin); spawned children start clean
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
         return sum(pool.map(_build_one, jobs))

@@ -103,6 +103,7 @@ class IndexedEq:
     rhs: sympy.Expr
     time_dependent: bool = False
     extent: tuple = ()               # iteration widened by (lo, hi) per dimension (hoisted arrays)
+    fixed: tuple = ()                # per dimension: the one index it runs at, or None (all)
     sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
     sparse: str | None = None        # the sparse array visited
 
@@ -160,6 +161,7 @@ class Kernel:
     dims: tuple                                   # loop counters, outermost first
     body: tuple[Assign, ...]
     extent: tuple[tuple[int, int], ...] = ()      # iteration widened by (lo, hi) points per dim
+    fixed: tuple = ()                             # per dim: the one index it runs at, or None
     reads: dict = field(default_factory=dict, compare=False)   # array -> offsets read
     writes: dict = field(default_factory=dict, compare=False)
     flops: int = 0                                # per point
@@ -172,6 +174,10 @@ class Kernel:
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
         return self.extent or tuple((0, 0) for _ in self.dims)
+
+    def fixed_at(self, depth: int):
+        """The one index loop ``depth`` runs at (a boundary equation), or None."""
+        return self.fixed[depth] if self.fixed else None
 
     @property
     def is_sparse(self) -> bool:

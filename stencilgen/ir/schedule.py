@@ -67,14 +67,23 @@ def _depends(group, eq, dims) -> bool:
     return bool(e_all & g_writes) or bool(e_writes & g_all)
 
 
+def _self_reads(eq, dims) -> list:
+    """The space offsets at which ``eq`` reads the array slot it writes, but at its point
+    (and along a dimension it runs at one index, away from that index: not a point it
+    writes)."""
+    name = eq.lhs.base.name
+    slot = access_map([eq.lhs], dims)[name].pop()[:-len(dims)]
+    fixed = [i for i, f in enumerate(eq.fixed) if f is not None]
+    return [o[-len(dims):] for o in access_map([eq.rhs], dims).get(name, ())
+            if o[:-len(dims)] == slot and any(o[-len(dims):])
+            and not any(o[-len(dims):][i] for i in fixed)]
+
+
 def sweep(eq, dims) -> tuple[int, ...]:
     """The direction along each dimension (+1 up, -1 down) of an in-place nest, as Devito
     chooses it: down where every in-place read is ahead along that dimension (so it reads
     the value already updated), else up."""
-    name = eq.lhs.base.name
-    slot = access_map([eq.lhs], dims)[name].pop()[:-len(dims)]
-    offsets = [o[-len(dims):] for o in access_map([eq.rhs], dims).get(name, ())
-               if o[:-len(dims)] == slot and any(o[-len(dims):])]
+    offsets = _self_reads(eq, dims)
     return tuple(-1 if any(o[i] > 0 for o in offsets) and not any(o[i] < 0 for o in offsets)
                  else 1 for i in range(len(dims)))
 
@@ -82,12 +91,10 @@ def sweep(eq, dims) -> tuple[int, ...]:
 def in_place(eq, dims) -> str | None:
     """Why ``eq`` must sweep its points in order, or None: it reads the array slot it writes
     at a neighbouring point (an in-place stencil such as ``Eq(f, f + f.laplace)``)."""
-    if not _conflict([eq], eq, dims):
+    offsets = sorted(_self_reads(eq, dims)) if _conflict([eq], eq, dims) else []
+    if not offsets:
         return None
     name = eq.lhs.base.name
-    slot = access_map([eq.lhs], dims)[name].pop()[:-len(dims)]
-    offsets = sorted(o[-len(dims):] for o in access_map([eq.rhs], dims).get(name, ())
-                     if o[:-len(dims)] == slot and any(o[-len(dims):]))
     order = ", ".join(f"{d} {'down' if s < 0 else 'up'}" for d, s in zip(dims, sweep(eq, dims)))
     return (f"{name} is read at offsets {', '.join(map(str, offsets))} of the points it "
             f"writes (an in-place stencil), so its nest runs sequentially ({order}), as Devito "
@@ -115,7 +122,8 @@ def fuse(eqs, dims) -> list[list]:
                 groups.append([e])
                 break
             g = groups[i]
-            if (i not in alone and g[0].extent == e.extent and not _conflict(g, e, dims)
+            if (i not in alone and g[0].extent == e.extent and g[0].fixed == e.fixed
+                    and not _conflict(g, e, dims)
                     and not in_place(e, dims)):
                 g.append(e)
                 break
@@ -146,7 +154,8 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
             why = in_place(group[0], dims) if len(group) == 1 else None
             out.append(Kernel(name=f"section{next(counter)}", dims=dims,
                               body=tuple(Assign(e.lhs, e.rhs) for e in group),
-                              extent=group[0].extent, stage=stage, sequential=why,
+                              extent=group[0].extent, fixed=group[0].fixed, stage=stage,
+                              sequential=why,
                               directions=sweep(group[0], dims) if why else ()))
     return out
 
