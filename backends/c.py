@@ -52,6 +52,11 @@ static void sg_restore_denormals(void *saved) { (void)saved; }
 """
 
 
+def _moved(bound: str, points: int) -> str:
+    """C text of ``bound`` moved by ``points`` (a nest widened, or narrowed to a subdomain)."""
+    return bound if not points else f"{bound} + {points}" if points > 0 else f"{bound} - {-points}"
+
+
 class CBackend:
     """Prints a Program as C99 with OpenMP; also the base of the other C-like backends."""
 
@@ -166,7 +171,7 @@ class CBackend:
         if kernel.fixed_at(depth) is not None:
             return str(kernel.fixed_at(depth)), str(kernel.fixed_at(depth))
         lo, hi = kernel.widened[depth]
-        return (f"{d.lower} - {lo}" if lo else d.lower), (f"{d.upper} + {hi}" if hi else d.upper)
+        return _moved(d.lower, -lo), _moved(d.upper, hi)
 
     def nest_body(self, kernel):
         """The innermost loop's body, and the row pointers it reads through (``c_rows``; None

@@ -5,12 +5,14 @@ from sympy import (Abs, Max, Min, acos, asin, atan, atan2, ceiling, cos, cosh, e
 from . import devito_names
 from .builtins import initialize_function, norm
 from .configuration import configuration
-from .derivatives import Derivative
+from .derivatives import Derivative, first_derivative
 from .dimensions import Dimension, SpaceDimension, SteppingDimension, TimeDimension
 from .equations import Eq, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
                      ExecutionError, HaloError, InvalidArgument, InvalidEquation,
-                     InvalidOperator, NumericalWarning, StencilgenError)
+                     InvalidOperator, NumericalWarning, StencilgenError,
+                     UnsupportedDerivative)
+from .fd_sides import centered, left, right
 from .functions import Constant, Function, TimeFunction
 from .grid import Grid
 from .operator import Operator
@@ -36,5 +38,6 @@ __all__ = [
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
     "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
-    "initialize_function", "norm", "set_log_level", "sin", "solve", "sqrt",
+    "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
+    "norm", "right", "set_log_level", "sin", "solve", "sqrt",
 ]

@@ -6,14 +6,24 @@ import sympy
 from .derivatives import Derivative, evaluate
 from .errors import InvalidEquation
 from .functions import DiscreteFunction
+from .subdomains import SubDomainRegion
 
 
 class Eq:
-    """``lhs = rhs``: the left side is written at every point of the grid (Devito's ``Eq``)."""
+    """``lhs = rhs``: the left side is written at every point of the grid (Devito's ``Eq``),
+    or of ``subdomain`` (``grid.interior``)."""
 
-    def __init__(self, lhs, rhs=0):
+    def __init__(self, lhs, rhs=0, subdomain=None, **unknown):
+        if unknown:
+            raise InvalidEquation(f"Eq: {', '.join(sorted(unknown))} not supported (Eq takes "
+                                  "lhs, rhs and subdomain=grid.interior or "
+                                  "grid.subdomains['domain'])")
+        if subdomain is not None and not isinstance(subdomain, SubDomainRegion):
+            raise InvalidEquation(f"Eq: subdomain must be one of the grid's subdomains "
+                                  f"(grid.interior, grid.subdomains[...]), got {subdomain!r}")
         self.lhs = sympy.sympify(lhs)
         self.rhs = sympy.sympify(rhs)
+        self.subdomain = subdomain
 
     def __iter__(self):
         yield self.lhs

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .subdomains import builtin as builtin_subdomains
 from .dimensions import space_dimension, stepping_dimension, time_dimension
 from .errors import InvalidArgument
 
@@ -55,7 +56,12 @@ class Grid:
     ``extent`` defaults to the unit cube (spacing ``1 / (n - 1)``, as Devito), ``origin`` to zeros.
     """
 
-    def __init__(self, shape, extent=None, origin=None, dtype=np.float32):
+    def __init__(self, shape, extent=None, origin=None, dtype=np.float32, **unknown):
+        if unknown:
+            raise InvalidArgument(f"Grid: {', '.join(sorted(unknown))} not supported (Grid takes "
+                                  "shape, extent, origin and dtype; its subdomains are "
+                                  "grid.interior and grid.subdomains['domain'], its dimensions "
+                                  "x, y, z)")
         self.shape = shape = _check_shape(shape)
         self.extent = self._vector("extent", extent, (1.0,) * len(shape))
         if any(e <= 0 for e in self.extent):
@@ -91,6 +97,18 @@ class Grid:
     @property
     def spacing_symbols(self):
         return tuple(d.spacing for d in self.dimensions)
+
+    @property
+    def subdomains(self) -> dict:
+        """Devito's built-in subdomains: 'domain' and 'interior' (``stencilgen.subdomains``)."""
+        if getattr(self, "_subdomains", None) is None:
+            self._subdomains = builtin_subdomains(self)
+        return self._subdomains
+
+    @property
+    def interior(self):
+        """The domain less one point on every side."""
+        return self.subdomains["interior"]
 
     @property
     def spacing_map(self) -> dict:

@@ -275,6 +275,16 @@ class _Indexer:
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
 
+    def region(self, eq) -> tuple:
+        """The iteration narrowed to ``eq``'s subdomain, as negative widenings (or ())."""
+        sub = getattr(eq, "subdomain", None)
+        if sub is None or not any(lo or hi for lo, hi in sub.thickness):
+            return ()
+        if sub.grid is not self.grid:
+            raise InvalidEquation(f"{eq}: its subdomain belongs to another Grid; use "
+                                  "grid.interior of the grid of its functions")
+        return tuple((-lo, -hi) for lo, hi in sub.thickness)
+
     def fixed_offset(self, f, axis, arg) -> int:
         """The offset of a read at fixed index ``arg`` from the left-hand side's fixed index
         along ``axis`` (checked: both fixed, the read inside the domain and halo)."""
@@ -348,7 +358,8 @@ class _Indexer:
         kind = getattr(eq, "kind", None)
         if kind is None:
             fixed = tuple(self.fixed.get(axis) for axis in range(len(self.dims)))
-            return IndexedEq(lhs, rhs, self.timed, fixed=fixed if self.fixed else ())
+            return IndexedEq(lhs, rhs, self.timed, extent=self.region(eq),
+                             fixed=fixed if self.fixed else ())
         self.array(eq.sparse)
         for axis, ld in enumerate(self.dims):
             self.scalar(ld.origin, np.float64, ("origin", axis))

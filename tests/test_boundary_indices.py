@@ -1,6 +1,7 @@
 """Boundary conditions in Devito's index notation, ``Eq(u[t + 1, 0, y], 1.)``: the equation
 runs at that one index along x, after the equations written before it, and reads other
-fixed indices (``u[t + 1, x, ny - 2]``) as the neighbours they are."""
+fixed indices (``u[t + 1, x, ny - 2]``) as the neighbours they are. ``subdomain=
+grid.interior`` runs an equation on the domain less one point on every side."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,20 +14,23 @@ from test_cuda import needs_gpu
 NX, NY = 13, 10
 
 
-def _channel(backend, name="Channel"):
-    """2D diffusion with Dirichlet values on x's ends and zero-gradient on y's."""
+def _channel(backend, name="Channel", interior=False):
+    """2D diffusion with Dirichlet values on x's ends and zero-gradient on y's (the update
+    on the interior only, or everywhere)."""
     grid = Grid(shape=(NX, NY), extent=(1.2, 0.9))
     x, y = grid.dimensions
     t = grid.stepping_dim
     u = TimeFunction(name="u", grid=grid, space_order=2)
     u.data[0] = np.random.default_rng(3).standard_normal((NX, NY))
-    eqs = [Eq(u.forward, u + 0.002 * u.laplace),
+    eqs = [Eq(u.forward, u + 0.002 * u.laplace, subdomain=grid.interior if interior else None),
            Eq(u[t + 1, 0, y], 1.0), Eq(u[t + 1, NX - 1, y], -0.5),
            Eq(u[t + 1, x, NY - 1], u[t + 1, x, NY - 2]), Eq(u[t + 1, x, 0], u[t + 1, x, 1])]
     return Operator(eqs, backend=backend, name=name), u
 
 
 def _reference(start, steps):
+    """Every edge point is set by the boundary rows, so the update's reach (everywhere or
+    the interior) does not change the numbers."""
     a = start.astype(np.float64)
     hx, hy = 1.2 / (NX - 1), 0.9 / (NY - 1)
     for _ in range(steps):
@@ -40,12 +44,15 @@ def _reference(start, steps):
     return a
 
 
-def test_dirichlet_and_neumann_rows_match_numpy():
-    op, u = _channel("c")
+@pytest.mark.parametrize("interior", [False, True])
+def test_dirichlet_and_neumann_rows_match_numpy(interior):
+    op, u = _channel("c", f"Channel{int(interior)}", interior)
     start = u.data[0].copy()
+    u.data[1] = 0.0
     op.apply(time_M=4)
     assert np.allclose(u.data[5 % 2], _reference(start, 5), rtol=1e-5, atol=1e-5)
     assert "for (long x = 0; x <= 0; x += 1)" in op.ccode
+    assert ("for (long x = x_m + 1; x <= x_M - 1; x += 1)" in op.ccode) == interior
 
 
 def test_a_face_of_a_3d_grid():
@@ -84,17 +91,37 @@ def test_index_notation_is_checked():
         Operator([Eq(u[t + 1, 0, y], u[t, x + 1, y])], backend="c")
     with pytest.raises(HaloError, match="outside its domain"):
         Operator([Eq(u[t + 1, 0, y], u[t, 3 + 6, y])], backend="c")
+    with pytest.raises(InvalidEquation, match="subdomain must be one of the grid's"):
+        Eq(u.forward, u, subdomain="interior")
+    with pytest.raises(InvalidEquation, match="implicit_dims not supported"):
+        Eq(u.forward, u, implicit_dims=(x,))
+    other = Grid(shape=(6, 5))
+    with pytest.raises(InvalidEquation, match="another Grid"):
+        Operator([Eq(u.forward, u, subdomain=other.interior)], backend="c")
     assert np.array_equal(u[t + 1, x + 1, y].args, u.forward.subs(x, x + x.spacing).args)
 
 
 @pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("backend", ["cuda", "openacc"])
-def test_boundary_rows_on_the_gpu_equal_c(backend):
+@pytest.mark.parametrize("interior", [False, True])
+def test_boundary_rows_on_the_gpu_equal_c(backend, interior):
     if backend == "openacc" and "host" in platform.toolchain("openacc").name:
         pytest.skip("no offloading OpenACC compiler")
-    op_c, u_c = _channel("c", "ChannelC")
-    op_g, u_g = _channel(backend, f"Channel{backend.upper()}")
+    op_c, u_c = _channel("c", f"ChannelC{int(interior)}", interior)
+    op_g, u_g = _channel(backend, f"Channel{backend.upper()}{int(interior)}", interior)
     op_c.apply(time_M=6)
     op_g.apply(time_M=6)
     assert np.allclose(u_g.data, u_c.data, rtol=1e-6, atol=1e-6)
+
+
+def test_interior_leaves_the_edges():
+    grid = Grid(shape=(7, 6, 5))
+    f = Function(name="f", grid=grid)
+    Operator([Eq(f, 1.0, subdomain=grid.interior)], backend="c").apply()
+    want = np.zeros(grid.shape)
+    want[1:-1, 1:-1, 1:-1] = 1.0
+    assert np.array_equal(f.data, want)
+    assert grid.subdomains["domain"].thickness == ((0, 0),) * 3
+    with pytest.raises(InvalidArgument, match="subdomains not supported"):
+        Grid(shape=(4, 4), subdomains=())
