@@ -71,8 +71,8 @@ _SETTINGS: dict[str, _Setting] = {
                              "compile the source file in the cache as the user edited it"),
     "cache-dir": _Setting("STENCILGEN_CACHE_DIR", lambda v: os.path.expanduser(str(v)),
                           default_cache_dir, "where built operators are kept"),
-    "log-level": _Setting("STENCILGEN_LOGGING", _upper_choice("CRITICAL", "ERROR", "WARNING", "INFO",
-                                                                  "PERF", "DEBUG"),
+    "log-level": _Setting("STENCILGEN_LOGGING",
+                          _upper_choice("CRITICAL", "ERROR", "WARNING", "INFO", "PERF", "DEBUG"),
                           lambda: "INFO", "INFO: builds; PERF: also the performance report; "
                           "WARNING, ERROR, CRITICAL: less"),
     "debug": _Setting("STENCILGEN_DEBUG", _bool, lambda: False,
