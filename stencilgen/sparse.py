@@ -122,8 +122,9 @@ class SparseFunction(DiscreteFunction):
         return [Injection(self, field, sympy.sympify(expr))]
 
     def interpolate(self, expr):
-        """``[Interpolation]``: store the multilinear interpolation of ``expr`` at each point."""
-        return [Interpolation(self, sympy.sympify(expr))]
+        """An ``Interpolation``: store the multilinear interpolation of ``expr`` at each point
+        (an equation for ``Operator``; lists take it with ``+``, as Devito's)."""
+        return Interpolation(self, sympy.sympify(expr))
 
 
 class SparseTimeFunction(SparseFunction):
@@ -133,7 +134,12 @@ class SparseTimeFunction(SparseFunction):
 
     @classmethod
     def _make_record(cls, name=None, grid=None, npoint=None, nt=None, coordinates=None,
-                     dtype=None, **kwargs) -> SparseData:
+                     dtype=None, time_order=None, **kwargs) -> SparseData:
+        # Devito's time_order only orders .dt of a sparse series, which stencilgen does not
+        # take: any order it accepts is accepted
+        if time_order is not None and time_order not in (1, 2):
+            raise InvalidArgument(f"SparseTimeFunction {name!r}: time_order={time_order!r}; "
+                                  "use 1 or 2")
         if nt is None:
             raise InvalidArgument(f"SparseTimeFunction {name!r}: give nt, the number of time "
                                   "samples")
@@ -145,20 +151,36 @@ class SparseTimeFunction(SparseFunction):
         return self.field.nt
 
 
+class _Term:
+    """An injection or interpolation joins equation lists with ``+`` and evaluates to itself,
+    as Devito's do."""
+
+    def __radd__(self, other):
+        return other + [self] if isinstance(other, list) else NotImplemented
+
+    def __add__(self, other):
+        return [self] + other if isinstance(other, list) else NotImplemented
+
+    def __iter__(self):   # eqs += rec.interpolate(expr=u)
+        yield self
+
+    @property
+    def evaluate(self) -> list:
+        """The equations this stands for: itself."""
+        return [self]
+
+
 @dataclass
-class Injection:
+class Injection(_Term):
     """``field += w_corner * expr`` at the 2**ndim grid nodes around each point."""
 
     sparse: SparseFunction
     field: DiscreteFunction
     expr: sympy.Expr
 
-    def __radd__(self, other):
-        return other + [self] if isinstance(other, list) else NotImplemented
-
 
 @dataclass
-class Interpolation:
+class Interpolation(_Term):
     """``sparse[time, p] = sum_corner w_corner * expr(corner)``."""
 
     sparse: SparseFunction

@@ -145,3 +145,23 @@ def test_injection_below_and_above_the_parallel_threshold(npoint):
     assert "if(s_np >= 1024)" in op.ccode
     op.apply()
     assert np.isclose(f.data.sum(dtype=np.float64), s.data.sum(dtype=np.float64), rtol=1e-5)
+
+
+def test_devito_sparse_conventions():
+    """interpolate() and inject() are single terms with .evaluate that lists take with + and
+    +=; SparseTimeFunction takes Devito's time_order."""
+    grid = Grid(shape=(9, 8))
+    f = Function(name="f", grid=grid)
+    i, j = np.meshgrid(np.arange(9), np.arange(8), indexing="ij")
+    f.data[:] = 2 * i + 3 * j          # bilinear interpolation is exact on it
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=2, nt=3, time_order=2)
+    rec.coordinates.data[:] = [[0.25, 0.5], [0.5, 0.125]]
+    term = rec.interpolate(expr=f)
+    assert term.evaluate == [term] and ([] + term) == [term] == (term + [])
+    eqs = []
+    eqs += term
+    Operator(eqs).apply(time_M=0)
+    index = rec.coordinates.data / np.array(grid.spacing)
+    assert np.allclose(rec.data[0], 2 * index[:, 0] + 3 * index[:, 1], rtol=1e-6)
+    with pytest.raises(InvalidArgument, match="time_order=3"):
+        SparseTimeFunction(name="bad", grid=grid, npoint=1, nt=2, time_order=3)
