@@ -292,8 +292,10 @@ class CBackend:
     fuse_temporaries = True
 
     def fused(self) -> dict:
-        """Producer -> consumer of the fused nests (``c_fusion.pairs``)."""
-        return c_fusion.pairs(self) if self.fuse_temporaries else {}
+        """Producer -> consumer of the fused nests (``c_fusion.pairs``), found once."""
+        if getattr(self, "_fused", None) is None:
+            self._fused = c_fusion.pairs(self) if self.fuse_temporaries else {}
+        return self._fused
 
     def sections(self, kernels):
         fused = self.fused()
