@@ -168,8 +168,9 @@ class CBackend:
     def bounds(self, kernel, depth):
         """First and last point of loop ``depth``, as C text."""
         d = self.dims[kernel.dims[depth]]
-        if kernel.fixed_at(depth) is not None:
-            return str(kernel.fixed_at(depth)), str(kernel.fixed_at(depth))
+        at = kernel.fixed_at(depth)
+        if at is not None:
+            return str(at), str(at)
         lo, hi = kernel.widened[depth]
         return _moved(d.lower, -lo), _moved(d.upper, hi)
 

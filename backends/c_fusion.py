@@ -51,11 +51,11 @@ def pairs(backend) -> dict:
     each other (``producers``), and the second writes no time slot the first reads."""
     prog, out = backend.program, {}
     steps = list(prog.steps)
+    arrays = {a.name: a for a in prog.arrays}
     for k1, k2 in zip(steps, steps[1:]):
         if k1 in out.values() or not (backend.blocked(k1) and backend.blocked(k2)):
             continue
         temps = set(k1.writes)
-        arrays = {a.name: a for a in prog.arrays}
         if not temps or any(not arrays[t].temporary or backend.ctypes[t] != "float"
                             for t in temps) or k1.dims != k2.dims:
             continue
