@@ -367,6 +367,7 @@ class Derivative(Differentiable, sympy.Expr):
             fd_order = fd_order.get(dim)
         if isinstance(x0, dict):
             x0 = x0.get(dim)
+        explicit = x0 is not None
         x0 = dim if x0 is None else sympy.sympify(x0)
         shift = _shift_of(dim, x0)
         side, weights = _check_scheme(dim, n, shift, side, weights)
@@ -377,9 +378,9 @@ class Derivative(Differentiable, sympy.Expr):
                 fd_order = _default_order(expr, dim, n)
             _check_fd_order(expr, dim, n, fd_order, dim.is_Time)
         args = [expr, dim, sympy.Integer(n), sympy.Integer(fd_order), dim + shift * dim.spacing]
-        if side or weights or transposed:
+        if side or weights or transposed or explicit:
             args.append(sympy.Tuple(Str(side or ""), sympy.Integer(bool(transposed)),
-                                    sympy.Tuple(*weights)))
+                                    sympy.Tuple(*weights), sympy.Integer(explicit)))
         return sympy.Expr.__new__(cls, *args)
 
     # -- accessors -------------------------------------------------------------------------
@@ -408,6 +409,12 @@ class Derivative(Differentiable, sympy.Expr):
         return _shift_of(self.dim, self.x0)
 
     @property
+    def explicit_x0(self) -> bool:
+        """Whether x0 was given; if not, the derivative sits where its operand's values do, or
+        where an Eq's left-hand side does (``stencilgen.relocation``)."""
+        return bool(self.args[5][3]) if len(self.args) > 5 else False
+
+    @property
     def side(self):
         """'left', 'right', 'centered' or None (the default stencil)."""
         return (str(self.args[5][0]) or None) if len(self.args) > 5 else None
@@ -425,13 +432,16 @@ class Derivative(Differentiable, sympy.Expr):
     def T(self):
         """The adjoint (transpose) of this derivative, as Devito defines ``.T``: the stencil read
         mirrored, so that <D u, v> = <u, D.T v> for fields vanishing near the boundary."""
-        return Derivative._build(self.expr, self.dim, self.deriv_order, self.fd_order, self.x0,
-                                 self.side, self.weights or None, not self.transposed)
+        return Derivative._build(self.expr, self.dim, self.deriv_order, self.fd_order,
+                                 self.x0 if self.explicit_x0 else None, self.side,
+                                 self.weights or None, not self.transposed)
 
     def __call__(self, x0=None, fd_order=None, side=None, weights=None):
         """A copy evaluated at ``x0``, with accuracy ``fd_order``, on a ``side`` or with custom
         ``weights`` (Devito's ``u.dx(x0=...)``, ``u.dx(weights=...)``)."""
-        new_x0 = x0.get(self.dim, self.x0) if isinstance(x0, dict) else (x0 if x0 is not None else self.x0)
+        own_x0 = self.x0 if self.explicit_x0 else None
+        new_x0 = x0.get(self.dim, own_x0) if isinstance(x0, dict) else (
+            x0 if x0 is not None else own_x0)
         new_order = fd_order.get(self.dim, self.fd_order) if isinstance(fd_order, dict) else (
             fd_order if fd_order is not None else self.fd_order)
         if weights is None and fd_order is None and self.weights:
@@ -446,7 +456,7 @@ class Derivative(Differentiable, sympy.Expr):
                                  self.transposed)
 
     def _sympystr(self, printer):
-        extra = "" if self.shift == 0 else f", x0={printer.doprint(self.x0)}"
+        extra = f", x0={printer.doprint(self.x0)}" if self.explicit_x0 else ""
         if self.side:
             extra += f", side={self.side}"
         if self.weights:
@@ -520,10 +530,43 @@ def _check_fd_order(expr, dim, n, fd_order, is_time):
                               "use an even order >= 2")
 
 
+def _places(expr, dim) -> set:
+    """{(where along ``dim``, staggered= given, priority)} of the values ``expr`` combines; a
+    derivative counts where its operand's values sit, whatever its x0 (as Devito)."""
+    if isinstance(expr, AppliedUndef) and hasattr(type(expr), "_field"):
+        rec = expr.field
+        return {(rec.stagger(dim), rec.stagger_given, (not rec.staggered, len(expr.args)))}
+    return set().union(*(_places(a, dim) for a in expr.args)) if expr.args else set()
+
+
+def location(expr, dim):
+    """(where ``expr``'s values sit along ``dim`` in spacings from the node, whether their
+    function was given staggered=): what a derivative of ``expr`` with no x0 is centred on and
+    how its two-point stencil leans (Devito's rule). None if its terms sit at different places."""
+    if dim.is_Time:
+        return sympy.S.Zero, False
+    places = _places(expr, dim)
+    if not places:
+        return sympy.S.Zero, False
+    if len({p[0] for p in places}) > 1:
+        return None
+    loc, flag, _ = max(places, key=lambda p: (p[2], p[1]))
+    return loc, flag
+
+
+def placed(d, inner_place):
+    """``inner_place`` (``location`` of a derivative's operand), or an error if there is none."""
+    if inner_place is None:
+        raise InvalidEquation(
+            f"{d}: its operand mixes functions staggered differently along {d.dim}; "
+            "differentiate each function separately, or store the product in a Function first")
+    return inner_place
+
+
 def evaluate(expr):
     """``expr`` with every Derivative expanded, innermost first."""
     if isinstance(expr, Derivative):
-        return expand(expr, evaluate(expr.expr))
+        return expand(expr, evaluate(expr.expr), placed(expr, location(expr.expr, expr.dim)))
     if not expr.args or not expr.has(Derivative):
         return expr
     return expr.func(*[evaluate(a) for a in expr.args])

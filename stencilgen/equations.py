@@ -6,6 +6,7 @@ import sympy
 from .derivatives import Derivative, evaluate
 from .errors import InvalidEquation
 from .functions import DiscreteFunction
+from .relocation import at_place
 from .subdomains import SubDomainRegion
 
 
@@ -33,7 +34,9 @@ class Eq:
         return f"Eq({self.lhs}, {self.rhs})"
 
     def evaluate(self) -> "Eq":
-        return self.with_rhs(evaluate(self.rhs))
+        """The equation with its right-hand side taken where the left-hand side's values sit
+        and its derivatives expanded."""
+        return self.with_rhs(evaluate(at_place(self.rhs, self.lhs)))
 
     def with_rhs(self, rhs) -> "Eq":
         """A copy with another right-hand side (keeps the kind of equation)."""

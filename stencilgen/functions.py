@@ -14,9 +14,11 @@ import sympy
 from sympy.core.function import AppliedUndef, UndefinedFunction
 
 from .differentiable import Differentiable
+from .dimensions import Dimension
 from .errors import InvalidArgument
 from .grid import Grid, as_int, check_dtype
 from .indexing import function_at
+from .staggering import HALF, natural_index, staggered_dims
 
 
 @dataclass(eq=False)
@@ -31,6 +33,8 @@ class FieldData:
     time_order: int = 0
     save: int | None = None
     is_time: bool = False
+    staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
+    stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
     _data: np.ndarray | None = dc_field(default=None, repr=False)
 
     @property
@@ -43,6 +47,10 @@ class FieldData:
     def shape_with_halo(self) -> tuple[int, ...]:
         space = tuple(n + 2 * h for n, h in zip(self.grid.shape, self.halo))
         return ((self.time_size,) if self.is_time else ()) + space
+
+    def stagger(self, d) -> sympy.Rational:
+        """Where the values sit along ``d``, in spacings from the node (0 or 1/2)."""
+        return HALF if d in self.staggered else sympy.S.Zero
 
     def allocate(self) -> np.ndarray:
         if self._data is None:
@@ -78,7 +86,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     @classmethod
     def _indices(cls, record: FieldData):
-        return record.grid.dimensions
+        return tuple(natural_index(d, record.staggered) for d in record.grid.dimensions)
 
     # -- identity ----------------------------------------------------------------------
     @property
@@ -111,7 +119,14 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     @property
     def dimensions(self):
-        return tuple(self.func(*self._indices(self.field)).args)
+        return tuple(a if isinstance(a, Dimension) else
+                     next(s for s in a.free_symbols if isinstance(s, Dimension))
+                     for a in self.origin.args)
+
+    @property
+    def staggered(self) -> tuple:
+        """The dimensions along which the values sit half a spacing ahead (() on nodes)."""
+        return self.field.staggered
 
     @property
     def indices(self):
@@ -173,7 +188,8 @@ class Function(DiscreteFunction):
     """A field on the grid, constant in time (velocity, density...), Devito's ``Function``."""
 
     @classmethod
-    def _make_record(cls, name=None, grid=None, space_order=2, dtype=None, **unknown) -> FieldData:
+    def _make_record(cls, name=None, grid=None, space_order=2, dtype=None, staggered=None,
+                     **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
@@ -181,7 +197,9 @@ class Function(DiscreteFunction):
                           lambda v: 2 <= v <= 32 and v % 2 == 0)
         dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
-                         halo=(so // 2,) * grid.dim)
+                         halo=(so // 2,) * grid.dim,
+                         staggered=staggered_dims(grid, staggered, owner),
+                         stagger_given=staggered is not None)
 
 
 class TimeFunction(Function):
@@ -191,9 +209,9 @@ class TimeFunction(Function):
 
     @classmethod
     def _make_record(cls, name=None, grid=None, space_order=2, time_order=1, save=None,
-                     dtype=None, **unknown) -> FieldData:
+                     dtype=None, staggered=None, **unknown) -> FieldData:
         record = super()._make_record(name=name, grid=grid, space_order=space_order,
-                                      dtype=dtype, **unknown)
+                                      dtype=dtype, staggered=staggered, **unknown)
         owner = f"TimeFunction {name!r}"
         record.time_order = _check_order(owner, time_order, "time_order", "use 1 or 2",
                                          lambda v: v in (1, 2))
@@ -207,7 +225,7 @@ class TimeFunction(Function):
     @classmethod
     def _indices(cls, record):
         time = record.grid.time_dim if record.save is not None else record.grid.stepping_dim
-        return (time,) + record.grid.dimensions
+        return (time,) + super()._indices(record)
 
     @property
     def time_dim(self):

@@ -31,7 +31,8 @@ class GridIndex(sympy.Expr):
 
 
 def _index(f, d, i, is_time: bool):
-    """The argument of ``f`` along ``d`` that index ``i`` stands for."""
+    """The argument of ``f`` along ``d`` that index ``i`` stands for (a staggered function's
+    ``v[t, x, y]`` is its own point ``v(t, x + h_x/2, y)``)."""
     try:
         i = sympy.sympify(i)
     except (sympy.SympifyError, TypeError):
@@ -42,7 +43,7 @@ def _index(f, d, i, is_time: bool):
         if not k.is_Integer:
             raise InvalidArgument(f"{f.name}[...]: index {i} along {d} must be {d} plus an "
                                   f"integer, e.g. {d} + 1")
-        return d + k * d.spacing
+        return d + (k + (0 if is_time else f.field.stagger(d))) * d.spacing
     if is_time:
         raise InvalidArgument(f"{f.name}[...]: the time index {i} must be {d} plus an integer "
                               f"({d} + 1 for the next step): fixed time indices are not supported")
@@ -55,7 +56,7 @@ def _index(f, d, i, is_time: bool):
 
 def function_at(f, indices):
     """``f[indices]`` as an application of ``f`` (see the module's docstring)."""
-    dims = f.origin.args
+    dims = f.dimensions
     indices = indices if isinstance(indices, tuple) else (indices,)
     if len(indices) != len(dims):
         raise InvalidArgument(f"{f.name}[...]: {len(indices)} indices given, {f.name} has "

@@ -13,7 +13,7 @@ import numpy as np
 import sympy
 
 from .derivatives import Derivative, expand
-from .differentiable import plain
+from .differentiable import location, placed, plain
 from .dimensions import stepping_dimension, time_dimension
 from .equations import Eq, SparseEq
 from .errors import HaloError, InvalidEquation
@@ -21,6 +21,8 @@ from .functions import Constant, DiscreteFunction, FieldData, Function
 from .ir.nodes import ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, TimeIndex
 from .indexing import GridIndex
 from .names import NameRegistry
+from .relocation import at_place
+from .staggering import natural_index
 from .sparse import Injection, Interpolation
 
 
@@ -28,9 +30,9 @@ class TempFunction(Function):
     """A grid array the compiler introduces (gradient temporaries, hoisted invariants)."""
 
     @classmethod
-    def _make_record(cls, name=None, grid=None, dtype=None) -> FieldData:
+    def _make_record(cls, name=None, grid=None, dtype=None, staggered=()) -> FieldData:
         return FieldData(name=name, grid=grid, space_order=2, dtype=dtype,
-                         halo=(0,) * grid.dim)
+                         halo=(0,) * grid.dim, staggered=staggered)
 
 
 def check_equations(eqs) -> tuple:
@@ -75,7 +77,7 @@ def _check_lhs(eq: Eq):
                               f"access such as u.forward, got {lhs}")
     dims = lhs.grid.dimensions
     for d, a in zip(dims, lhs.args[-len(dims):]):
-        if a != d and not (isinstance(a, GridIndex) and a.dim == d):
+        if a != natural_index(d, lhs.staggered) and not (isinstance(a, GridIndex) and a.dim == d):
             raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
                                   f"{dims} (or at a fixed index along some, u[t + 1, 0, y]), not "
                                   f"at shifted indices {lhs.args[-len(dims):]}")
@@ -100,8 +102,9 @@ def _axis_offset(arg, dim) -> sympy.Rational:
 
 
 def _space_offsets(access: DiscreteFunction) -> dict:
-    dims = access.grid.dimensions
-    return {d: _axis_offset(a, d) for d, a in zip(dims, access.args[-len(dims):])}
+    """Dimension -> offset of ``access`` from the point it is stored at (0: its own point)."""
+    dims, rec = access.grid.dimensions, access.field
+    return {d: _axis_offset(a, d) - rec.stagger(d) for d, a in zip(dims, access.args[-len(dims):])}
 
 
 def _has_space_derivative(expr) -> bool:
@@ -118,19 +121,24 @@ class _Expander:
         self.names = names
         self.new_eqs: list[Eq] = []
 
-    def temp(self):
-        temp = TempFunction(name=self.names.counted("r"), grid=self.grid, dtype=self.grid.dtype)
+    def temp(self, expr):
+        """A temporary for ``expr``, its values sitting where ``expr``'s do."""
+        places = {d: location(expr, d) for d in self.grid.dimensions}
+        staggered = tuple(d for d, p in places.items() if p is not None and p[0] != 0)
+        temp = TempFunction(name=self.names.counted("r"), grid=self.grid, dtype=self.grid.dtype,
+                            staggered=staggered)
         self.names.bind(temp.field, temp.name)
         return temp
 
     def __call__(self, expr):
         if isinstance(expr, Derivative):
             inner = self(expr.expr)
+            place = placed(expr, location(expr.expr, expr.dim))
             if not expr.dim.is_Time and _has_space_derivative(expr.expr):
-                t = self.temp()
+                t = self.temp(expr.expr)
                 self.new_eqs.append(Eq(t, inner))
                 inner = t
-            return expand(expr, inner)
+            return expand(expr, inner, place)
         if isinstance(expr, DiscreteFunction) or not expr.args or not expr.has(Derivative):
             return expr
         return expr.func(*[self(a) for a in expr.args])
@@ -141,7 +149,7 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
     out = []
     for eq in eqs:
         ex = _Expander(grid, names)
-        rhs = ex(eq.rhs)
+        rhs = ex(eq.rhs if isinstance(eq, SparseEq) else at_place(eq.rhs, eq.lhs))
         out.extend(ex.new_eqs)
         out.append(eq.with_rhs(rhs))
     return out
@@ -256,7 +264,7 @@ class _Indexer:
                 raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
             idx.append(self.time_index(int(k), arr.time_size if arr.modulo else None))
         args = f.args[-len(self.dims):]
-        offs = {d: None if isinstance(a, GridIndex) else _axis_offset(a, d)
+        offs = {d: None if isinstance(a, GridIndex) else _axis_offset(a, d) - f.field.stagger(d)
                 for d, a in zip(self.grid.dimensions, args)}
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
             if axis in self.fixed or offs[d] is None:

@@ -21,32 +21,38 @@ def shift(expr, dim, steps):
     return expr.xreplace({d: d + steps * d.spacing for d in dims})
 
 
-def weights_of(d):
+def weights_of(d, place=(0, False)):
     """(offsets, weights) of derivative ``d``: the sample points in spacings, exact weights.
 
     As Devito 4.8, a first derivative of fd_order 1 or 2 is the two-point difference: forward
     from a node x0 (``f.dx`` at space_order 2, ``u.dt``), across a midpoint x0. A side
     (``u.dxl``) moves the centred nodes one back or ahead, user weights sit on the nodes
     centred on x0, and a transposed derivative (``u.dx.T``) reads its offsets mirrored.
+    ``place`` is where the operand's values sit (``differentiable.location``): offsets count
+    from there; with no x0 the derivative is centred there, and its two-point stencil leans
+    back, not ahead, for a function given staggered= (Devito's rule).
     """
+    loc, leans_back = place
+    mid = sympy.sympify((d.shift if getattr(d, "explicit_x0", True) else loc) - loc)
     side, custom = getattr(d, "side", None), getattr(d, "weights", ())
     if custom:
-        offsets, weights = tuple(custom_offsets(len(custom), d.shift)), tuple(custom)
+        offsets, weights = tuple(custom_offsets(len(custom), mid)), tuple(custom)
     elif side is not None:
-        offsets, weights = side_weights(d.fd_order, d.shift, side_step(side))
+        offsets, weights = side_weights(d.fd_order, mid, side_step(side))
     elif d.deriv_order == 1 and d.fd_order <= 2:
-        lo = sympy.ceiling(d.shift - sympy.Rational(1, 2))
+        lo = sympy.ceiling(mid - sympy.Rational(1, 2)) - (1 if leans_back and mid.is_Integer else 0)
         offsets, weights = (lo, lo + 1), (sympy.Integer(-1), sympy.Integer(1))
     else:
-        offsets, weights = centred_weights(d.deriv_order, d.fd_order, d.shift)
+        offsets, weights = centred_weights(d.deriv_order, d.fd_order, mid)
     if getattr(d, "transposed", False):
         offsets = tuple(-o for o in offsets)
     return tuple(offsets), tuple(weights)
 
 
-def expand(d, inner):
-    """The weighted-shift sum for derivative ``d`` applied to the (already expanded) ``inner``."""
-    offsets, weights = weights_of(d)
+def expand(d, inner, place=(0, False)):
+    """The weighted-shift sum for derivative ``d`` applied to the (already expanded) ``inner``,
+    whose values sit at ``place`` (see ``weights_of``)."""
+    offsets, weights = weights_of(d, place)
     h = d.dim.spacing
     return sympy.Add(*[w * shift(inner, d.dim, o) for o, w in zip(offsets, weights) if w != 0]) \
         / h ** d.deriv_order
