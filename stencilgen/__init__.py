@@ -4,6 +4,7 @@ from sympy import (Abs, Max, Min, acos, asin, atan, atan2, ceiling, cos, cosh, e
 
 from . import devito_names
 from .builtins import initialize_function, norm
+from .calculus import curl, diag, div, grad, laplace
 from .configuration import configuration
 from .derivatives import Derivative, first_derivative
 from .dimensions import Dimension, SpaceDimension, SteppingDimension, TimeDimension
@@ -17,6 +18,9 @@ from .functions import Constant, Function, TimeFunction
 from .grid import Grid
 from .operator import Operator
 from .sparse import SparseFunction, SparseTimeFunction
+from .staggering import CELL, NODE
+from .tensors import (Tensor, TensorFunction, TensorTimeFunction, Vector, VectorFunction,
+                      VectorTimeFunction)
 
 __version__ = "0.1.0"
 
@@ -40,4 +44,6 @@ __all__ = [
     "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
     "norm", "right", "set_log_level", "sin", "solve", "sqrt",
+    "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
+    "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]

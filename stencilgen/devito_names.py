@@ -10,11 +10,8 @@ class UnsupportedFeature(StencilgenError, ImportError):
     """A Devito name that stencilgen does not support (yet); the message says what to write."""
 
 
-_VECTOR = ("vector and tensor functions are not supported yet: use one Function or "
-           "TimeFunction per component (vx, vy, vz) and their staggered derivatives, "
-           "e.g. vx.dx(x0=x + x.spacing/2)")
-_CALCULUS = ("the vector calculus operators are not supported yet: write the sums of "
-             "derivatives (u.dx + u.dy, u.laplace) or their staggered forms with x0=")
+_CALCULUS = ("the rotated (45-degree) vector calculus operators are not supported: write the "
+             "sums of rotated derivatives (u.dx45 + u.dy45) or use grad, div, curl")
 _SUBDOMAINS = ("subdomains are not supported yet: run the Operator on index bounds "
                "(op.apply(x_m=..., x_M=...)) or multiply the update by a mask Function")
 _REDUCTIONS = "compute it with NumPy on f.data (norm(f) is provided)"
@@ -25,10 +22,7 @@ _DIMENSIONS = ("this kind of Dimension is not supported: use the Grid's dimensio
                "SpaceDimension, TimeDimension or SteppingDimension")
 
 ADVICE = {
-    "VectorFunction": _VECTOR, "VectorTimeFunction": _VECTOR, "TensorFunction": _VECTOR,
-    "TensorTimeFunction": _VECTOR, "diag": _VECTOR, "NODE": _VECTOR, "CELL": _VECTOR,
-    "grad": _CALCULUS, "div": _CALCULUS, "curl": _CALCULUS, "grad45": _CALCULUS,
-    "div45": _CALCULUS, "curl45": _CALCULUS,
+    "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
     "ConditionalDimension": ("ConditionalDimension is not supported yet: save every step with "
                              "TimeFunction(save=nt) and take every k-th (u.data[::k])"),
     "SubDomain": _SUBDOMAINS, "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDOMAINS,

@@ -98,11 +98,14 @@ class Differentiable:
         return min(orders) if orders else 0
 
     # -- derivative shorthands -------------------------------------------------------------
-    def _space_dim(self, index: int):
-        dims = self.grid.dimensions
-        if index >= len(dims):
-            raise AttributeError(f"the grid of {self} has {len(dims)} dimension(s)")
-        return dims[index]
+    def _space_dim(self, name: str):
+        """The grid dimension called ``name`` (``.dz`` on a grid of x and z is along z)."""
+        dims = {d.name: d for d in self.grid.dimensions}
+        if name not in dims:
+            raise UnsupportedDerivative(
+                f"d{name}: the grid of {self} has no dimension {name!r} (its dimensions are "
+                f"{', '.join(dims)}); differentiate along one of them")
+        return dims[name]
 
     def _d(self, dim, order):
         return Derivative(self, (dim, order))
@@ -130,27 +133,27 @@ class Differentiable:
 
     @property
     def dx(self):
-        return self._d(self._space_dim(0), 1)
+        return self._d(self._space_dim("x"), 1)
 
     @property
     def dy(self):
-        return self._d(self._space_dim(1), 1)
+        return self._d(self._space_dim("y"), 1)
 
     @property
     def dz(self):
-        return self._d(self._space_dim(2), 1)
+        return self._d(self._space_dim("z"), 1)
 
     @property
     def dx2(self):
-        return self._d(self._space_dim(0), 2)
+        return self._d(self._space_dim("x"), 2)
 
     @property
     def dy2(self):
-        return self._d(self._space_dim(1), 2)
+        return self._d(self._space_dim("y"), 2)
 
     @property
     def dz2(self):
-        return self._d(self._space_dim(2), 2)
+        return self._d(self._space_dim("z"), 2)
 
     @property
     def dt(self):
@@ -166,15 +169,15 @@ class Differentiable:
 
     @property
     def dxl(self):
-        return self._sided(0, "left")
+        return self._sided("x", "left")
 
     @property
     def dxr(self):
-        return self._sided(0, "right")
+        return self._sided("x", "right")
 
     @property
     def dxc(self):
-        return self._sided(0, "centered")
+        return self._sided("x", "centered")
 
     def _sided(self, index, side):
         return Derivative(self, self._space_dim(index), side=side)

@@ -7,6 +7,7 @@ from .derivatives import Derivative, evaluate
 from .errors import InvalidEquation
 from .functions import DiscreteFunction
 from .relocation import at_place
+from .tensors import Tensor, equations
 from .subdomains import SubDomainRegion
 
 
@@ -22,9 +23,18 @@ class Eq:
         if subdomain is not None and not isinstance(subdomain, SubDomainRegion):
             raise InvalidEquation(f"Eq: subdomain must be one of the grid's subdomains "
                                   f"(grid.interior, grid.subdomains[...]), got {subdomain!r}")
+        self.subdomain = subdomain
+        self.components = None
+        if isinstance(lhs, Tensor):
+            # a vector or tensor equation: one Eq per distinct entry of the left-hand side
+            self.lhs, self.rhs = lhs, rhs
+            self.components = equations(lhs, rhs, lambda l, r: Eq(l, r, subdomain=subdomain))
+            return
+        if isinstance(rhs, Tensor):
+            raise InvalidEquation(f"Eq: the right-hand side is a vector or tensor but the "
+                                  f"left-hand side {lhs} is a scalar; write one Eq per entry")
         self.lhs = sympy.sympify(lhs)
         self.rhs = sympy.sympify(rhs)
-        self.subdomain = subdomain
 
     def __iter__(self):
         yield self.lhs
@@ -33,9 +43,11 @@ class Eq:
     def __repr__(self) -> str:
         return f"Eq({self.lhs}, {self.rhs})"
 
-    def evaluate(self) -> "Eq":
-        """The equation with its right-hand side taken where the left-hand side's values sit
+    def evaluate(self):
+        """The equation (a list of them for a vector or tensor equation) with its right-hand side taken where the left-hand side's values sit
         and its derivatives expanded."""
+        if self.components is not None:
+            return [e.evaluate() for e in self.components]
         return self.with_rhs(evaluate(at_place(self.rhs, self.lhs)))
 
     def with_rhs(self, rhs) -> "Eq":
@@ -86,6 +98,12 @@ def solve(eq, target):
     The equation must be linear in ``target`` with a non-zero coefficient. Spatial
     derivatives that do not involve ``target`` stay lazy for the compiler to schedule.
     """
+    if isinstance(target, Tensor):
+        expr = (eq.lhs - eq.rhs) if isinstance(eq, Eq) else eq
+        if not isinstance(expr, Tensor) or expr.shape != target.shape:
+            raise InvalidEquation(f"solve: the unknown {target!r} is a vector or tensor; the "
+                                  "equation must be one of the same shape")
+        return target.like(_solve_entries(expr, target))
     if not isinstance(target, DiscreteFunction):
         raise InvalidEquation(f"solve: the unknown must be a Function access such as u.forward, "
                               f"got {target!r}")
@@ -106,3 +124,13 @@ def solve(eq, target):
     rest = flat.subs(unknown, 0)
     back = {v: k for k, v in opaque.items()}
     return (-rest / coeff).xreplace(back)
+
+
+def _solve_entries(expr, target):
+    """Entry by entry ``solve`` of a vector or tensor equation (zero entries stay zero)."""
+    import numpy as np
+    out = np.zeros(target.shape, dtype=object)
+    for idx in np.ndindex(target.shape):
+        if target.entries[idx] != 0:
+            out[idx] = solve(expr.entries[idx], target.entries[idx])
+    return out

@@ -37,12 +37,7 @@ class TempFunction(Function):
 
 def check_equations(eqs) -> tuple:
     """Flatten and validate a list of Eq; return (eqs, grid)."""
-    flat = []
-    for e in (eqs if isinstance(eqs, (list, tuple)) else [eqs]):
-        if isinstance(e, (list, tuple)):
-            flat.extend(e)
-        else:
-            flat.append(e)
+    flat = _flatten(eqs)
     if not flat:
         raise InvalidEquation("Operator: no equations given")
     for i, e in enumerate(flat):
@@ -68,6 +63,15 @@ def check_equations(eqs) -> tuple:
         raise InvalidEquation(f"Operator: the equations mix Functions of different Grids ({names}); "
                               "build every Function of one Operator on the same Grid")
     return flat, next(iter(grids.values()))[0]
+
+
+def _flatten(eqs) -> list:
+    """Nested lists of equations, and vector or tensor Eqs, as one list of scalar ones."""
+    if isinstance(eqs, (list, tuple)):
+        return [e for item in eqs for e in _flatten(item)]
+    if getattr(eqs, "components", None) is not None:
+        return list(eqs.components)
+    return [eqs]
 
 
 def _check_lhs(eq: Eq):

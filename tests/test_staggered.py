@@ -1,0 +1,194 @@
+"""Staggered functions, vectors and tensors as Devito's: where values sit, how an Eq's
+right-hand side is taken at its left-hand side's point, the vector calculus operators, and
+the staggered ports on the GPU backends."""
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from stencilgen import (CELL, NODE, Eq, Function, Grid, InvalidArgument, InvalidEquation,
+                        Operator, TensorFunction, TensorTimeFunction, TimeFunction,
+                        VectorFunction, VectorTimeFunction, configuration, curl, diag, div,
+                        grad, laplace, platform, solve)
+from stencilgen.differentiable import plain
+
+from test_cuda import needs_gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _terms(expr):
+    """{function access: weight} of an expanded expression (spacings set to 1)."""
+    grid_h = {s: 1 for s in expr.free_symbols if s.name.startswith("h_")}
+    flat = sp.expand(plain(expr).subs(grid_h))
+    return {f: flat.coeff(f) for f in flat.atoms(sp.core.function.AppliedUndef)}
+
+
+def test_where_values_sit():
+    grid = Grid(shape=(5, 6))
+    x, y = grid.dimensions
+    hx, hy = x.spacing, y.spacing
+    assert Function(name="a", grid=grid, staggered=x).args == (x + hx / 2, y)
+    assert Function(name="b", grid=grid, staggered=CELL).args == (x + hx / 2, y + hy / 2)
+    assert Function(name="c", grid=grid, staggered=NODE).args == (x, y)
+    v = TimeFunction(name="v", grid=grid, staggered=(y,))
+    assert v.staggered == (y,) and v.dimensions[1:] == (x, y)
+    assert v[v.dimensions[0] + 1, x, y + 1] == v.forward.subs(y, y + hy)
+    assert v.data.shape == (2, 5, 6)
+
+
+@pytest.mark.parametrize("so, weights", [(2, (-1, 1)), (4, (1 / 24, -9 / 8, 9 / 8, -1 / 24))])
+def test_a_node_lhs_reads_a_staggered_derivative_across_the_node(so, weights):
+    """Eq(p, v.dx): v sits at x + h/2, so the derivative at x uses the midpoint weights."""
+    grid = Grid(shape=(9,))
+    x, = grid.dimensions
+    p = Function(name="p", grid=grid, space_order=so)
+    v = Function(name="v", grid=grid, staggered=x, space_order=so)
+    got = _terms(Eq(p, v.dx).evaluate().rhs)
+    k = len(weights) // 2
+    want = {v.subs(x, x + (i - k) * x.spacing): w for i, w in enumerate(weights)}
+    assert {f: float(w) for f, w in got.items()} == pytest.approx(
+        {f: float(w) for f, w in _terms(sum(w * f for f, w in want.items())).items()})
+
+
+def test_a_staggered_lhs_averages_node_functions_onto_its_points():
+    grid = Grid(shape=(6, 6))
+    x, y = grid.dimensions
+    ro = Function(name="ro", grid=grid)
+    txy = Function(name="txy", grid=grid, staggered=(x, y))
+    got = _terms(Eq(txy, ro).evaluate().rhs)
+    corners = [ro.subs({x: x + i * x.spacing, y: y + j * y.spacing})
+               for i in (0, 1) for j in (0, 1)]
+    assert got == _terms(sp.Add(*corners) / 4) and set(got.values()) == {sp.Rational(1, 4)}
+
+
+def test_two_point_first_derivative_leans_back_for_staggered_functions():
+    """Devito's rule: with staggered= given (NODE too) the two-point .dx at the function's
+    own point is backward, without it forward."""
+    grid = Grid(shape=(6,))
+    x, = grid.dimensions
+    q = Function(name="q", grid=grid)
+    p = Function(name="p", grid=grid, staggered=NODE)
+    assert _terms(q.dx.evaluate()) == _terms(q.subs(x, x + x.spacing) - q)
+    assert _terms(p.dx.evaluate()) == _terms(p - p.subs(x, x - x.spacing))
+
+
+@pytest.mark.parametrize("so", [2, 4, 8])
+def test_staggered_derivative_converges_at_its_order(so):
+    """d/dx of sin(6x) at the nodes from values at the midpoints: error falls as h^so."""
+    errors = []
+    for n in (17, 33):
+        grid = Grid(shape=(n,), extent=(1.0,), dtype=np.float64)
+        x, = grid.dimensions
+        v = Function(name="v", grid=grid, staggered=x, space_order=so, dtype=np.float64)
+        p = Function(name="p", grid=grid, space_order=so, dtype=np.float64)
+        xs = np.linspace(0, 1, n)
+        v.data[:] = np.sin(6 * (xs + 0.5 / (n - 1)))
+        v.data_with_halo[:so // 2] = np.sin(6 * (xs[0] + (np.arange(-so // 2, 0) + 0.5) / (n - 1)))
+        v.data_with_halo[-(so // 2):] = np.sin(6 * (xs[-1] + (np.arange(1, so // 2 + 1) + 0.5)
+                                                    / (n - 1)))
+        Operator([Eq(p, v.dx)], backend="c").apply()
+        errors.append(np.abs(p.data - 6 * np.cos(6 * xs)).max())
+    assert np.log2(errors[0] / errors[1]) > so - 0.3
+
+
+def test_staggered_div_is_minus_the_adjoint_of_grad():
+    """<grad p, v> = -<p, div v> on a staggered pair when the fields vanish near the edges."""
+    rng = np.random.default_rng(3)
+    grid = Grid(shape=(24, 20), dtype=np.float64)
+    p = Function(name="p", grid=grid, space_order=4, dtype=np.float64)
+    q = Function(name="q", grid=grid, space_order=4, dtype=np.float64)
+    v = VectorFunction(name="v", grid=grid, space_order=4, dtype=np.float64)
+    g = VectorFunction(name="g", grid=grid, space_order=4, dtype=np.float64)
+    for f in (p, v[0], v[1]):
+        f.data[4:-4, 4:-4] = rng.standard_normal((16, 12))
+    Operator([Eq(g, grad(p)), Eq(q, div(v))], backend="c").apply()
+    lhs = sum(np.vdot(g[i].data, v[i].data) for i in range(2))
+    rhs = -np.vdot(p.data, q.data)
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+
+
+def test_vector_and_tensor_functions():
+    grid = Grid(shape=(5, 5, 5))
+    x, y, z = grid.dimensions
+    v = VectorTimeFunction(name="v", grid=grid, space_order=4)
+    tau = TensorTimeFunction(name="t", grid=grid)
+    assert [c.name for c in v] == ["v_x", "v_y", "v_z"]
+    assert [c.staggered for c in v] == [(x,), (y,), (z,)]
+    assert tau[0, 1] is tau[1, 0] and tau[1, 2].staggered == (y, z)
+    assert tau[0, 0].staggered == () and len(tau.values()) == 6
+    assert TensorFunction(name="d", grid=grid, diagonal=True).values()[1].name == "d_yy"
+    c = curl(v)
+    assert c[0] == v[2].dy - v[1].dz
+    assert div(v) == v[0].dx + v[1].dy + v[2].dz
+    assert grad(v)[1, 2] == v[1].dz and grad(v).transpose(inner=False)[2, 1] == v[1].dz
+    assert grad(v).T[2, 1] == v[1].dz.T
+    assert div(tau)[1] == tau[1, 0].dx + tau[1, 1].dy + tau[1, 2].dz
+    assert diag(div(v))[2, 2] == div(v) and diag(div(v))[0, 1] == 0
+    assert laplace(v[0]) == v[0].dx2 + v[0].dy2 + v[0].dz2
+    eqs = Eq(tau.forward, solve(tau.dt - grad(v) - grad(v).transpose(inner=False),
+                                tau.forward)).components
+    assert [e.lhs.name for e in eqs] == ["t_xx", "t_xy", "t_xz", "t_yy", "t_yz", "t_zz"]
+
+
+def test_vector_equations_run_entry_by_entry():
+    grid = Grid(shape=(8, 7))
+    v = VectorTimeFunction(name="v", grid=grid)
+    p = Function(name="p", grid=grid)
+    p.data[:] = np.arange(56, dtype=np.float32).reshape(8, 7) ** 2 / 50
+    Operator(Eq(v.forward, v + 2.0 * grad(p)), backend="c").apply(time_M=0)
+    h = grid.spacing
+    want_x = 2.0 * (p.data[1:, :] - p.data[:-1, :]) / h[0]
+    assert np.allclose(v[0].data[1][:-1, :], want_x, rtol=1e-5)
+    want_y = 2.0 * (p.data[:, 1:] - p.data[:, :-1]) / h[1]
+    assert np.allclose(v[1].data[1][:, :-1], want_y, rtol=1e-5)
+
+
+def test_errors_say_what_to_write():
+    grid = Grid(shape=(5, 5))
+    other = Grid(shape=(4, 4))
+    x, y = grid.dimensions
+    with pytest.raises(InvalidArgument, match="staggered="):
+        Function(name="a", grid=grid, staggered=other.dimensions[0].func("w"))
+    v = Function(name="v", grid=grid, staggered=x)
+    ro = Function(name="ro", grid=grid)
+    p = Function(name="p", grid=grid)
+    with pytest.raises(InvalidEquation, match="staggered differently"):
+        Eq(p, (ro * v).dx).evaluate()
+    with pytest.raises(InvalidEquation, match="one Eq per entry"):
+        Eq(p, grad(p))
+    with pytest.raises(InvalidArgument, match="shapes"):
+        grad(p) + VectorFunction(name="w", grid=Grid(shape=(4, 4, 4)))
+    with pytest.raises(InvalidArgument, match="scalar"):
+        grad(p) + 1
+
+
+def _run_port(name, monkeypatch):
+    monkeypatch.setenv("FRAMEWORK", "stencilgen")
+    sys.path.insert(0, str(ROOT))
+    for mod in ("demos.devito_ports.framework", f"demos.devito_ports.{name}"):
+        sys.modules.pop(mod, None)
+    return importlib.import_module(f"demos.devito_ports.{name}").run()
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("backend", ["cuda", "openacc"])
+@pytest.mark.parametrize("name", ["staggered_acoustic", "elastic"])
+def test_staggered_ports_on_the_gpu_give_devitos_numbers(backend, name, monkeypatch):
+    if backend == "openacc" and "host" in platform.toolchain("openacc").name:
+        pytest.skip("no offloading OpenACC compiler")
+    old = configuration["backend"]
+    configuration["backend"] = backend
+    try:
+        out = _run_port(name, monkeypatch)
+    finally:
+        configuration["backend"] = old
+    ref = np.load(ROOT / "demos" / "devito_ports" / "reference" / f"{name}.npz")
+    for key, value in out.items():
+        assert np.abs(value - ref[key]).max() <= 2e-5 * np.abs(ref[key]).max(), (name, key)
