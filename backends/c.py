@@ -243,9 +243,12 @@ class CBackend:
         real, n, out = ctype(self.program.dtype), len(k.dims), []
         for i, sym in enumerate(k.dims):
             d, pos, cell = self.dims[sym], loc.position[i], loc.cell[i]
+            # a staggered target's values sit half a cell ahead of the nodes
+            ahead = f" - {k.stagger[i]!r}" if k.stagger and k.stagger[i] else ""
             out += [
                 c.Initializer(c.Value("const double", pos),
-                              f"({lay.coords}[{k.point}*{n} + {i}] - {d.origin})/{d.spacing}"),
+                              f"({lay.coords}[{k.point}*{n} + {i}] - {d.origin})/{d.spacing}"
+                              f"{ahead}"),
                 c.Initializer(c.Value(f"const {self.index}", cell),
                               f"({self.index})floor({pos})"),
                 c.Initializer(c.Value(f"const {real}", loc.fraction[i]), f"({real})({pos} - {cell})"),

@@ -21,7 +21,7 @@ from .functions import Constant, DiscreteFunction, FieldData, Function
 from .ir.nodes import ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, TimeIndex
 from .indexing import GridIndex
 from .names import NameRegistry
-from .relocation import at_place
+from .relocation import at_nodes, at_place
 from .staggering import natural_index
 from .sparse import Injection, Interpolation
 
@@ -153,7 +153,8 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
     out = []
     for eq in eqs:
         ex = _Expander(grid, names)
-        rhs = ex(eq.rhs if isinstance(eq, SparseEq) else at_place(eq.rhs, eq.lhs))
+        rhs = ex(at_nodes(eq.rhs, grid) if getattr(eq, "kind", None) == "interpolate" else
+                 eq.rhs if isinstance(eq, SparseEq) else at_place(eq.rhs, eq.lhs))
         out.extend(ex.new_eqs)
         out.append(eq.with_rhs(rhs))
     return out
@@ -376,8 +377,11 @@ class _Indexer:
         for axis, ld in enumerate(self.dims):
             self.scalar(ld.origin, np.float64, ("origin", axis))
             self.scalar(ld.spacing, self.grid.dtype, ("spacing", axis))
+        stagger = tuple(float(eq.lhs.field.stagger(d)) for d in self.grid.dimensions) \
+            if kind == "inject" else ()
         return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,
-                         sparse=self.names.cname(eq.sparse.field))
+                         sparse=self.names.cname(eq.sparse.field),
+                         stagger=stagger if any(stagger) else ())
 
 
 def _time_step(eqs) -> int:

@@ -113,9 +113,16 @@ def at_place(expr, lhs):
     return _at(sympy.sympify(expr), target, lhs.field)
 
 
+def at_nodes(expr, grid):
+    """``expr`` evaluated at the grid's nodes (what a sparse interpolation reads, as Devito)."""
+    if not _staggered_anywhere(expr, None):
+        return expr
+    return _at(sympy.sympify(expr), {d: sympy.S.Zero for d in grid.dimensions}, None)
+
+
 def _staggered_anywhere(expr, lhs) -> bool:
     fields = [a for a in sympy.sympify(expr).atoms(AppliedUndef) if _is_field(a)]
-    return any(f.field.staggered for f in fields + [lhs])
+    return any(f.field.staggered for f in fields + ([lhs] if lhs is not None else []))
 
 
 def _at(expr, target, lhs_field):

@@ -192,3 +192,38 @@ def test_staggered_ports_on_the_gpu_give_devitos_numbers(backend, name, monkeypa
     ref = np.load(ROOT / "demos" / "devito_ports" / "reference" / f"{name}.npz")
     for key, value in out.items():
         assert np.abs(value - ref[key]).max() <= 2e-5 * np.abs(ref[key]).max(), (name, key)
+
+
+def test_sparse_points_on_a_staggered_field():
+    """Injection weights count from where the target's values sit (x + h/2); interpolation
+    reads the field averaged onto the nodes (as Devito 4.8)."""
+    from stencilgen import SparseTimeFunction
+    grid = Grid(shape=(11, 11), extent=(10.0, 10.0))
+    x, y = grid.dimensions
+    v = TimeFunction(name="v", grid=grid, staggered=x)
+    w = TimeFunction(name="w", grid=grid, staggered=x)
+    d = np.arange(121, dtype=np.float64).reshape(11, 11) ** 1.5
+    v.data[0] = d
+    pts = [[3.3, 4.6], [7.0, 2.0]]
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=2, nt=3)
+    src = SparseTimeFunction(name="src", grid=grid, npoint=2, nt=3)
+    rec.coordinates.data[:] = pts
+    src.coordinates.data[:] = pts
+    src.data[:] = 1.0
+    Operator([Eq(v.forward, v)] + rec.interpolate(expr=v) + src.inject(field=w.forward, expr=src),
+             backend="c").apply(time_M=0)
+    nodes = d.copy()
+    nodes[1:] = 0.5 * (d[:-1] + d[1:])       # v averaged onto the nodes x_i
+    want_rec, want_w = [], np.zeros((11, 11))
+    for px, py in pts:
+        i, j = int(np.floor(px)), int(np.floor(py))
+        a, b = px - i, py - j
+        want_rec.append((1 - a) * (1 - b) * nodes[i, j] + a * (1 - b) * nodes[i + 1, j]
+                        + (1 - a) * b * nodes[i, j + 1] + a * b * nodes[i + 1, j + 1])
+        i = int(np.floor(px - 0.5))
+        a = px - 0.5 - i
+        for di, wx in ((0, 1 - a), (1, a)):
+            for dj, wy in ((0, 1 - b), (1, b)):
+                want_w[i + di, j + dj] += wx * wy
+    assert np.allclose(rec.data[0], want_rec, rtol=1e-6)
+    assert np.allclose(w.data[1], want_w, atol=1e-6)

@@ -106,6 +106,7 @@ class IndexedEq:
     fixed: tuple = ()                # per dimension: the one index it runs at, or None (all)
     sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
     sparse: str | None = None        # the sparse array visited
+    stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,7 @@ class SparseKernel:
     reads: dict = field(default_factory=dict, compare=False)
     writes: dict = field(default_factory=dict, compare=False)
     section: Section | None = None
+    stagger: tuple = ()            # inject: the target's values sit this many cells ahead
     sequential = None              # points run in parallel (injection adds atomically)
 
     @property
