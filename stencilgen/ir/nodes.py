@@ -47,6 +47,7 @@ class ArrayLayout:
     npoint: str | None = None                 # sparse: parameter, number of points
     coords: str | None = None                 # sparse: parameter, (npoint, ndim) coordinates
     device_coords: str | None = None          # sparse: the coordinates' second copy
+    nt: str | None = None                     # saved or sampled time axis: parameter, its length
     padding: tuple[int, ...] = ()
     alignment: int = 0
 
