@@ -10,7 +10,7 @@ import pytest
 
 from stencilgen import (Eq, Function, Grid, InvalidArgument, Operator, SparseFunction,
                         SparseTimeFunction, TimeFunction, platform, solve)
-from test_cuda import needs_gpu
+from test_cuda import needs_gpu, needs_nvcc
 
 NX, NY, NU = 12, 10, 0.5
 DT = 0.2 * 0.1 ** 2 / NU
@@ -166,6 +166,16 @@ def test_openacc_binds_the_lengths_as_c():
     op, _ = _diffusion("openacc", "SavedDiffusionACC")
     for a, b in zip(_longer_and_shorter(c_op, grid), _longer_and_shorter(op, grid)):
         assert np.abs(a - b).max() < 1e-6
+
+
+@needs_nvcc
+def test_cuda_copies_the_bound_length():
+    """The device copy of a saved field is as long as the function bound (compiled here,
+    run on the GPU below): u_nt slots of u_st elements, not the 4 the Operator was built for."""
+    op, _ = _diffusion("cuda", "SavedDiffusionCUDA")
+    assert "const long u_len = u_nt*u_st;" in op.ccode
+    assert "cudaMemcpy2D" in op.ccode and "4*u_st" not in op.ccode
+    assert op.cfunction is not None
 
 
 @pytest.mark.gpu
