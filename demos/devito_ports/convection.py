@@ -1,7 +1,8 @@
 """Linear convection (Devito's CFD tutorial 01): a hat function carried by
 ``u.dt + c*u.dx + c*u.dy = 0`` with first-order upwind differences. The equation is one
 ``Eq`` with no right-hand side, solved for ``u.forward``; once on ``grid.interior`` (the
-edges keep their start), once everywhere with boundary rows holding the edges at 1. Last,
+edges keep their start), once everywhere with boundary rows holding the edges at 1 (built
+as the tutorial does, ``Operator(expressions=..., opt=None, language='C')``). Last,
 a square wave in 1D at CFL 1, which upwinding shifts by one point a step, exactly."""
 import numpy as np
 
@@ -27,7 +28,7 @@ def hat(nx=21, ny=21, nt=20, c=1.0, sigma=0.2):
                                  Eq(u[t + 1, x, 0], 1.0)])):
         init_hat(u.data[0], dx, dy, value=2.0)
         init_hat(u.data[1], dx, dy, value=2.0)
-        Operator(eqs)(time=nt, dt=sigma * dx)
+        Operator(expressions=eqs, opt=None, language="C")(time=nt, dt=sigma * dx)
         out[f"u_{label}"] = np.array(u.data)
     return out
 
