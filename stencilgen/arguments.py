@@ -23,19 +23,47 @@ def _accepted(prog) -> set:
     return known | _steering(prog)
 
 
+def _kind(f) -> str:
+    if f.is_Sparse:
+        return "SparseTimeFunction" if f.field.time_size is not None else "SparseFunction"
+    if f.field.time_size is None:
+        return "Function"
+    return "TimeFunction(save=...)" if f.field.save is not None else "TimeFunction"
+
+
+def _override_mismatch(arr, f, override) -> str | None:
+    """What keeps ``override`` from standing in for ``f`` and what to pass instead (None: it
+    may stand in)."""
+    got, like = override.field, f"pass a {_kind(f)} built like {f.name}"
+    if (got.time_size is None) != (f.field.time_size is None) or \
+            bool(override.is_Sparse) != arr.sparse:
+        return f"is a {_kind(override)}, {f.name} a {_kind(f)}; {like}"
+    if override.grid.shape != f.grid.shape:
+        return (f"lies on a grid of shape {override.grid.shape}, {f.name} on {f.grid.shape}; "
+                f"{like} on a grid of that shape, or build an Operator for the other grid")
+    if np.dtype(override.dtype) != np.dtype(f.dtype):
+        return (f"holds {np.dtype(override.dtype).name}, the Operator was built for "
+                f"{np.dtype(f.dtype).name}; {like} with dtype={np.dtype(f.dtype).name}")
+    if arr.modulo and got.time_size != arr.time_size:
+        how = f"save={got.save}" if got.save is not None else f"time_order={override.time_order}"
+        return (f"has {got.time_size} time slots ({how}), but the Operator cycles through "
+                f"{f.name}'s {arr.time_size} (time_order={f.time_order}, save=None); build "
+                f"{override.name} with time_order={f.time_order} and no save, or build an "
+                f"Operator for {override.name}")
+    return None
+
+
 def _override(arr, f, override):
-    """The data of ``override`` standing in for ``f`` (the function compiled), checked."""
+    """The data of ``override`` standing in for ``f`` (the function compiled), checked.
+    A saved or sampled time axis may have any length (a run-time argument); a ring buffer's
+    slots, the grid's shape and the dtype are those built into the code."""
     if not isinstance(override, DiscreteFunction):
         raise InvalidArgument(f"apply: {f.name} must be overridden with a Function of the same "
                               f"kind, got {type(override).__name__}")
-    ok = (override.grid.shape == f.grid.shape and override.dtype == f.dtype
-          and override.field.time_size == f.field.time_size
-          and (not arr.sparse or override.field.shape_with_halo == f.field.shape_with_halo))
-    if not ok:
-        raise InvalidArgument(
-            f"apply: {f.name}={override.name} does not match {f.name} (grid shape "
-            f"{f.grid.shape}, dtype {np.dtype(f.dtype).name}, time slots "
-            f"{f.field.time_size}); pass a function built like {f.name}")
+    wrong = _override_mismatch(arr, f, override)
+    if wrong:
+        raise InvalidArgument(f"apply: {f.name}={override.name} does not match {f.name}: it "
+                              f"{wrong}")
     if not arr.sparse and any(h < r for h, r in zip(override.halo, f.halo)):
         raise InvalidArgument(f"apply: {f.name}={override.name} has halo "
                               f"{override.halo}, narrower than the stencil needs {f.halo}")
@@ -43,7 +71,9 @@ def _override(arr, f, override):
 
 
 def _array_args(prog, bindings, overrides, temps, args, keep):
-    """Data pointers, halo widths, point counts and coordinates of every array."""
+    """Data pointers, halo widths, point counts, time lengths and coordinates of every
+    array; returns the length of each directly indexed time axis bound, by C name."""
+    lengths = {}
     shape = bindings.grid.shape
     for arr in prog.arrays:
         lay = arr.layout
@@ -67,6 +97,9 @@ def _array_args(prog, bindings, overrides, temps, args, keep):
         args[lay.vec] = data.ctypes.data
         for name, h in zip(lay.halo, halo):
             args[name] = int(h)
+        if lay.nt:
+            args[lay.nt] = lengths[arr.name] = int(data.shape[0])
+    return lengths
 
 
 def _time_accesses(prog):
@@ -96,18 +129,21 @@ def _given(kwargs, key, default):
     return default if value is None else value
 
 
-def _time_defaults(offsets, direct):
+def _time_defaults(offsets, direct, lengths):
     """Devito's defaults: time_m = -(lowest offset), time_M = (fewest saved steps or sparse
-    samples) - 1 - (highest offset), over every access in the time loop (None: no default)."""
+    samples of the functions bound) - 1 - (highest offset), over every access in the time
+    loop (None: no default)."""
     lower, upper = min(offsets | {0}), max(offsets | {0})
     if not direct:
         return -lower, None
-    return -lower, min(arr.time_size for arr, _ in direct) - 1 - upper
+    return -lower, min(lengths[arr.name] for arr, _ in direct) - 1 - upper
 
 
-def _time_bounds(prog, kwargs, op_name):
+def _time_bounds(prog, kwargs, op_name, lengths):
+    """time_m and time_M, given or Devito's defaults, checked against the length of every
+    directly indexed time axis bound (``lengths``, by C name)."""
     offsets, direct = _time_accesses(prog)
-    default_m, default_M = _time_defaults(offsets, direct)
+    default_m, default_M = _time_defaults(offsets, direct, lengths)
     if _given(kwargs, "time_M", None) is None and default_M is None:
         raise InvalidArgument(f"Operator `{op_name}`.apply: missing time bounds; pass "
                               f"time_M (the last step; time_m defaults to {default_m}), e.g. "
@@ -120,7 +156,7 @@ def _time_bounds(prog, kwargs, op_name):
         raise InvalidArgument(f"apply: time_m={time_m}, time_M={time_M} must satisfy "
                               "0 <= time_m <= time_M")
     for arr, s in direct:
-        n = arr.time_size
+        n = lengths[arr.name]
         if time_M + s > n - 1 or time_m + s < 0:
             held = f"has nt={n} time samples" if arr.sparse else f"saves {n} time steps"
             raise InvalidArgument(
@@ -212,10 +248,11 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     steering = _steering(prog)
     overrides = {k: v for k, v in kwargs.items() if k not in steering}
     args, keep = {}, []
-    _array_args(prog, bindings, overrides, temps, args, keep)
+    lengths = _array_args(prog, bindings, overrides, temps, args, keep)
     _bounds(prog, bindings.grid, kwargs, args)
     if prog.has_time_loop:
-        args[prog.time_bounds[0]], args[prog.time_bounds[1]] = _time_bounds(prog, kwargs, op_name)
+        args[prog.time_bounds[0]], args[prog.time_bounds[1]] = \
+            _time_bounds(prog, kwargs, op_name, lengths)
     geometry = _geometry(prog, bindings, overrides)
     for s in prog.scalars:
         value = _scalar(s, bindings, geometry, kwargs, overrides, op_name)

@@ -19,7 +19,8 @@ def _slot(arr, index, step, modulo, time):
     if index in modulo:
         return (step + modulo[index].shift) % modulo[index].modulo
     value = sympy.sympify(index).subs(time, step)
-    return int(value) % arr.time_size if value.is_Integer else None
+    # a direct index: apply checked it lies within the bound function's time axis
+    return int(value) if value.is_Integer else None
 
 
 def last_written(program, span) -> dict:

@@ -15,6 +15,15 @@ def _index(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True)
 
 
+def _time_length(a: ArrayParam, names: NameRegistry) -> str | None:
+    """The parameter holding the length of a directly indexed time axis (saved steps, sparse
+    samples): run-time, so apply may bind a function of another length; a ring buffer's
+    length is in its slots' modulo, fixed at build time (None)."""
+    if a.time_size is None or a.modulo:
+        return None
+    return names.fresh(f"{a.name}_nt")
+
+
 def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     """Row-major with the halo around the domain, innermost dimension contiguous."""
     halo = tuple(names.fresh(f"{a.name}_h{i}") for i in range(len(dims)))
@@ -25,9 +34,10 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
         stride = stride * extents[i]
     strides.reverse()
     named = [_index(n) if n else v for n, v in strides]
+    nt = _time_length(a, names)
     if a.time_size is not None:
         strides.insert(0, (names.fresh(f"{a.name}_st"), stride))
-        count = a.time_size * _index(strides[0][0])
+        count = (_index(nt) if nt else a.time_size) * _index(strides[0][0])
     else:
         count = stride
     origin = sum((_index(h) * s for h, s in zip(halo, named)), sympy.Integer(0))
@@ -36,7 +46,7 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
                        origin=(names.fresh(f"{a.name}_o"), origin),
                        count=(names.fresh(f"{a.name}_len"), count),
                        device=names.fresh(f"d_{vec}"), padding=(0,) * len(dims),
-                       alignment=int(np.dtype(a.dtype).itemsize))
+                       alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
 
 
 def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout:
@@ -45,15 +55,16 @@ def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout
     coords = names.fresh(f"{a.name}_coords")
     strides = ((None, sympy.Integer(1)),)
     count = _index(npoint)
-    if a.time_size is not None:
+    nt = _time_length(a, names)
+    if nt:
         strides = ((npoint, _index(npoint)),) + strides
-        count = a.time_size * count
+        count = _index(nt) * count
     return ArrayLayout(vec=vec, halo=(), strides=strides,
                        origin=(names.fresh(f"{a.name}_o"), sympy.Integer(0)),
                        count=(names.fresh(f"{a.name}_len"), count),
                        device=names.fresh(f"d_{vec}"), npoint=npoint, coords=coords,
                        device_coords=names.fresh(f"d_{coords}"), padding=(),
-                       alignment=int(np.dtype(a.dtype).itemsize))
+                       alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
 
 
 def _parameters(prog: Program, timers: str, checks: str, tuning: str) -> tuple[Parameter, ...]:
@@ -68,6 +79,8 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str) -> tuple[P
         else:
             params += [Parameter(h, "index", None, ("halo", a.name, i))
                        for i, h in enumerate(lay.halo)]
+        if lay.nt:
+            params.append(Parameter(lay.nt, "index", None, ("time_size", a.name)))
     params += [Parameter(d.size, "index", None, ("size", i)) for i, d in enumerate(prog.dims)]
     for i, d in enumerate(prog.dims):
         params += [Parameter(d.lower, "index", None, ("lower", i)),

@@ -47,6 +47,7 @@ class ArrayLayout:
     npoint: str | None = None                 # sparse: parameter, number of points
     coords: str | None = None                 # sparse: parameter, (npoint, ndim) coordinates
     device_coords: str | None = None          # sparse: the coordinates' second copy
+    nt: str | None = None                     # saved or sampled time axis: parameter, its length
     padding: tuple[int, ...] = ()
     alignment: int = 0
 
@@ -63,7 +64,7 @@ class ArrayParam:
     user: str                      # the user's name (apply overrides, messages)
     dtype: type
     ndim: int
-    time_size: int | None = None   # slots of the leading time axis (None: no time axis)
+    time_size: int | None = None   # slots of the time axis as built (None: none); see layout.nt
     modulo: bool = False           # time slot = (time + k) % time_size (buffered TimeFunction)
     temporary: bool = False        # allocated by the Operator, invisible to the user
     sparse: bool = False           # point values (npoint,) or (nt, npoint): no halo, no grid axes

@@ -1,0 +1,27 @@
+"""What the CFD ports share besides the framework: the tutorials' hat function and the
+first-order upwind difference."""
+import numpy as np
+
+
+def init_hat(field, dx, dy, value=2.0, background=1.0):
+    """``field`` = ``background`` with ``value`` on 0.5 <= x, y <= 1 (the tutorials' start)."""
+    field[:] = background
+    field[int(0.5 / dx):int(1 / dx + 1), int(0.5 / dy):int(1 / dy + 1)] = value
+    return field
+
+
+def backward(f, d):
+    """(f(d) - f(d - h))/h, the upwind difference for flow towards +d: Devito's ``f.dxl`` at
+    space_order=1 and ``first_derivative(f, dim=d, side=left, fd_order=1)``, written as the
+    two-point derivative at the midpoint behind, since stencilgen's orders are even."""
+    return getattr(f, f"d{d.name}")(x0=d - d.spacing / 2)
+
+
+def hat_grid(nx, ny):
+    """The spacings of an (nx, ny) grid on the tutorials' [0, 2] x [0, 2]."""
+    return 2.0 / (nx - 1), 2.0 / (ny - 1)
+
+
+def relative_change(p, pn):
+    """The tutorials' stopping measure of a pseudo-time iteration."""
+    return np.sum(np.abs(p) - np.abs(pn)) / np.sum(np.abs(pn))
