@@ -17,6 +17,7 @@ from .functions import Constant, Function, TimeFunction
 from .grid import Grid
 from .operator import Operator
 from .sparse import SparseFunction, SparseTimeFunction
+from .subdomains import SubDomain
 
 __version__ = "0.1.0"
 
@@ -37,7 +38,7 @@ __all__ = [
     "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
-    "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
+    "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
     "norm", "right", "set_log_level", "sin", "solve", "sqrt",
 ]

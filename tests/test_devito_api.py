@@ -144,7 +144,7 @@ def test_more_math_functions_match_numpy():
 @pytest.mark.parametrize("name, words", [
     ("VectorTimeFunction", "one Function or TimeFunction per component"),
     ("ConditionalDimension", "save=nt"),
-    ("SubDomain", "x_m=..."),
+    ("SubDomainSet", "one SubDomain per region"),
     ("Inc", "Eq(u, u + expr)"),
     ("Cpu64AdvOmpOperator", "Operator(eqs"),
 ])
