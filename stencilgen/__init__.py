@@ -38,7 +38,8 @@ __all__ = [
     "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
-    "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
+    "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos",
+    "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
     "norm", "right", "set_log_level", "sin", "solve", "sqrt",
 ]

@@ -47,7 +47,8 @@ def _check_shape(shape, owner: str = "Grid") -> tuple[int, ...]:
         raise InvalidArgument(f"{owner}: shape {entries} has {len(entries)} dimensions; "
                               "stencilgen supports 1, 2 and 3")
     if any(n < 2 for n in entries):
-        raise InvalidArgument(f"{owner}: every dimension needs at least 2 points, got shape {entries}")
+        raise InvalidArgument(f"{owner}: every dimension needs at least 2 points, got shape "
+                              f"{entries}")
     return entries
 
 

@@ -371,8 +371,11 @@ class _Indexer:
                 continue
             if isinstance(s, Constant):
                 cname = self.names.cname(s)
+                # a grid's spacing binds the grid's Constant: sympy's cache may hand back an
+                # equal one (same name) from an older expression
+                own = [d.spacing for d in self.grid.dimensions if d.spacing == s]
                 self.scalar(cname, s.dtype, ("constant", s.name))
-                self.bindings.constants[cname] = s
+                self.bindings.constants[cname] = own[0] if own else s
                 out[s] = sympy.Symbol(cname, real=True)
             elif s == time_dimension().spacing:
                 self.scalar(self.dt.name, self.grid.dtype, ("dt",))

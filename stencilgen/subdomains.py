@@ -92,24 +92,31 @@ class SubDomain:
     def grid(self):
         return self._grid
 
+    def _attached(self):
+        """The grid, or an error saying how to attach one."""
+        if self._grid is None:
+            raise InvalidArgument(f"SubDomain {self.name!r} belongs to no Grid yet; create it "
+                                  f"with {type(self).__name__}(grid=grid)")
+        return self._grid
+
     @property
     def shape(self) -> tuple:
         """Points per dimension at the grid's full bounds (Devito's ``shape``)."""
         return tuple(n - s[1] - s[2] if s[0] == "middle" else s[1]
-                     for n, s in zip(self._grid.shape, self.spans))
+                     for n, s in zip(self._attached().shape, self.spans))
 
     @property
     def thickness(self) -> tuple:
         """(left, right) points left out per dimension at the grid's full bounds."""
         return tuple((s[1], s[2]) if s[0] == "middle" else
                      (0, n - s[1]) if s[0] == "left" else (n - s[1], 0)
-                     for n, s in zip(self._grid.shape, self.spans))
+                     for n, s in zip(self._attached().shape, self.spans))
 
     @property
     def dimensions(self):
         raise InvalidArgument(f"SubDomain {self.name!r}: its SubDimensions are not supported; "
                               "write the equation on the grid's dimensions with "
-                              f"Eq(..., subdomain=...) (the grid's are {self._grid.dimensions})")
+                              "Eq(..., subdomain=...)")
 
     def __repr__(self) -> str:
         return f"SubDomain {self.name!r}"
