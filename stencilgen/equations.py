@@ -18,9 +18,9 @@ class Eq:
             raise InvalidEquation(f"Eq: {', '.join(sorted(unknown))} not supported (Eq takes "
                                   "lhs, rhs and subdomain=, e.g. grid.interior)")
         if subdomain is not None and not isinstance(subdomain, SubDomain):
-            raise InvalidEquation(f"Eq: subdomain must be a SubDomain (grid.interior, "
-                                  f"grid.subdomains[...], MySubDomain(grid=grid)), got "
-                                  f"{subdomain!r}")
+            raise InvalidEquation(f"Eq: subdomain must be one of the grid's subdomains "
+                                  f"(grid.interior, grid.subdomains[...]) or a SubDomain "
+                                  f"(MySubDomain(grid=grid)), got {subdomain!r}")
         if subdomain is not None and subdomain.grid is None:
             raise InvalidEquation(f"Eq: {subdomain!r} belongs to no Grid; create it with "
                                   f"{type(subdomain).__name__}(grid=grid) or pass it to "
