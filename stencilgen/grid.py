@@ -78,6 +78,9 @@ class Grid:
     """A uniform grid of ``shape`` points spanning ``extent`` from ``origin`` (Devito's meaning).
 
     ``extent`` defaults to the unit cube (spacing ``1 / (n - 1)``, as Devito), ``origin`` to zeros.
+    ``dimensions`` are x, y, z unless given (SpaceDimensions, kept in order and name; one
+    built with ``spacing=Constant(...)`` differentiates with that Constant's value, as
+    Devito); ``subdomains`` adds user SubDomains to ``grid.subdomains`` (Devito 4.8's way).
     """
 
     implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
@@ -156,4 +159,6 @@ class Grid:
         return {d.spacing: self.dtype(h) for d, h in zip(self.dimensions, self.spacing)}
 
     def __repr__(self) -> str:
+        if self.implicit:
+            return f"the grid of shape {self.shape} on dimensions {self.dimensions}"
         return f"Grid(shape={self.shape}, extent={self.extent}, dtype={np.dtype(self.dtype).name})"
