@@ -171,8 +171,8 @@ class CBackend:
         at = kernel.fixed_at(depth)
         if at is not None:
             return str(at), str(at)
-        lo, hi = kernel.widened[depth]
-        return _moved(d.lower, -lo), _moved(d.upper, hi)
+        (first, lo), (last, hi) = kernel.span(depth)
+        return _moved(getattr(d, first), lo), _moved(getattr(d, last), hi)
 
     def nest_body(self, kernel):
         """The innermost loop's body, and the row pointers it reads through (``c_rows``; None

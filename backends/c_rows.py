@@ -28,9 +28,10 @@ class RowPointers:
         innermost index is not the loop's, or an outer index depends on it)."""
         name, indices = expr.base.name, expr.indices
         *outer, last = indices
-        if not last.has(self.inner) or any(i.has(self.inner) for i in outer):
-            return None
         strides = printer.strides[name]
+        if not last.has(self.inner) or any(i.has(self.inner) for i in outer) \
+                or strides[-1] != "1":
+            return None
         shifts, rows = zip(*(i.as_coeff_Add() for i in outer)) if outer else ((), ())
         key = (name, tuple(rows))
         if key not in self.rows:

@@ -94,9 +94,11 @@ class CPrinter(C99CodePrinter):
         """``indices`` times ``strides`` (C text), summed."""
         parts = []
         for idx, stride in zip(indices, strides):
+            if stride == "0":   # a dimension the array does not span
+                continue
             i = self._print(idx)
             parts.append(f"({i})*{stride}" if stride != "1" else f"({i})" if idx.is_Add else i)
-        return " + ".join(parts)
+        return " + ".join(parts) or "0"
 
     def access(self, name: str, flat: str) -> str:
         """An element of array ``name`` at offset ``flat`` (backends may read it otherwise)."""

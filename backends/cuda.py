@@ -268,6 +268,14 @@ def _indent(lines, by="  "):
     return [by + ln for ln in lines]
 
 
+def _size(dim, span) -> str:
+    """C text of the points of a loop over ``dim`` from ``span`` (``Kernel.span``)."""
+    (first, lo), (last, hi) = span
+    if first == last:
+        return str(1 + hi - lo)
+    return f"{getattr(dim, last)} - {getattr(dim, first)} + {1 + hi - lo}"
+
+
 class CudaBackend(CBackend):
     """Prints a Program as CUDA C++: kernels for the loop nests, a host driver for the rest."""
 
@@ -289,8 +297,9 @@ class CudaBackend(CBackend):
     # -- what kernels take --------------------------------------------------------------------
     def pitched(self, a) -> bool:
         """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays, except
-        in debug builds (whose bounds checks use the host layout)."""
-        return not (a.sparse or self.options.debug)
+        in debug builds (whose bounds checks use the host layout) and those spanning fewer
+        dimensions than the loops (``a.axes``)."""
+        return not (a.sparse or a.axes or self.options.debug)
 
     def _device_stride(self, a, name) -> str:
         return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
@@ -539,10 +548,8 @@ class CudaBackend(CBackend):
             head = [f"const dim3 sg_block({SPARSE_BLOCK});",
                     f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, {GRID_LIMIT[0]}));"]
         else:
-            sizes = ["1" if k.fixed_at(depth) is not None else
-                     f"{self.dims[s].upper} - {self.dims[s].lower} + {1 + lo + hi}"
-                     for depth, s, (lo, hi) in reversed(list(zip(range(len(k.dims)), k.dims,
-                                                                 k.widened)))]
+            sizes = ["1" if k.fixed_at(depth) is not None else _size(self.dims[s], k.span(depth))
+                     for depth, s in reversed(list(enumerate(k.dims)))]
         if k.sequential:
             # a nest that must run in order: one thread walks it, outermost loop first
             ones = ", ".join("1" for _ in k.dims)

@@ -21,6 +21,7 @@ from .sparse import SparseFunction, SparseTimeFunction
 from .staggering import CELL, NODE
 from .tensors import (Tensor, TensorFunction, TensorTimeFunction, Vector, VectorFunction,
                       VectorTimeFunction)
+from .subdomains import SubDomain
 
 __version__ = "0.1.0"
 
@@ -41,7 +42,8 @@ __all__ = [
     "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
-    "SteppingDimension", "TimeDimension", "TimeFunction", "configuration", "cos", "exp",
+    "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos",
+    "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
     "norm", "right", "set_log_level", "sin", "solve", "sqrt",
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",

@@ -175,6 +175,23 @@ def _bounds(prog, grid, kwargs, args):
             raise InvalidArgument(f"apply: {d.user}_m={lo} and {d.user}_M={hi} must satisfy "
                                   f"0 <= {d.user}_m <= {d.user}_M <= {n - 1}")
         args[d.size], args[d.lower], args[d.upper] = n, lo, hi
+    _subdomain_ends(prog, grid, args)
+
+
+def _subdomain_ends(prog, grid, args):
+    """A subdomain's left or right end (n points from x_m, or up to x_M, as Devito) must
+    stay inside the domain at the bounds given."""
+    for k in prog.kernels:
+        for depth, anchor in enumerate(getattr(k, "anchors", ()) or ()):
+            if not anchor:
+                continue
+            d, n, at = prog.dims[depth], grid.shape[depth], args[getattr(prog.dims[depth], anchor)]
+            (_, lo), (_, hi) = k.span(depth)
+            if lo <= hi and not 0 <= at + lo <= at + hi <= n - 1:
+                raise InvalidArgument(
+                    f"apply: {d.user}_m={args[d.lower]}, {d.user}_M={args[d.upper]} put an "
+                    f"equation's subdomain at {d.user} = {at + lo}..{at + hi}, outside "
+                    f"0..{n - 1}; move the bounds")
 
 
 def _same_geometry(a, b) -> bool:
@@ -189,6 +206,7 @@ def _geometry(prog, bindings, overrides):
     overrides and the compiled ones), which must agree; else an InvalidArgument."""
     bound = [overrides.get(a.user, bindings.functions[a.name])
              for a in prog.arrays if not a.temporary]
+    bound = [f for f in bound if not f.grid.implicit]   # Functions without a grid: no geometry
     if not bound:
         return bindings.grid
     ref = bound[0].grid

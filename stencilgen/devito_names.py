@@ -12,8 +12,12 @@ class UnsupportedFeature(StencilgenError, ImportError):
 
 _CALCULUS = ("the rotated (45-degree) vector calculus operators are not supported: write the "
              "sums of rotated derivatives (u.dx45 + u.dy45) or use grad, div, curl")
-_SUBDOMAINS = ("subdomains are not supported yet: run the Operator on index bounds "
-               "(op.apply(x_m=..., x_M=...)) or multiply the update by a mask Function")
+_SUBDOMAINS = ("only SubDomain (a class with define(), one region) is supported: write one "
+               "SubDomain per region and one Eq(..., subdomain=...) for each, or multiply the "
+               "update by a mask Function")
+_SUBDIMENSION = ("SubDimension is not supported: define a SubDomain whose define() maps the "
+                 "dimension to ('left', n), ('right', n) or ('middle', l, r), and write "
+                 "Eq(..., subdomain=MySubDomain(grid=grid))")
 _REDUCTIONS = "compute it with NumPy on f.data (norm(f) is provided)"
 _OPERATORS = "use Operator(eqs, backend='c' | 'openacc' | 'cuda') for every target"
 _CHECKPOINT = ("checkpointing (pyrevolve) is not supported; save the forward wavefield with "
@@ -25,7 +29,7 @@ ADVICE = {
     "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
     "ConditionalDimension": ("ConditionalDimension is not supported yet: save every step with "
                              "TimeFunction(save=nt) and take every k-th (u.data[::k])"),
-    "SubDomain": _SUBDOMAINS, "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDOMAINS,
+    "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDIMENSION,
     "MultiSubDimension": _SUBDOMAINS, "Border": _SUBDOMAINS,
     "Inc": "Inc is not supported: write Eq(u, u + expr)",
     "Buffer": "Buffer is not supported: pass time_order= (or save=) to TimeFunction",

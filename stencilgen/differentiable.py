@@ -88,9 +88,10 @@ class Differentiable:
 
     @property
     def space_order(self) -> int:
-        """The smallest space order of the functions involved (the derivatives' default order)."""
+        """The smallest space order of the functions involved (the derivatives' default order);
+        functions of space order 0 (never differentiated) do not count unless alone."""
         orders = [f.space_order for f in _grid_functions(self)]
-        return min(orders) if orders else 2
+        return min([o for o in orders if o] or orders or [2])
 
     @property
     def time_order(self) -> int:
@@ -244,7 +245,7 @@ def _shorthand_dim(grid, name, letter):
 def _shorthand_order(expr, name, dim, suffix):
     """The derivative order a shorthand asks for, if the expression's order allows it."""
     n = int(suffix) if suffix else 1
-    limit = (2 if expr.time_order >= 2 else 1) if dim.is_Time else expr.space_order
+    limit = (2 if expr.time_order >= 2 else 1) if dim.is_Time else max(expr.space_order, 2)
     if n < 1 or n > limit:
         if dim.is_Time:
             raise UnsupportedDerivative(
@@ -514,7 +515,12 @@ def _default_order(expr, dim, n):
     if dim.is_Time:
         order = expr.time_order if isinstance(expr, Differentiable) else 0
         return max(order, 1) if n == 1 else 2
-    return expr.space_order if isinstance(expr, Differentiable) else 2
+    order = expr.space_order if isinstance(expr, Differentiable) else 2
+    if order == 0:
+        raise InvalidArgument(f"{expr} has space_order=0 (no halo), so no space derivatives "
+                              "(Devito offers none either); build it with space_order >= 1")
+    # space_order 1: Devito's two-point first derivatives; second ones take three points
+    return order if n == 1 else max(order, 2)
 
 
 def _check_fd_order(expr, dim, n, fd_order, is_time):
@@ -528,9 +534,9 @@ def _check_fd_order(expr, dim, n, fd_order, is_time):
         if fd_order not in (1, 2) or (n == 2 and fd_order != 2):
             raise InvalidArgument(f"Derivative along {dim}: time derivatives take fd_order 1 "
                                   f"(forward, first derivative only) or 2 (centred); got {fd_order}")
-    elif fd_order < 2 or fd_order % 2:
+    elif not (fd_order == 1 and n == 1) and (fd_order < 2 or fd_order % 2):
         raise InvalidArgument(f"Derivative along {dim}: fd_order={fd_order} is not supported; "
-                              "use an even order >= 2")
+                              "use 1 (first derivatives) or an even order >= 2")
 
 
 def _places(expr, dim) -> set:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sympy
 
+from .errors import InvalidArgument
+
 
 class Dimension(sympy.Symbol):
     """An iteration dimension; ``x.spacing`` is the symbol of its grid spacing (``h_x``)."""
@@ -28,9 +30,34 @@ class Dimension(sympy.Symbol):
 
 
 class SpaceDimension(Dimension):
-    """A spatial dimension of a Grid (x, y or z)."""
+    """A spatial dimension of a Grid (x, y, z or a name of the user's); ``spacing=`` a
+    Constant (Devito's ``SpaceDimension('z', spacing=Constant(name='h_z', value=...))``)
+    makes the derivatives along it use that Constant's run-time value."""
 
     is_Space = True
+
+    def __new__(cls, name, spacing=None, **assumptions):
+        assumptions.setdefault("integer", True)
+        if spacing is None:
+            return super().__new__(cls, name, **assumptions)
+        if not isinstance(spacing, sympy.Symbol):
+            raise InvalidArgument(f"SpaceDimension {name!r}: spacing must be a Constant (e.g. "
+                                  f"Constant(name='h_{name}', value=0.1)), got {spacing!r}")
+        obj = sympy.Symbol.__xnew__(cls, name, **assumptions)   # uncached: its own spacing
+        obj._spacing = spacing
+        return obj
+
+    def _hashable_content(self):
+        own = getattr(self, "_spacing", None)
+        return super()._hashable_content() + ((own,) if own is not None else ())
+
+    def __getnewargs_ex__(self):
+        return (self.name,), {"spacing": getattr(self, "_spacing", None), **self.assumptions0}
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        own = getattr(self, "_spacing", None)
+        return own if own is not None else super().spacing
 
 
 class TimeDimension(Dimension):

@@ -7,22 +7,26 @@ from .derivatives import Derivative, evaluate
 from .errors import InvalidEquation
 from .functions import DiscreteFunction
 from .relocation import at_place
+from .subdomains import SubDomain
 from .tensors import Tensor, equations
-from .subdomains import SubDomainRegion
 
 
 class Eq:
     """``lhs = rhs``: the left side is written at every point of the grid (Devito's ``Eq``),
-    or of ``subdomain`` (``grid.interior``)."""
+    or of ``subdomain`` (``grid.interior``, ``grid.subdomains[name]``, a user SubDomain)."""
 
     def __init__(self, lhs, rhs=0, subdomain=None, **unknown):
         if unknown:
             raise InvalidEquation(f"Eq: {', '.join(sorted(unknown))} not supported (Eq takes "
-                                  "lhs, rhs and subdomain=grid.interior or "
-                                  "grid.subdomains['domain'])")
-        if subdomain is not None and not isinstance(subdomain, SubDomainRegion):
+                                  "lhs, rhs and subdomain=, e.g. grid.interior)")
+        if subdomain is not None and not isinstance(subdomain, SubDomain):
             raise InvalidEquation(f"Eq: subdomain must be one of the grid's subdomains "
-                                  f"(grid.interior, grid.subdomains[...]), got {subdomain!r}")
+                                  f"(grid.interior, grid.subdomains[...]) or a SubDomain "
+                                  f"(MySubDomain(grid=grid)), got {subdomain!r}")
+        if subdomain is not None and subdomain.grid is None:
+            raise InvalidEquation(f"Eq: {subdomain!r} belongs to no Grid; create it with "
+                                  f"{type(subdomain).__name__}(grid=grid) or pass it to "
+                                  "Grid(subdomains=...)")
         self.subdomain = subdomain
         self.components = None
         if isinstance(lhs, Tensor):

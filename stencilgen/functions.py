@@ -188,16 +188,18 @@ class Function(DiscreteFunction):
     """A field on the grid, constant in time (velocity, density...), Devito's ``Function``."""
 
     @classmethod
-    def _make_record(cls, name=None, grid=None, space_order=2, dtype=None, staggered=None,
-                     **unknown) -> FieldData:
+    def _make_record(cls, name=None, grid=None, space_order=1, dtype=None, shape=None,
+                     dimensions=None, staggered=None, **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
+        grid = _own_grid(owner, grid, shape, dimensions, dtype)
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
-                          "use an even integer from 2 to 32 (the halo is space_order/2 wide)",
-                          lambda v: 2 <= v <= 32 and v % 2 == 0)
+                          "use 0, 1 or an even integer from 2 to 32 (the halo is 0, 1 or "
+                          "space_order/2 points wide)",
+                          lambda v: v in (0, 1) or (2 <= v <= 32 and v % 2 == 0))
         dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
-                         halo=(so // 2,) * grid.dim,
+                         halo=((so + 1) // 2,) * grid.dim,
                          staggered=staggered_dims(grid, staggered, owner),
                          stagger_given=staggered is not None)
 
@@ -208,11 +210,14 @@ class TimeFunction(Function):
     is_TimeFunction = True
 
     @classmethod
-    def _make_record(cls, name=None, grid=None, space_order=2, time_order=1, save=None,
+    def _make_record(cls, name=None, grid=None, space_order=1, time_order=1, save=None,
                      dtype=None, staggered=None, **unknown) -> FieldData:
+        owner = f"TimeFunction {name!r}"
+        if not isinstance(grid, Grid) or "shape" in unknown or "dimensions" in unknown:
+            raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid) "
+                                  "and takes no shape= or dimensions=")
         record = super()._make_record(name=name, grid=grid, space_order=space_order,
                                       dtype=dtype, staggered=staggered, **unknown)
-        owner = f"TimeFunction {name!r}"
         record.time_order = _check_order(owner, time_order, "time_order", "use 1 or 2",
                                          lambda v: v in (1, 2))
         if save is not None:
@@ -250,13 +255,37 @@ class TimeFunction(Function):
         return self.field.save
 
 
+def _own_grid(owner, grid, shape, dimensions, dtype):
+    """The grid of a Function: ``grid``, or for Devito's ``Function(shape=, dimensions=)``
+    (with or without a grid) one of its own shape and dimensions (``Grid.of_function``),
+    which an Operator places on the loop dimensions it shares with other functions."""
+    if shape is None and dimensions is None:
+        return grid
+    if shape is None or dimensions is None:
+        raise InvalidArgument(f"{owner}: give shape= and dimensions= together (a Function "
+                              "without a grid), or grid= alone")
+    if grid is not None and not isinstance(grid, Grid):
+        return grid   # _common_checks says what is wrong
+    if grid is not None:
+        dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
+        if dims == grid.dimensions and tuple(shape) == grid.shape:
+            return grid
+        for d, n in zip(dims, tuple(shape)):
+            if d not in grid.dimensions or grid.shape[grid.dimensions.index(d)] != n:
+                raise InvalidArgument(f"{owner}: dimension {d} with {n} points is not one of "
+                                      f"{grid!r}'s; use its dimensions and sizes, or no grid")
+        dtype = grid.dtype if dtype is None else dtype
+    return Grid.of_function(shape, dimensions, np.float32 if dtype is None else dtype, owner)
+
+
 def _common_checks(owner, name, grid, unknown):
     if unknown:
         raise InvalidArgument(f"{owner}: unknown argument(s) {', '.join(sorted(unknown))}")
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgument(f"{owner}: name must be a valid identifier, got {name!r}")
     if not isinstance(grid, Grid):
-        raise InvalidArgument(f"{owner}: grid must be a stencilgen Grid, got {type(grid).__name__}")
+        raise InvalidArgument(f"{owner}: grid must be a stencilgen Grid, got "
+                              f"{type(grid).__name__} (or give shape= and dimensions=)")
 
 
 class Constant(Differentiable, sympy.Symbol):

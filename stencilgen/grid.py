@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .subdomains import builtin as builtin_subdomains
-from .dimensions import space_dimension, stepping_dimension, time_dimension
+from .dimensions import (Dimension, SpaceDimension, space_dimension, stepping_dimension,
+                         time_dimension)
+from .subdomains import attach as attach_subdomains, builtin as builtin_subdomains
 from .errors import InvalidArgument
 
 _DIM_NAMES = ("x", "y", "z")
@@ -31,44 +32,87 @@ def check_dtype(dtype, owner: str) -> np.dtype:
     return dt
 
 
-def _check_shape(shape) -> tuple[int, ...]:
+def _check_shape(shape, owner: str = "Grid") -> tuple[int, ...]:
     """``shape`` as a tuple of ints, 1 to 3 of them, each >= 2; else an InvalidArgument."""
     try:
         entries = tuple(shape) if not isinstance(shape, str) else None
     except TypeError:
         entries = None
     if entries is None:
-        raise InvalidArgument(f"Grid: shape must be a tuple of integers, e.g. "
+        raise InvalidArgument(f"{owner}: shape must be a tuple of integers, e.g. "
                               f"Grid(shape=(101, 101)); got {shape!r}")
-    entries = tuple(as_int(n, f"Grid: an entry of shape {entries}", "give whole numbers of "
+    entries = tuple(as_int(n, f"{owner}: an entry of shape {entries}", "give whole numbers of "
                            "points, e.g. Grid(shape=(101, 101))") for n in entries)
     if not 1 <= len(entries) <= 3:
-        raise InvalidArgument(f"Grid: shape {entries} has {len(entries)} dimensions; "
+        raise InvalidArgument(f"{owner}: shape {entries} has {len(entries)} dimensions; "
                               "stencilgen supports 1, 2 and 3")
     if any(n < 2 for n in entries):
-        raise InvalidArgument(f"Grid: every dimension needs at least 2 points, got shape {entries}")
+        raise InvalidArgument(f"{owner}: every dimension needs at least 2 points, got shape "
+                              f"{entries}")
     return entries
+
+
+def _check_dimensions(dimensions, shape, owner: str, implicit: bool) -> tuple:
+    """The grid's dimensions: x, y, z by default, else the user's (SpaceDimensions of distinct
+    names, one per entry of shape; any Dimension but time for a Function's own)."""
+    if dimensions is None:
+        return tuple(space_dimension(n) for n in _DIM_NAMES[:len(shape)])
+    dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
+    kind = Dimension if implicit else SpaceDimension
+    for d in dims:
+        if not isinstance(d, kind) or d.is_Time:
+            raise InvalidArgument(f"{owner}: dimensions must be stencilgen "
+                                  f"{kind.__name__}s (e.g. SpaceDimension(name='z')), got "
+                                  f"{d!r} ({type(d).__name__})")
+    if len(dims) != len(shape) or len({d.name for d in dims}) != len(dims):
+        raise InvalidArgument(f"{owner}: dimensions {dims} must be {len(shape)} of distinct "
+                              f"names, one per entry of shape {shape}")
+    taken = {d.name for d in dims} & {"t", "time"}
+    if taken:
+        raise InvalidArgument(f"{owner}: a space dimension named {taken.pop()!r} would clash "
+                              "with the time dimensions (time, t); name it otherwise")
+    return dims
 
 
 class Grid:
     """A uniform grid of ``shape`` points spanning ``extent`` from ``origin`` (Devito's meaning).
 
     ``extent`` defaults to the unit cube (spacing ``1 / (n - 1)``, as Devito), ``origin`` to zeros.
+    ``dimensions`` are x, y, z unless given (SpaceDimensions, kept in order and name; one
+    built with ``spacing=Constant(...)`` differentiates with that Constant's value, as
+    Devito); ``subdomains`` adds user SubDomains to ``grid.subdomains`` (Devito 4.8's way).
     """
 
-    def __init__(self, shape, extent=None, origin=None, dtype=np.float32, **unknown):
+    implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
+
+    def __init__(self, shape, extent=None, origin=None, dimensions=None, dtype=np.float32,
+                 subdomains=None, **unknown):
         if unknown:
             raise InvalidArgument(f"Grid: {', '.join(sorted(unknown))} not supported (Grid takes "
-                                  "shape, extent, origin and dtype; its subdomains are "
-                                  "grid.interior and grid.subdomains['domain'], its dimensions "
-                                  "x, y, z)")
-        self.shape = shape = _check_shape(shape)
+                                  "shape, extent, origin, dimensions, dtype and subdomains)")
+        self._setup(shape, extent, origin, dtype, dimensions, "Grid")
+        self._subdomains = builtin_subdomains(self)
+        if subdomains is not None:
+            self._subdomains.update(attach_subdomains(self, subdomains))
+
+    @classmethod
+    def of_function(cls, shape, dimensions, dtype, owner: str) -> "Grid":
+        """The grid of a Function built without one (Devito's ``Function(shape=,
+        dimensions=)``): its shape and dimensions, no geometry of its own."""
+        grid = cls.__new__(cls)
+        grid.implicit = True
+        grid._setup(shape, None, None, dtype, dimensions, owner)
+        grid._subdomains = {}
+        return grid
+
+    def _setup(self, shape, extent, origin, dtype, dimensions, owner):
+        self.shape = shape = _check_shape(shape, owner)
         self.extent = self._vector("extent", extent, (1.0,) * len(shape))
         if any(e <= 0 for e in self.extent):
             raise InvalidArgument(f"Grid: extent must be positive in every dimension, got {self.extent}")
         self.origin = self._vector("origin", origin, (0.0,) * len(shape))
-        self.dtype = check_dtype(dtype, "Grid").type
-        self.dimensions = tuple(space_dimension(n) for n in _DIM_NAMES[:len(shape)])
+        self.dtype = check_dtype(dtype, owner).type
+        self.dimensions = _check_dimensions(dimensions, shape, owner, self.implicit)
         self.time_dim = time_dimension()
         self.stepping_dim = stepping_dimension()
 
@@ -100,15 +144,14 @@ class Grid:
 
     @property
     def subdomains(self) -> dict:
-        """Devito's built-in subdomains: 'domain' and 'interior' (``stencilgen.subdomains``)."""
-        if getattr(self, "_subdomains", None) is None:
-            self._subdomains = builtin_subdomains(self)
-        return self._subdomains
+        """The subdomains by name: 'domain', 'interior' and those of ``Grid(subdomains=)``
+        (as Devito, not those built with ``MySubDomain(grid=grid)``)."""
+        return dict(self._subdomains)
 
     @property
     def interior(self):
         """The domain less one point on every side."""
-        return self.subdomains["interior"]
+        return self._subdomains["interior"]
 
     @property
     def spacing_map(self) -> dict:
@@ -116,4 +159,6 @@ class Grid:
         return {d.spacing: self.dtype(h) for d, h in zip(self.dimensions, self.spacing)}
 
     def __repr__(self) -> str:
+        if self.implicit:
+            return f"the grid of shape {self.shape} on dimensions {self.dimensions}"
         return f"Grid(shape={self.shape}, extent={self.extent}, dtype={np.dtype(self.dtype).name})"

@@ -45,7 +45,7 @@ def check_equations(eqs) -> tuple:
             flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
         elif isinstance(e, Interpolation):
             flat[i] = SparseEq("interpolate", e.sparse.origin, e.expr, e.sparse)
-    grids = {}
+    found = {}
     for e in flat:
         if not isinstance(e, Eq):
             raise InvalidEquation(f"Operator: expected Eq objects, got {type(e).__name__}: {e!r}")
@@ -57,12 +57,36 @@ def check_equations(eqs) -> tuple:
                                   "has no finite-difference meaning; write u.dx, u.diff(x) or "
                                   "stencilgen.Derivative(u, x) instead")
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
-            grids.setdefault(id(f.grid), (f.grid, f.name))
-    if len(grids) > 1:
-        names = ", ".join(f"{n!r} on {g!r}" for g, n in grids.values())
+            found.setdefault(f.name, f)
+    return flat, _operator_grid([found[n] for n in sorted(found)])
+
+
+def _operator_grid(functions):
+    """The grid the equations loop over: the one Grid of their functions or, where every one
+    is built without a grid, the largest of their own; each function without a grid must lie
+    on it (its dimensions among the grid's, in order, with the grid's sizes)."""
+    real = {id(f.grid): (f.grid, f.name) for f in functions if not f.grid.implicit}
+    if len(real) > 1:
+        names = ", ".join(f"{n!r} on {g!r}" for g, n in real.values())
         raise InvalidEquation(f"Operator: the equations mix Functions of different Grids ({names}); "
                               "build every Function of one Operator on the same Grid")
-    return flat, next(iter(grids.values()))[0]
+    grid = next(iter(real.values()))[0] if real else max((f.grid for f in functions),
+                                                         key=lambda g: g.dim)
+    for f in functions:
+        if not f.grid.implicit:
+            continue
+        dims = f.grid.dimensions
+        axes = [grid.dimensions.index(d) if d in grid.dimensions else -1 for d in dims]
+        if -1 in axes or axes != sorted(axes):
+            raise InvalidEquation(f"Operator: {f.name} has dimensions {dims}, which are not "
+                                  f"among the loop dimensions {grid.dimensions} in that order; "
+                                  "build it on the dimensions of the other functions")
+        for d, n, axis in zip(dims, f.grid.shape, axes):
+            if grid.shape[axis] != n:
+                raise InvalidEquation(f"Operator: {f.name} has {n} points along {d} but the "
+                                      f"equations loop over {grid.shape[axis]} (the shape of "
+                                      f"{grid!r}); give it shape {grid.shape[axis]} along {d}")
+    return grid
 
 
 def _flatten(eqs) -> list:
@@ -184,6 +208,7 @@ def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistr
                                   "give every Function of an Operator its own name")
         names.user(f.field, f.name)
     constants = set().union(*(e.rhs.atoms(Constant) for e in eqs))
+    constants |= {d.spacing for d in grid.dimensions if isinstance(d.spacing, Constant)}
     for c in sorted(constants, key=lambda c: c.name):
         names.user(c, c.name)
     names.user("operator", operator)
@@ -232,13 +257,22 @@ class _Indexer:
             sparse = bool(f.is_Sparse)
             temporary = isinstance(f, TempFunction)
             cname = self.names.cname(rec)
+            axes = () if sparse else self.axes(f)
+            halo = () if sparse else tuple(
+                rec.halo[axes.index(i)] if i in axes else 0 for i in range(len(self.dims)))
             self.arrays[rec] = ArrayParam(
-                name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else rec.grid.dim,
+                name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else len(self.dims),
                 time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
-                temporary=temporary, sparse=sparse, halo=() if sparse else tuple(rec.halo))
+                temporary=temporary, sparse=sparse, halo=halo,
+                axes=() if axes == tuple(range(len(self.dims))) else axes)
             if not temporary:
                 self.bindings.functions[cname] = f.origin
         return self.arrays[rec]
+
+    def axes(self, f) -> tuple:
+        """The loop dimensions ``f`` spans, by position (all, but for a Function built
+        without a grid on fewer dimensions: its array has strides 0 along the others)."""
+        return tuple(self.grid.dimensions.index(d) for d in f.grid.dimensions)
 
     def time_index(self, shift: int, modulo: int | None):
         if modulo is None:
@@ -268,39 +302,51 @@ class _Indexer:
             if not k.is_Integer:
                 raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
             idx.append(self.time_index(int(k), arr.time_size if arr.modulo else None))
-        args = f.args[-len(self.dims):]
-        offs = {d: None if isinstance(a, GridIndex) else _axis_offset(a, d) - f.field.stagger(d)
-                for d, a in zip(self.grid.dimensions, args)}
+        own = f.grid.dimensions
+        args = dict(zip(own, f.args[-len(own):]))
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
-            if axis in self.fixed or offs[d] is None:
-                idx.append(ld.symbol + self.fixed_offset(f, axis, args[axis]))
+            if d not in args:          # a dimension f does not span: any index reads the same
+                idx.append(ld.symbol)
                 continue
-            o = offs[d]
+            if axis in self.fixed or isinstance(args[d], GridIndex):
+                idx.append(ld.symbol + self.fixed_offset(f, axis, args[d], arr.halo[axis]))
+                continue
+            o = _axis_offset(args[d], d) - f.field.stagger(d)
             if not o.is_Integer:
                 raise InvalidEquation(
                     f"{f} is read at {d}{o:+} {d.spacing}, between grid points: evaluate "
                     f"staggered derivatives with x0= so that the result lands on a node")
-            if not arr.temporary and abs(o) > f.halo[axis]:
+            if not arr.temporary and abs(o) > arr.halo[axis]:
                 raise HaloError(
-                    f"{f.name} is read at {d}{int(o):+d} but its halo is {f.halo[axis]} points "
+                    f"{f.name} is read at {d}{int(o):+d} but its halo is {arr.halo[axis]} points "
                     f"wide (space_order={f.space_order}): the stencil is wider than the halo; raise "
                     f"space_order to at least {2 * abs(int(o))} or lower the derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
 
-    def region(self, eq) -> tuple:
-        """The iteration narrowed to ``eq``'s subdomain, as negative widenings (or ())."""
+    def region(self, eq) -> tuple[tuple, tuple]:
+        """The iteration of ``eq`` on its subdomain: per dimension a widening (negative: the
+        points left out) and the bound both ends count from (``Kernel.span``), or ((), ())."""
         sub = getattr(eq, "subdomain", None)
-        if sub is None or not any(lo or hi for lo, hi in sub.thickness):
-            return ()
+        if sub is None:
+            return (), ()
         if sub.grid is not self.grid:
-            raise InvalidEquation(f"{eq}: its subdomain belongs to another Grid; use "
-                                  "grid.interior of the grid of its functions")
-        return tuple((-lo, -hi) for lo, hi in sub.thickness)
+            raise InvalidEquation(f"{eq}: its subdomain {sub.name!r} belongs to another Grid; "
+                                  "use a subdomain of the grid of its functions")
+        extent, anchors = [], []
+        for side, *width in sub.spans:
+            if side == "middle":
+                extent.append((-width[0], -width[1]))
+            else:              # the first or last n points: both ends from x_m or from x_M
+                extent.append((0, width[0] - 1) if side == "left" else (width[0] - 1, 0))
+            anchors.append({"left": "lower", "right": "upper"}.get(side))
+        if not any(anchors):
+            return (tuple(extent) if any(lo or hi for lo, hi in extent) else ()), ()
+        return tuple(extent), tuple(anchors)
 
-    def fixed_offset(self, f, axis, arg) -> int:
+    def fixed_offset(self, f, axis, arg, h) -> int:
         """The offset of a read at fixed index ``arg`` from the left-hand side's fixed index
-        along ``axis`` (checked: both fixed, the read inside the domain and halo)."""
+        along ``axis`` (checked: both fixed, the read inside the domain and halo ``h``)."""
         d, n = self.grid.dimensions[axis], self.grid.shape[axis]
         if axis not in self.fixed:
             raise InvalidEquation(f"{f} is read at the fixed index {arg} along {d} while the "
@@ -310,7 +356,6 @@ class _Indexer:
             raise InvalidEquation(f"{f} is read at {arg} along {d} while the left-hand side "
                                   f"fixes {d} = {self.fixed[axis]}: index {d} by numbers on "
                                   f"the right-hand side too (u[t, {self.fixed[axis]} + 1, ...])")
-        h = f.halo[axis]
         if not -h <= arg.value <= n - 1 + h:
             raise HaloError(f"{f} is read at index {arg.value} along {d}, outside its domain "
                             f"0..{n - 1} and halo of {h} points")
@@ -339,14 +384,22 @@ class _Indexer:
                 continue
             if isinstance(s, Constant):
                 cname = self.names.cname(s)
+                # a grid's spacing binds the grid's Constant: sympy's cache may hand back an
+                # equal one (same name) from an older expression
+                own = [d.spacing for d in self.grid.dimensions if d.spacing == s]
                 self.scalar(cname, s.dtype, ("constant", s.name))
-                self.bindings.constants[cname] = s
+                self.bindings.constants[cname] = own[0] if own else s
                 out[s] = sympy.Symbol(cname, real=True)
             elif s == time_dimension().spacing:
                 self.scalar(self.dt.name, self.grid.dtype, ("dt",))
                 out[s] = self.dt
             elif any(s == d.spacing for d in self.grid.dimensions):
                 axis = [d.spacing for d in self.grid.dimensions].index(s)
+                if self.grid.implicit:
+                    raise InvalidEquation(
+                        f"{eq}: a derivative along {self.grid.dimensions[axis]} of functions "
+                        "built without a Grid has no spacing; build them on a Grid(shape=..., "
+                        "extent=..., dimensions=...) or give the dimension spacing=Constant(...)")
                 name = self.dims[axis].spacing
                 self.scalar(name, self.grid.dtype, ("spacing", axis))
                 out[s] = sympy.Symbol(name, real=True, positive=True)
@@ -360,6 +413,12 @@ class _Indexer:
         # sorted: the parameter order (and so the source text and its cache key) must not
         # depend on set iteration order, which changes between processes
         found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
+        if getattr(eq, "kind", None) != "interpolate" and \
+                eq.lhs.grid.dimensions != self.grid.dimensions:
+            raise InvalidEquation(
+                f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator loops "
+                f"over {self.grid.dimensions}; stencilgen writes a Function only in an Operator "
+                f"over its own dimensions: build a separate Operator for {eq.lhs.name}")
         self.timed = False
         self.fixed = fixed_indices(eq.lhs, self.dims) if getattr(eq, "kind", None) is None \
             else {}
@@ -371,12 +430,17 @@ class _Indexer:
         kind = getattr(eq, "kind", None)
         if kind is None:
             fixed = tuple(self.fixed.get(axis) for axis in range(len(self.dims)))
-            return IndexedEq(lhs, rhs, self.timed, extent=self.region(eq),
+            extent, anchors = self.region(eq)
+            return IndexedEq(lhs, rhs, self.timed, extent=extent, anchors=anchors,
                              fixed=fixed if self.fixed else ())
         self.array(eq.sparse)
-        for axis, ld in enumerate(self.dims):
+        for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
             self.scalar(ld.origin, np.float64, ("origin", axis))
-            self.scalar(ld.spacing, self.grid.dtype, ("spacing", axis))
+            if isinstance(d.spacing, Constant):   # as Devito: its value, whatever the extent
+                self.scalar(ld.spacing, self.grid.dtype, ("constant", d.spacing.name))
+                self.bindings.constants[ld.spacing] = d.spacing
+            else:
+                self.scalar(ld.spacing, self.grid.dtype, ("spacing", axis))
         stagger = tuple(float(eq.lhs.field.stagger(d)) for d in self.grid.dimensions) \
             if kind == "inject" else ()
         return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,

@@ -82,8 +82,10 @@ def summarize(prog, args, timers, wall, compiled) -> PerformanceSummary:
             pts = args[prog.array(k.sparse).layout.npoint]
         else:
             pts = 1
-            for depth, (n, (lo, hi)) in enumerate(zip(extent, k.widened)):
-                pts *= 1 if k.fixed_at(depth) is not None else n + lo + hi
+            for depth, d in enumerate(prog.dims):
+                (first, lo), (last, hi) = k.span(depth)
+                n = args[getattr(d, last)] + hi - args[getattr(d, first)] - lo + 1
+                pts *= 1 if k.fixed_at(depth) is not None else max(n, 0)
         pts *= steps if k.stage == "time" else 1
         sections[k.name] = PerfEntry(k.name, float(timers[k.section.timer]),
                                      float(pts * k.flops), float(pts), float(pts * k.bytes))

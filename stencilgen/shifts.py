@@ -21,6 +21,9 @@ def shift(expr, dim, steps):
     return expr.xreplace({d: d + steps * d.spacing for d in dims})
 
 
+_DIFFERENCE = (sympy.Integer(-1), sympy.Integer(1))
+
+
 def weights_of(d, place=(0, False)):
     """(offsets, weights) of derivative ``d``: the sample points in spacings, exact weights.
 
@@ -37,16 +40,27 @@ def weights_of(d, place=(0, False)):
     side, custom = getattr(d, "side", None), getattr(d, "weights", ())
     if custom:
         offsets, weights = tuple(custom_offsets(len(custom), mid)), tuple(custom)
+    elif side is not None and d.fd_order == 1:
+        offsets, weights = _two_points(mid, side_step(side), leans_back), _DIFFERENCE
     elif side is not None:
         offsets, weights = side_weights(d.fd_order, mid, side_step(side))
     elif d.deriv_order == 1 and d.fd_order <= 2:
-        lo = sympy.ceiling(mid - sympy.Rational(1, 2)) - (1 if leans_back and mid.is_Integer else 0)
-        offsets, weights = (lo, lo + 1), (sympy.Integer(-1), sympy.Integer(1))
+        offsets, weights = _two_points(mid, 0, leans_back), _DIFFERENCE
     else:
         offsets, weights = centred_weights(d.deriv_order, d.fd_order, mid)
     if getattr(d, "transposed", False):
         offsets = tuple(-o for o in offsets)
     return tuple(offsets), tuple(weights)
+
+
+def _two_points(mid, step: int, leans_back: bool) -> tuple:
+    """Devito's two nodes for a first-order first derivative moved ``step`` nodes by a side:
+    the nodes around ``mid``, or if it is one, it and the next (the previous when leaning back)."""
+    lo = sympy.ceiling(mid - sympy.Rational(1, 2)) + step
+    hi = sympy.floor(mid + sympy.Rational(1, 2)) + step
+    if lo == hi:
+        return (lo - 1, hi) if leans_back else (lo, hi + 1)
+    return lo, hi
 
 
 def expand(d, inner, place=(0, False)):

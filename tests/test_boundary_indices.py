@@ -123,5 +123,5 @@ def test_interior_leaves_the_edges():
     want[1:-1, 1:-1, 1:-1] = 1.0
     assert np.array_equal(f.data, want)
     assert grid.subdomains["domain"].thickness == ((0, 0),) * 3
-    with pytest.raises(InvalidArgument, match="subdomains not supported"):
-        Grid(shape=(4, 4), subdomains=())
+    with pytest.raises(InvalidArgument, match="comm not supported"):
+        Grid(shape=(4, 4), comm=None)

@@ -12,7 +12,7 @@ def grid():
     return Grid(shape=(8, 9))
 
 
-@pytest.mark.parametrize("so", [3, 0, -2, 34, 2.0, "4"])
+@pytest.mark.parametrize("so", [3, -1, -2, 34, 2.0, "4"])
 def test_bad_space_order(grid, so):
     with pytest.raises(InvalidArgument, match="space_order"):
         Function(name="f", grid=grid, space_order=so)

@@ -25,16 +25,21 @@ def _time_length(a: ArrayParam, names: NameRegistry) -> str | None:
 
 
 def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
-    """Row-major with the halo around the domain, innermost dimension contiguous."""
-    halo = tuple(names.fresh(f"{a.name}_h{i}") for i in range(len(dims)))
-    extents = [_index(d.size) + 2 * _index(h) for d, h in zip(dims, halo)]
+    """Row-major with the halo around the domain, innermost dimension contiguous; an array
+    spanning fewer loop dimensions (``a.axes``) has stride 0 along the others."""
+    axes = a.axes or tuple(range(len(dims)))
+    own = [dims[i] for i in axes]
+    halo = tuple(names.fresh(f"{a.name}_h{i}") for i in range(len(own)))
+    extents = [_index(d.size) + 2 * _index(h) for d, h in zip(own, halo)]
     strides, stride = [], sympy.Integer(1)
-    for i in reversed(range(len(dims))):
-        strides.append((names.fresh(f"{a.name}_s{i}") if i < len(dims) - 1 else None, stride))
+    for i in reversed(range(len(own))):
+        strides.append((names.fresh(f"{a.name}_s{i}") if i < len(own) - 1 else None, stride))
         stride = stride * extents[i]
     strides.reverse()
     named = [_index(n) if n else v for n, v in strides]
     nt = _time_length(a, names)
+    strides = [strides[axes.index(i)] if i in axes else (None, sympy.Integer(0))
+               for i in range(len(dims))]
     if a.time_size is not None:
         strides.insert(0, (names.fresh(f"{a.name}_st"), stride))
         count = (_index(nt) if nt else a.time_size) * _index(strides[0][0])
@@ -45,7 +50,7 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     return ArrayLayout(vec=vec, halo=halo, strides=tuple(strides),
                        origin=(names.fresh(f"{a.name}_o"), origin),
                        count=(names.fresh(f"{a.name}_len"), count),
-                       device=names.fresh(f"d_{vec}"), padding=(0,) * len(dims),
+                       device=names.fresh(f"d_{vec}"), padding=(0,) * len(own),
                        alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
 
 

@@ -69,6 +69,8 @@ class ArrayParam:
     temporary: bool = False        # allocated by the Operator, invisible to the user
     sparse: bool = False           # point values (npoint,) or (nt, npoint): no halo, no grid axes
     halo: tuple[int, ...] = ()     # widths the code may read: the function's, or a temporary's reach
+    axes: tuple[int, ...] = ()     # the loop dimensions it spans where fewer than all (strides 0
+                                   # along the others: a Function without a grid, e.g. c(x))
     layout: ArrayLayout | None = None
 
     @property
@@ -105,6 +107,7 @@ class IndexedEq:
     time_dependent: bool = False
     extent: tuple = ()               # iteration widened by (lo, hi) per dimension (hoisted arrays)
     fixed: tuple = ()                # per dimension: the one index it runs at, or None (all)
+    anchors: tuple = ()              # per dimension: None, or the bound both ends count from
     sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
     sparse: str | None = None        # the sparse array visited
     stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
@@ -172,10 +175,19 @@ class Kernel:
     section: Section | None = None
     sequential: str | None = None                 # why the nest must run in order, if it must
     directions: tuple[int, ...] = ()              # in order: +1 up or -1 down, per dimension
+    anchors: tuple = ()                           # per dim: None, "lower" or "upper" (below)
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
         return self.extent or tuple((0, 0) for _ in self.dims)
+
+    def span(self, depth: int) -> tuple[tuple[str, int], tuple[str, int]]:
+        """First and last point of loop ``depth`` as (bound, offset), the bound "lower" (x_m)
+        or "upper" (x_M): (x_m - lo, x_M + hi) for a widening (lo, hi); a subdomain's left or
+        right end counts both from one bound (anchor), e.g. (x_m, x_m + n - 1)."""
+        lo, hi = self.widened[depth]
+        anchor = self.anchors[depth] if self.anchors else None
+        return (anchor or "lower", -lo), (anchor or "upper", hi)
 
     def fixed_at(self, depth: int):
         """The one index loop ``depth`` runs at (a boundary equation), or None."""

@@ -8,6 +8,7 @@ def _eq(e) -> str:
     stage = "time" if e.time_dependent else "once"
     kind = f" {e.sparse_kind} at {e.sparse}" if e.sparse_kind else ""
     extent = f" widened {e.extent}" if e.extent else ""
+    extent += f" from {e.anchors}" if any(e.anchors) else ""
     return f"  [{stage}{kind}{extent}] {e.lhs} = {e.rhs}"
 
 
@@ -16,8 +17,9 @@ def _kernel(k) -> list[str]:
     head = f"  {k.name} ({k.stage}{timer}; {k.flops} flops, {k.bytes} bytes per point)"
     if k.is_sparse:
         return [head, f"    {k.kind} over {k.sparse}[{k.point}]: {k.target} <- {k.expr}"]
-    loops = ", ".join(f"{d}{'' if lo == hi == 0 else f' widened {lo},{hi}'}"
-                      for d, (lo, hi) in zip(k.dims, k.widened))
+    loops = ", ".join(f"{d} {first}{lo:+d}..{last}{hi:+d}"
+                      for d, ((first, lo), (last, hi)) in
+                      zip(k.dims, (k.span(i) for i in range(len(k.dims)))))
     lines = [head, f"    for {loops}:"]
     for a in k.body:
         lines.append(f"      {'local ' if a.is_local else ''}{a.lhs} = {a.rhs}")

@@ -123,6 +123,7 @@ def fuse(eqs, dims) -> list[list]:
                 break
             g = groups[i]
             if (i not in alone and g[0].extent == e.extent and g[0].fixed == e.fixed
+                    and g[0].anchors == e.anchors
                     and not _conflict(g, e, dims)
                     and not in_place(e, dims)):
                 g.append(e)
@@ -156,6 +157,7 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
             out.append(Kernel(name=f"section{next(counter)}", dims=dims,
                               body=tuple(Assign(e.lhs, e.rhs) for e in group),
                               extent=group[0].extent, fixed=group[0].fixed, stage=stage,
+                              anchors=group[0].anchors,
                               sequential=why,
                               directions=sweep(group[0], dims) if why else ()))
     return out
