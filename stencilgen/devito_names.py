@@ -29,8 +29,6 @@ ADVICE = {
     "TensorTimeFunction": _VECTOR, "diag": _VECTOR, "NODE": _VECTOR, "CELL": _VECTOR,
     "grad": _CALCULUS, "div": _CALCULUS, "curl": _CALCULUS, "grad45": _CALCULUS,
     "div45": _CALCULUS, "curl45": _CALCULUS,
-    "ConditionalDimension": ("ConditionalDimension is not supported yet: save every step with "
-                             "TimeFunction(save=nt) and take every k-th (u.data[::k])"),
     "SubDomain": _SUBDOMAINS, "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDOMAINS,
     "MultiSubDimension": _SUBDOMAINS, "Border": _SUBDOMAINS,
     "Inc": "Inc is not supported: write Eq(u, u + expr)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sympy
 
 from .derivatives import Derivative, evaluate
+from .dimensions import Dimension
 from .errors import InvalidEquation
 from .functions import DiscreteFunction
 from .subdomains import SubDomainRegion
@@ -11,19 +12,21 @@ from .subdomains import SubDomainRegion
 
 class Eq:
     """``lhs = rhs``: the left side is written at every point of the grid (Devito's ``Eq``),
-    or of ``subdomain`` (``grid.interior``)."""
+    or of ``subdomain`` (``grid.interior``); with ``implicit_dims`` holding
+    ConditionalDimensions, only where their conditions hold."""
 
-    def __init__(self, lhs, rhs=0, subdomain=None, **unknown):
+    def __init__(self, lhs, rhs=0, subdomain=None, implicit_dims=None, **unknown):
         if unknown:
             raise InvalidEquation(f"Eq: {', '.join(sorted(unknown))} not supported (Eq takes "
-                                  "lhs, rhs and subdomain=grid.interior or "
-                                  "grid.subdomains['domain'])")
+                                  "lhs, rhs, subdomain=grid.interior or "
+                                  "grid.subdomains['domain'], and implicit_dims)")
         if subdomain is not None and not isinstance(subdomain, SubDomainRegion):
             raise InvalidEquation(f"Eq: subdomain must be one of the grid's subdomains "
                                   f"(grid.interior, grid.subdomains[...]), got {subdomain!r}")
         self.lhs = sympy.sympify(lhs)
         self.rhs = sympy.sympify(rhs)
         self.subdomain = subdomain
+        self.implicit_dims = _implicit_dims(implicit_dims)
 
     def __iter__(self):
         yield self.lhs
@@ -51,6 +54,18 @@ class Eq:
         if isinstance(other, list):
             return other + [self]
         return NotImplemented
+
+
+def _implicit_dims(dims) -> tuple:
+    """``implicit_dims`` as a tuple of Dimensions (one alone, or a tuple or list of them)."""
+    if dims is None:
+        return ()
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    for d in dims:
+        if not isinstance(d, Dimension):
+            raise InvalidEquation(f"Eq: implicit_dims must hold Dimensions (a "
+                                  f"ConditionalDimension, or the grid's), got {d!r}")
+    return dims
 
 
 class SparseEq(Eq):

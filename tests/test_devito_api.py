@@ -143,7 +143,7 @@ def test_more_math_functions_match_numpy():
 
 @pytest.mark.parametrize("name, words", [
     ("VectorTimeFunction", "one Function or TimeFunction per component"),
-    ("ConditionalDimension", "save=nt"),
+    ("ModuloDimension", "SteppingDimension"),
     ("SubDomain", "x_m=..."),
     ("Inc", "Eq(u, u + expr)"),
     ("Cpu64AdvOmpOperator", "Operator(eqs"),

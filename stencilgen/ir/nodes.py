@@ -96,6 +96,24 @@ class TimeIndex:
 
 
 @dataclass(frozen=True)
+class Subsampling:
+    """A ConditionalDimension's factor: the run-time index parameter ``factor``, bound from
+    the dimension called ``user``; where functions are indexed by the dimension, the time
+    loop's local ``symbol = time / factor`` (C integer division) is their time index."""
+
+    factor: str
+    user: str
+    symbol: sympy.Symbol | None = None
+
+
+class Remainder(sympy.Function):
+    """``a % b`` of non-negative integers (C's ``%``): the test of a subsampling factor."""
+
+    nargs = 2
+    is_integer = True
+
+
+@dataclass(frozen=True)
 class IndexedEq:
     """An equation on arrays: ``lhs`` an Indexed store, ``rhs`` over Indexed reads."""
 
@@ -106,6 +124,8 @@ class IndexedEq:
     fixed: tuple = ()                # per dimension: the one index it runs at, or None (all)
     sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
     sparse: str | None = None        # the sparse array visited
+    when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
+    guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
 
 
 @dataclass(frozen=True)
@@ -121,6 +141,7 @@ class Stencils:
     time_indices: tuple[TimeIndex, ...]
     dtype: type
     time_step: int = 1                # -1: time runs from time_M down to time_m (.backward)
+    subsamplings: tuple[Subsampling, ...] = ()
 
     @property
     def loop_symbols(self) -> tuple:
@@ -128,7 +149,10 @@ class Stencils:
 
     @property
     def has_time_loop(self) -> bool:
-        return any(a.time_size is not None for a in self.arrays)
+        """Whether any array has a time axis, or any equation runs at every time step (its
+        ConditionalDimension counts time steps, or it names time in ``implicit_dims``)."""
+        return any(a.time_size is not None for a in self.arrays) or any(
+            e.time_dependent for e in self.eqs)
 
 
 @dataclass(frozen=True)
@@ -170,6 +194,8 @@ class Kernel:
     section: Section | None = None
     sequential: str | None = None                 # why the nest must run in order, if it must
     directions: tuple[int, ...] = ()              # in order: +1 up or -1 down, per dimension
+    when: sympy.Basic | None = None               # run at the steps where it holds (host test)
+    guard: sympy.Basic | None = None              # run the body at the points where it holds
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
@@ -219,6 +245,8 @@ class SparseKernel:
     writes: dict = field(default_factory=dict, compare=False)
     section: Section | None = None
     sequential = None              # points run in parallel (injection adds atomically)
+    when = None                    # runs at every step
+    guard = None                   # and at every point
 
     @property
     def is_sparse(self) -> bool:
@@ -279,6 +307,7 @@ class Program:
     checks: tuple[str, ...] = ()   # arrays whose last state the run counts NaN/Inf in
     checks_param: str = "checks"   # (start, length, count) per checked array, or NULL
     tuning: str = "tuning"         # the launch choice per section (backends that have them)
+    subsamplings: tuple[Subsampling, ...] = ()   # factors and the time loop's `time / factor`
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""

@@ -8,7 +8,13 @@ def _eq(e) -> str:
     stage = "time" if e.time_dependent else "once"
     kind = f" {e.sparse_kind} at {e.sparse}" if e.sparse_kind else ""
     extent = f" widened {e.extent}" if e.extent else ""
-    return f"  [{stage}{kind}{extent}] {e.lhs} = {e.rhs}"
+    return f"  [{stage}{kind}{extent}{_conditions(e)}] {e.lhs} = {e.rhs}"
+
+
+def _conditions(node) -> str:
+    """The test of the time step and the test at each point of an equation or kernel."""
+    when = f" when {node.when}" if node.when is not None else ""
+    return when + (f" where {node.guard}" if node.guard is not None else "")
 
 
 def _kernel(k) -> list[str]:
@@ -18,7 +24,7 @@ def _kernel(k) -> list[str]:
         return [head, f"    {k.kind} over {k.sparse}[{k.point}]: {k.target} <- {k.expr}"]
     loops = ", ".join(f"{d}{'' if lo == hi == 0 else f' widened {lo},{hi}'}"
                       for d, (lo, hi) in zip(k.dims, k.widened))
-    lines = [head, f"    for {loops}:"]
+    lines = [head, f"    for {loops}{_conditions(k)}:"]
     for a in k.body:
         lines.append(f"      {'local ' if a.is_local else ''}{a.lhs} = {a.rhs}")
     return lines
