@@ -21,6 +21,7 @@ def _steering(prog) -> set:
 def _accepted(prog) -> set:
     known = {a.user for a in prog.arrays if not a.temporary}
     known |= {s.role[1] for s in prog.scalars if s.role[0] == "constant"}
+    known |= {s.constant for s in prog.subsamplings if s.constant}
     return known | _steering(prog)
 
 
@@ -155,11 +156,13 @@ def _time_bounds(prog, kwargs, op_name, args):
     return time_m, time_M
 
 
-def _factors(prog, bindings, args):
-    """Each subsampling factor: the ConditionalDimension's int, or its Constant's value now."""
+def _factors(prog, bindings, overrides, args):
+    """Each subsampling factor: the ConditionalDimension's int, or its Constant's value now
+    (or the value apply gives the Constant by name)."""
     for s in prog.subsamplings:
         d = bindings.factors[s.factor]
-        value = d.factor if isinstance(d.factor, int) else d.factor.data
+        value = d.factor if isinstance(d.factor, int) else overrides.get(s.constant,
+                                                                         d.factor.data)
         if not (np.isscalar(value) and float(value).is_integer() and value > 0):
             raise InvalidArgument(f"apply: the factor of ConditionalDimension {d.name} is "
                                   f"{d.factor.name}={float(value):g}; set it to a positive integer")
@@ -250,7 +253,7 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     args, keep = {}, []
     _array_args(prog, bindings, overrides, temps, args, keep)
     _bounds(prog, bindings.grid, kwargs, args)
-    _factors(prog, bindings, args)
+    _factors(prog, bindings, overrides, args)
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = \
             _time_bounds(prog, kwargs, op_name, args)

@@ -22,7 +22,7 @@ _OPERATORS = "use Operator(eqs, backend='c' | 'openacc' | 'cuda') for every targ
 _CHECKPOINT = ("checkpointing (pyrevolve) is not supported; save the forward wavefield with "
                "TimeFunction(save=nt)")
 _DIMENSIONS = ("this kind of Dimension is not supported: use the Grid's dimensions, "
-               "SpaceDimension, TimeDimension or SteppingDimension")
+               "SpaceDimension, TimeDimension, SteppingDimension or ConditionalDimension")
 
 ADVICE = {
     "VectorFunction": _VECTOR, "VectorTimeFunction": _VECTOR, "TensorFunction": _VECTOR,

@@ -31,6 +31,16 @@ class Dimension(sympy.Symbol):
         """The dimension an index of this one counts along (``time`` for the stepping ``t``)."""
         return self
 
+    @property
+    def symbolic_min(self) -> sympy.Symbol:
+        """The first index an Operator computes along this dimension (apply's ``x_m``)."""
+        return sympy.Symbol(f"{self.root.name}_m", integer=True)
+
+    @property
+    def symbolic_max(self) -> sympy.Symbol:
+        """The last index an Operator computes along this dimension (apply's ``x_M``)."""
+        return sympy.Symbol(f"{self.root.name}_M", integer=True)
+
 
 class SpaceDimension(Dimension):
     """A spatial dimension of a Grid (x, y or z)."""

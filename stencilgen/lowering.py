@@ -218,6 +218,8 @@ class _Indexer:
         self.symbols = {time_dimension(): self.time, stepping_dimension(): self.time}
         for d, ld in zip(grid.dimensions, self.dims):
             self.symbols[d] = ld.symbol
+            self.symbols[d.symbolic_min] = sympy.Symbol(ld.lower, integer=True)
+            self.symbols[d.symbolic_max] = sympy.Symbol(ld.upper, integer=True)
 
     def array(self, f: DiscreteFunction) -> ArrayParam:
         rec = f.field
@@ -288,7 +290,8 @@ class _Indexer:
         sub = self.subsamplings.get(d)
         if sub is None:
             cname = self.names.cname(d)
-            sub = Subsampling(self.names.fresh(f"{cname}f"), d.name)
+            constant = d.factor.name if isinstance(d.factor, Constant) else None
+            sub = Subsampling(self.names.fresh(f"{cname}f"), d.name, constant=constant)
             self.bindings.factors[sub.factor] = d
         if indexed and sub.symbol is None:
             sub = replace(sub, symbol=sympy.Symbol(self.names.cname(d), integer=True))

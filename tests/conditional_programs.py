@@ -68,7 +68,37 @@ def conditions(api):
             "u": np.array(u.data), "v": np.array(v.data)}
 
 
-PROGRAMS = {"snapshots": snapshots, "conditions": conditions}
+def rtm(api, nt=50, factor=5):
+    """Reverse-time migration's pattern: a shot (a source, receivers) saved every ``factor``
+    steps, then the receivers' data injected backwards in time and the image summed from
+    the snapshots at the steps that have one (``grad - usave * v.dt2``)."""
+    grid = api.Grid(shape=(51, 41), extent=(500.0, 400.0))
+    time = grid.time_dim
+    m = api.Function(name="m", grid=grid, space_order=4)
+    m.data[:] = 1 / 1.5 ** 2
+    u = api.TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
+    t_sub = api.ConditionalDimension("t_sub", parent=time, factor=factor)
+    usave = api.TimeFunction(name="usave", grid=grid, time_order=0, space_order=4,
+                             save=nt // factor + 1, time_dim=t_sub)
+    src = api.SparseTimeFunction(name="src", grid=grid, npoint=1, nt=nt)
+    src.coordinates.data[:] = [[250.0, 200.0]]
+    steps = np.arange(nt)
+    src.data[:, 0] = np.sin(steps * 0.3) * np.exp(-((steps - 10) / 4.0) ** 2)
+    rec = api.SparseTimeFunction(name="rec", grid=grid, npoint=3, nt=nt)
+    rec.coordinates.data[:] = [[100.0, 50.0], [200.0, 60.0], [300.0, 70.0]]
+    forward = [api.Eq(u.forward, api.solve(m * u.dt2 - u.laplace, u.forward))]
+    forward += src.inject(field=u.forward, expr=src * 1.0) + rec.interpolate(expr=u)
+    api.Operator(forward + [api.Eq(usave, u)]).apply(time_M=nt - 2, dt=1.5)
+    v = api.TimeFunction(name="v", grid=grid, time_order=2, space_order=4)
+    grad = api.Function(name="grad", grid=grid)
+    adjoint = [api.Eq(v.backward, api.solve(m * v.dt2 - v.laplace, v.backward))]
+    adjoint += rec.inject(field=v.backward, expr=rec * 1.0)
+    api.Operator(adjoint + [api.Eq(grad, grad - usave * v.dt2)]).apply(time_M=nt - 2, dt=1.5)
+    return {"usave": np.array(usave.data), "rec": np.array(rec.data),
+            "grad": np.array(grad.data)}
+
+
+PROGRAMS = {"snapshots": snapshots, "conditions": conditions, "rtm": rtm}
 
 
 def results(api) -> dict:

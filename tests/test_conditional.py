@@ -93,14 +93,15 @@ def test_snapshots_read_backwards_in_time():
 
 
 def test_devito_s_numbers():
-    """Snapshots of a wave and the tutorial's conditions give Devito 4.8.23's numbers."""
+    """Snapshots of a wave, the tutorial's conditions and an RTM pattern (shot, snapshots,
+    adjoint image) give Devito 4.8.23's numbers to float32 round-off over tens of steps."""
     ref = np.load(conditional_programs.REFERENCE)
     out = conditional_programs.results(stencilgen)
     assert set(out) == set(ref.files)
     for key, value in out.items():
         scale = np.abs(ref[key]).max()
         assert scale > 0 and value.shape == ref[key].shape, key
-        assert np.abs(value - ref[key]).max() <= 2e-5 * scale, key
+        assert np.abs(value - ref[key]).max() <= 5e-5 * scale, key
 
 
 def test_conditions_match_numpy():
@@ -137,15 +138,18 @@ def test_conditions_on_time_and_factors_of_space():
     window = ConditionalDimension("window", parent=time, condition=And(Ge(time, 2), Lt(time, 7)))
     every3 = ConditionalDimension("every3", parent=time, factor=3)
     xk = ConditionalDimension("xk", parent=x, factor=3)
-    op = Operator([Eq(n, n + 1, implicit_dims=window), Eq(total, total + time, implicit_dims=every3),
-                   Eq(rows, rows + 1, implicit_dims=xk)], backend="c")
-    summary = op.apply(time_M=10)
-    assert np.all(n.data == 5)
-    assert np.all(total.data == 0 + 3 + 6 + 9)
-    assert np.array_equal(rows.data, np.repeat(np.arange(8)[:, None] % 3 == 0, 5, axis=1))
+    last = ConditionalDimension("last", parent=x, condition=CondEq(x, x.symbolic_max))
+    op = Operator([Eq(n, n + 1, implicit_dims=window),
+                   Eq(total, total + time, implicit_dims=every3),
+                   Eq(rows, rows + 1, implicit_dims=xk), Eq(rows, 9, implicit_dims=last)],
+                  backend="c")
+    summary = op.apply(time_M=10, x_M=6)
+    assert np.all(n.data[:7] == 5) and np.all(total.data[:7] == 0 + 3 + 6 + 9)
+    assert np.array_equal(rows.data[:6], np.repeat(np.arange(6)[:, None] % 3 == 0, 5, axis=1))
+    assert np.all(rows.data[6] == 9) and not rows.data[7].any()
     run = {k.name: k for k in op.program.kernels}
     assert run["section0"].stage == "before" and "x % xkf == 0" in op.ccode
-    assert summary["section1"].points == 5 * 40 and summary["section2"].points == 4 * 40
+    assert summary["section2"].points == 5 * 35 and summary["section3"].points == 4 * 35
 
 
 def test_conditions_are_checked():
@@ -182,11 +186,14 @@ def test_conditions_are_checked():
     with pytest.raises(InvalidEquation, match="cannot run under a ConditionalDimension"):
         Operator(rec.interpolate(expr=usave), backend="c")
     k = Constant(name="k", value=2.5)
-    u = TimeFunction(name="u", grid=grid)
     slow = ConditionalDimension("slow", parent=time, factor=k)
-    op = Operator([Eq(u.forward, u + 1, implicit_dims=slow)], backend="c")
+    op = Operator([Eq(f, f + 1, implicit_dims=slow)], backend="c")
     with pytest.raises(InvalidArgument, match="factor of ConditionalDimension slow is k=2.5"):
-        op.apply(time_M=3)
+        op.apply(time_M=7)
+    f.data[:] = 0
+    op.apply(time_M=7, k=2)         # the Constant's value given to apply, as Devito
+    op.apply(time_M=7, k=3)
+    assert np.all(f.data == 4 + 3)
 
 
 def _programs_on(backend, settings):

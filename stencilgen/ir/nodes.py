@@ -104,6 +104,7 @@ class Subsampling:
     factor: str
     user: str
     symbol: sympy.Symbol | None = None
+    constant: str | None = None    # the Constant the factor is (apply may override it by name)
 
 
 class Remainder(sympy.Function):
