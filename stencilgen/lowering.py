@@ -321,7 +321,12 @@ class _Indexer:
         for d in dims:
             tests = [self.condition(d.condition, eq)] if d.condition is not None else []
             if d.factor is not None:
-                parent = self.time if d.parent.is_Time else self.symbols[d.parent]
+                parent = self.time if d.parent.is_Time else self.symbols.get(d.parent)
+                if parent is None:
+                    raise InvalidEquation(
+                        f"{eq}: ConditionalDimension {d.name} counts {d.parent}, which is not a "
+                        f"dimension of the grid {self.grid.dimensions}; give it "
+                        "parent=grid.time_dim or one of grid.dimensions")
                 tests.append(conditions.factor_test(
                     parent, sympy.Symbol(self.subsampling(d).factor, integer=True)))
             parts.append(tests[0] if len(tests) == 1 else d.relation(*tests))

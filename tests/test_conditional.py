@@ -178,6 +178,10 @@ def test_conditions_are_checked():
                      time_dim=ConditionalDimension("xs", parent=x, factor=2))
     with pytest.raises(InvalidEquation, match="implicit_dims must hold Dimensions"):
         Eq(f, 1, implicit_dims=(Gt(f, 0),))
+    other = ConditionalDimension("other", parent=stencilgen.Dimension("i", integer=True),
+                                 factor=2)
+    with pytest.raises(InvalidEquation, match="counts i, which is not a dimension of the grid"):
+        Operator([Eq(f, 1, implicit_dims=other)], backend="c")
     never = ConditionalDimension("never", parent=x, condition=sympy.false)
     with pytest.raises(InvalidEquation, match="never hold"):
         Operator([Eq(f, 1, implicit_dims=never)], backend="c")
