@@ -174,15 +174,25 @@ class CBackend:
         (first, lo), (last, hi) = kernel.span(depth)
         return _moved(getattr(d, first), lo), _moved(getattr(d, last), hi)
 
+    def guarded(self, kernel, statements) -> list:
+        """``statements`` under the kernel's condition at each point, where it has one."""
+        if kernel.guard is None:
+            return statements
+        return [c.If(self.expr(kernel.guard), c.Block(statements))]
+
+    def when(self, kernel, block):
+        """``block`` under the kernel's test of the time step, where it runs at some only."""
+        return block if kernel.when is None else c.If(self.expr(kernel.when), block)
+
     def nest_body(self, kernel):
         """The innermost loop's body, and the row pointers it reads through (``c_rows``; None
         but for a parallel nest of two or more dimensions)."""
         if not self.row_pointers or kernel.sequential or len(kernel.dims) < 2:
-            return None, c.Block([self.statement(a) for a in kernel.body])
+            return None, c.Block(self.guarded(kernel, [self.statement(a) for a in kernel.body]))
         written = {a.lhs.base.name for a in kernel.body if not a.is_local}
         self.printer.rows = rows = RowPointers(kernel.dims[-1], self.ctypes, written)
         try:
-            return rows, c.Block([self.statement(a) for a in kernel.body])
+            return rows, c.Block(self.guarded(kernel, [self.statement(a) for a in kernel.body]))
         finally:
             self.printer.rows = None
 
@@ -304,17 +314,21 @@ class CBackend:
     def sections(self, kernels):
         fused = self.fused()
         producers = {k2: k1 for k1, k2 in fused.items()}
-        return [self.timed(k, self.sparse_loop(k) if k.is_sparse else
-                           c_fusion.nest(self, producers[k], k) if k in producers else
-                           c_blocking.nest(self, k) if self.blocked(k) else self.loop_nest(k))
+        return [self.when(k, self.timed(
+            k, self.sparse_loop(k) if k.is_sparse else
+            c_fusion.nest(self, producers[k], k) if k in producers else
+            c_blocking.nest(self, k) if self.blocked(k) else self.loop_nest(k)))
                 for k in kernels if k not in fused]
 
     def time_slots(self):
-        """The time-slot locals of one step: ``t0 = (time + shift) % modulo``."""
+        """The time-slot locals of one step: ``t0 = (time + shift) % modulo``, and the
+        snapshot indices ``t_sub = time / t_subf``."""
         t = self.program.time.name
         return [c.Initializer(c.Value("const long", ti.symbol.name),
                               f"({t} + {ti.shift}) % {ti.modulo}")
-                for ti in self.program.time_indices]
+                for ti in self.program.time_indices] + \
+            [c.Initializer(c.Value("const long", s.symbol.name), f"{t} / {s.factor}")
+             for s in self.program.subsamplings if s.symbol is not None]
 
     def time_loop(self, body):
         return c.For(*time_loop_header(self.program), c.Block(self.time_slots() + body))

@@ -55,6 +55,8 @@ def pairs(backend) -> dict:
     for k1, k2 in zip(steps, steps[1:]):
         if k1 in out.values() or not (backend.blocked(k1) and backend.blocked(k2)):
             continue
+        if any(k.when is not None or k.guard is not None for k in (k1, k2)):
+            continue
         temps = set(k1.writes)
         if not temps or any(not arrays[t].temporary or backend.ctypes[t] != "float"
                             for t in temps) or k1.dims != k2.dims:

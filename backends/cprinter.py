@@ -83,6 +83,11 @@ class CPrinter(C99CodePrinter):
             return f"{one}/{self._print(sympy.sqrt(base))}"
         return super()._print_Pow(expr)
 
+    def _print_Remainder(self, expr):
+        a, b = (self.parenthesize(x, sympy.printing.precedence.PRECEDENCE["Mul"])
+                for x in expr.args)
+        return f"{a} % {b}"
+
     def _print_Local(self, expr):
         return f"({self._print(expr.args[0])})"
 

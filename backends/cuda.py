@@ -225,8 +225,9 @@ def time_slots(k, prog) -> Slots:
     lets nvcc batch the loads of several points and share those they have in common."""
     ring = {ti.symbol: ti for ti in prog.time_indices}
     slots, mixed, read, written = {}, set(), set(), set()
-    for a in k.body:
-        for acc, store in _accesses(a):
+    guard = [] if k.guard is None else [(a, False) for a in k.guard.atoms(sympy.Indexed)]
+    for found in [_accesses(a) for a in k.body] + [guard]:
+        for acc, store in found:
             name = acc.base.name
             arr = prog.array(name)
             key = (name, acc.indices[0] if arr.time_size is not None else None)
@@ -329,6 +330,7 @@ class CudaBackend(CBackend):
         prog = self.program
         touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
         exprs = [k.expr, k.target] if k.is_sparse else [e for a in k.body for e in (a.lhs, a.rhs)]
+        exprs += [k.guard] if k.guard is not None else []
         views = self.slot_views(k)
         free = {s.name for e in exprs for s in _symbols(e, views)}
         out = []
@@ -346,6 +348,10 @@ class CudaBackend(CBackend):
                 if a.lhs.name in free]
         out += [_Arg(ti.symbol.name, "const sg_int", ti.symbol.name) for ti in prog.time_indices
                 if ti.symbol.name in free]
+        out += [_Arg(s.symbol.name, "const sg_int", s.symbol.name) for s in prog.subsamplings
+                if s.symbol is not None and s.symbol.name in free]
+        out += [_Arg(s.factor, "const sg_int", s.factor) for s in prog.subsamplings
+                if s.factor in free]
         if prog.time.name in free:
             out.append(_Arg(prog.time.name, "const sg_int", prog.time.name))
         if not (k.is_sparse or k.sequential):
@@ -404,7 +410,7 @@ class CudaBackend(CBackend):
         # limit, each starting at sg_base<axis>), which saves the integer work of grid-stride
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
         n, decls, inside = len(k.dims), [], []
-        body = [self.statement(a) for a in k.body]
+        body = self.guarded(k, [self.statement(a) for a in k.body])
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
@@ -565,6 +571,8 @@ class CudaBackend(CBackend):
         cond = " && ".join(f"sg_n{i} > 0" for i in range(len(sizes)))
         lines = [f"/* {k.name} */"] + [f"const long sg_n{i} = {s};" for i, s in enumerate(sizes)]
         lines += [f"if ({cond}) {{"] + _indent(body) + ["}"]
+        if k.when is not None:   # a section that runs at some time steps only
+            lines = [f"if ({self.expr(k.when)}) {{"] + _indent(lines) + ["}"]
         return ["{"] + _indent(lines) + ["}"]
 
     def launch_shapes(self) -> dict:

@@ -1,13 +1,15 @@
 """stencilgen: finite-difference PDEs written in sympy, compiled to fast loop programs."""
-from sympy import (Abs, Max, Min, acos, asin, atan, atan2, ceiling, cos, cosh, exp, floor, log,
-                   sign, sin, sinh, sqrt, tan, tanh)
+from sympy import (Abs, And, Ge, Gt, Le, Lt, Max, Min, Ne, Not, Or, acos, asin, atan, atan2,
+                   ceiling, cos, cosh, exp, floor, log, sign, sin, sinh, sqrt, tan, tanh)
 
 from . import devito_names
 from .builtins import initialize_function, norm
 from .calculus import curl, diag, div, grad, laplace
 from .configuration import configuration
 from .derivatives import Derivative, first_derivative
-from .dimensions import Dimension, SpaceDimension, SteppingDimension, TimeDimension
+from .conditions import CondEq, CondNe
+from .dimensions import (ConditionalDimension, Dimension, SpaceDimension, SteppingDimension,
+                         TimeDimension)
 from .equations import Eq, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
                      ExecutionError, HaloError, InvalidArgument, InvalidEquation,
@@ -37,7 +39,8 @@ def set_log_level(level):
 
 __all__ = [
     "Abs", "Max", "Min", "acos", "asin", "atan", "atan2", "ceiling", "cosh", "floor", "log",
-    "sign", "sinh", "tan", "tanh",
+    "sign", "sinh", "tan", "tanh", "And", "Ge", "Gt", "Le", "Lt", "Ne", "Not", "Or",
+    "CondEq", "CondNe", "ConditionalDimension",
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
     "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy
 
 from .errors import InvalidArgument
 from .functions import DiscreteFunction
@@ -20,6 +21,7 @@ def _steering(prog) -> set:
 def _accepted(prog) -> set:
     known = {a.user for a in prog.arrays if not a.temporary}
     known |= {s.role[1] for s in prog.scalars if s.role[0] == "constant"}
+    known |= {s.constant for s in prog.subsamplings if s.constant}
     return known | _steering(prog)
 
 
@@ -103,10 +105,12 @@ def _array_args(prog, bindings, overrides, temps, args, keep):
 
 
 def _time_accesses(prog):
-    """The time offsets of every access to a time array, relative to the time counter, and
-    (array, offset) of each access to a directly indexed one (saved or sparse)."""
+    """The time offsets of every access to a time array, relative to the time counter,
+    (array, offset) of each access to a directly indexed one (saved or sparse), and (array,
+    offset, factor parameter) of each access to a snapshot array (indexed ``time / factor``)."""
     slots = {ti.symbol: ti.offsets for ti in prog.time_indices}
-    offsets, direct = set(), []
+    sampled = {s.symbol: s.factor for s in prog.subsamplings if s.symbol is not None}
+    offsets, direct, snapshots = set(), [], []
     for k in prog.kernels:
         for table in (k.reads, k.writes):
             for name, offs in table.items():
@@ -117,10 +121,15 @@ def _time_accesses(prog):
                     if arr.modulo:
                         offsets.update(slots[o[0]])
                         continue
+                    sub = set(sampled) & sympy.sympify(o[0]).free_symbols
+                    if sub:
+                        sym = sub.pop()
+                        snapshots.append((arr, int(o[0] - sym), sampled[sym]))
+                        continue
                     s = int(o[0] - prog.time)
                     offsets.add(s)
                     direct.append((arr, s))
-    return offsets, direct
+    return offsets, direct, snapshots
 
 
 def _given(kwargs, key, default):
@@ -129,21 +138,37 @@ def _given(kwargs, key, default):
     return default if value is None else value
 
 
-def _time_defaults(offsets, direct, lengths):
+def _time_defaults(offsets, direct, snapshots, args, lengths):
     """Devito's defaults: time_m = -(lowest offset), time_M = (fewest saved steps or sparse
-    samples of the functions bound) - 1 - (highest offset), over every access in the time
-    loop (None: no default)."""
+    samples of the functions bound) - 1 - (highest offset), or the last step a snapshot array
+    has room for (factor * snapshots - 1), over every access in the time loop (None: no
+    default)."""
     lower, upper = min(offsets | {0}), max(offsets | {0})
-    if not direct:
-        return -lower, None
-    return -lower, min(lengths[arr.name] for arr, _ in direct) - 1 - upper
+    limits = [lengths[arr.name] - 1 - upper for arr, _ in direct]
+    limits += [args[f] * (lengths[arr.name] - s) - 1 for arr, s, f in snapshots]
+    return -lower, min(limits) if limits else None
 
 
-def _time_bounds(prog, kwargs, op_name, lengths):
+def _check_snapshots(snapshots, args, lengths, time_m, time_M):
+    """InvalidArgument where time steps time_m..time_M would reach past a snapshot array
+    (snapshot ``time / factor + offset`` of each step that stores or reads one)."""
+    for arr, s, f in snapshots:
+        n, k = lengths[arr.name], args[f]
+        lo, hi = time_m // k + s, time_M // k + s
+        if 0 <= lo and hi <= n - 1:
+            continue
+        fix = f"use time_m >= {-s * k}" if lo < 0 else \
+            f"use time_M <= {k * (n - s) - 1} or save >= {hi + 1}"
+        raise InvalidArgument(
+            f"apply: {arr.user} holds {n} snapshots, one every {k} time steps, but time steps "
+            f"{time_m}..{time_M} reach snapshot {lo if lo < 0 else hi}; {fix}")
+
+
+def _time_bounds(prog, kwargs, op_name, args, lengths):
     """time_m and time_M, given or Devito's defaults, checked against the length of every
-    directly indexed time axis bound (``lengths``, by C name)."""
-    offsets, direct = _time_accesses(prog)
-    default_m, default_M = _time_defaults(offsets, direct, lengths)
+    directly indexed time axis bound (``lengths``, by C name) and every snapshot array."""
+    offsets, direct, snapshots = _time_accesses(prog)
+    default_m, default_M = _time_defaults(offsets, direct, snapshots, args, lengths)
     if _given(kwargs, "time_M", None) is None and default_M is None:
         raise InvalidArgument(f"Operator `{op_name}`.apply: missing time bounds; pass "
                               f"time_M (the last step; time_m defaults to {default_m}), e.g. "
@@ -163,7 +188,21 @@ def _time_bounds(prog, kwargs, op_name, lengths):
                 f"apply: {arr.user} {held} but time steps {time_m}..{time_M} access index "
                 f"{time_m + s if time_m + s < 0 else time_M + s}; use time_M <= {n - 1 - s} "
                 f"or a larger {'nt' if arr.sparse else 'save='}")
+    _check_snapshots(snapshots, args, lengths, time_m, time_M)
     return time_m, time_M
+
+
+def _factors(prog, bindings, overrides, args):
+    """Each subsampling factor: the ConditionalDimension's int, or its Constant's value now
+    (or the value apply gives the Constant by name)."""
+    for s in prog.subsamplings:
+        d = bindings.factors[s.factor]
+        value = d.factor if isinstance(d.factor, int) else overrides.get(s.constant,
+                                                                         d.factor.data)
+        if not (np.isscalar(value) and float(value).is_integer() and value > 0):
+            raise InvalidArgument(f"apply: the factor of ConditionalDimension {d.name} is "
+                                  f"{d.factor.name}={float(value):g}; set it to a positive integer")
+        args[s.factor] = int(value)
 
 
 def _bounds(prog, grid, kwargs, args):
@@ -268,9 +307,10 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     args, keep = {}, []
     lengths = _array_args(prog, bindings, overrides, temps, args, keep)
     _bounds(prog, bindings.grid, kwargs, args)
+    _factors(prog, bindings, overrides, args)
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = \
-            _time_bounds(prog, kwargs, op_name, lengths)
+            _time_bounds(prog, kwargs, op_name, args, lengths)
     geometry = _geometry(prog, bindings, overrides)
     for s in prog.scalars:
         value = _scalar(s, bindings, geometry, kwargs, overrides, op_name)

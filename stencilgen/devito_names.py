@@ -23,12 +23,10 @@ _OPERATORS = "use Operator(eqs, backend='c' | 'openacc' | 'cuda') for every targ
 _CHECKPOINT = ("checkpointing (pyrevolve) is not supported; save the forward wavefield with "
                "TimeFunction(save=nt)")
 _DIMENSIONS = ("this kind of Dimension is not supported: use the Grid's dimensions, "
-               "SpaceDimension, TimeDimension or SteppingDimension")
+               "SpaceDimension, TimeDimension, SteppingDimension or ConditionalDimension")
 
 ADVICE = {
     "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
-    "ConditionalDimension": ("ConditionalDimension is not supported yet: save every step with "
-                             "TimeFunction(save=nt) and take every k-th (u.data[::k])"),
     "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDIMENSION,
     "MultiSubDimension": _SUBDOMAINS, "Border": _SUBDOMAINS,
     "Inc": "Inc is not supported: write Eq(u, u + expr)",

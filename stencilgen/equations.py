@@ -4,6 +4,7 @@ from __future__ import annotations
 import sympy
 
 from .derivatives import Derivative, evaluate
+from .dimensions import Dimension
 from .errors import InvalidEquation
 from .functions import DiscreteFunction
 from .relocation import at_place
@@ -13,12 +14,13 @@ from .tensors import Tensor, equations
 
 class Eq:
     """``lhs = rhs``: the left side is written at every point of the grid (Devito's ``Eq``),
-    or of ``subdomain`` (``grid.interior``, ``grid.subdomains[name]``, a user SubDomain)."""
+    or of ``subdomain`` (``grid.interior``, ``grid.subdomains[name]``, a user SubDomain); with
+    ``implicit_dims`` holding ConditionalDimensions, only where their conditions hold."""
 
-    def __init__(self, lhs, rhs=0, subdomain=None, **unknown):
+    def __init__(self, lhs, rhs=0, subdomain=None, implicit_dims=None, **unknown):
         if unknown:
             raise InvalidEquation(f"Eq: {', '.join(sorted(unknown))} not supported (Eq takes "
-                                  "lhs, rhs and subdomain=, e.g. grid.interior)")
+                                  "lhs, rhs, subdomain= (e.g. grid.interior) and implicit_dims)")
         if subdomain is not None and not isinstance(subdomain, SubDomain):
             raise InvalidEquation(f"Eq: subdomain must be one of the grid's subdomains "
                                   f"(grid.interior, grid.subdomains[...]) or a SubDomain "
@@ -28,11 +30,13 @@ class Eq:
                                   f"{type(subdomain).__name__}(grid=grid) or pass it to "
                                   "Grid(subdomains=...)")
         self.subdomain = subdomain
+        self.implicit_dims = _implicit_dims(implicit_dims)
         self.components = None
         if isinstance(lhs, Tensor):
             # a vector or tensor equation: one Eq per distinct entry of the left-hand side
             self.lhs, self.rhs = lhs, rhs
-            self.components = equations(lhs, rhs, lambda l, r: Eq(l, r, subdomain=subdomain))
+            self.components = equations(lhs, rhs, lambda l, r: Eq(
+                l, r, subdomain=subdomain, implicit_dims=implicit_dims))
             return
         if isinstance(rhs, Tensor):
             raise InvalidEquation(f"Eq: the right-hand side is a vector or tensor but the "
@@ -70,6 +74,18 @@ class Eq:
         if isinstance(other, list):
             return other + [self]
         return NotImplemented
+
+
+def _implicit_dims(dims) -> tuple:
+    """``implicit_dims`` as a tuple of Dimensions (one alone, or a tuple or list of them)."""
+    if dims is None:
+        return ()
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    for d in dims:
+        if not isinstance(d, Dimension):
+            raise InvalidEquation(f"Eq: implicit_dims must hold Dimensions (a "
+                                  f"ConditionalDimension, or the grid's), got {d!r}")
+    return dims
 
 
 class SparseEq(Eq):

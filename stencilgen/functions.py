@@ -35,6 +35,7 @@ class FieldData:
     is_time: bool = False
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
+    time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
     _data: np.ndarray | None = dc_field(default=None, repr=False)
 
     @property
@@ -211,26 +212,27 @@ class TimeFunction(Function):
 
     @classmethod
     def _make_record(cls, name=None, grid=None, space_order=1, time_order=1, save=None,
-                     dtype=None, staggered=None, **unknown) -> FieldData:
+                     time_dim=None, dtype=None, staggered=None, **unknown) -> FieldData:
         owner = f"TimeFunction {name!r}"
         if not isinstance(grid, Grid) or "shape" in unknown or "dimensions" in unknown:
             raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid) "
                                   "and takes no shape= or dimensions=")
         record = super()._make_record(name=name, grid=grid, space_order=space_order,
                                       dtype=dtype, staggered=staggered, **unknown)
-        record.time_order = _check_order(owner, time_order, "time_order", "use 1 or 2",
-                                         lambda v: v in (1, 2))
+        record.time_order = _check_order(owner, time_order, "time_order", "use 0, 1 or 2",
+                                         lambda v: v in (0, 1, 2))
         if save is not None:
             record.save = _check_order(owner, save, "save",
                                        f"use None or a number of steps > time_order ({time_order})",
                                        lambda v: v > record.time_order)
+        record.time_dim = _check_time_dim(owner, time_dim, grid, record.save)
         record.is_time = True
         return record
 
     @classmethod
     def _indices(cls, record):
         time = record.grid.time_dim if record.save is not None else record.grid.stepping_dim
-        return (time,) + super()._indices(record)
+        return (record.time_dim or time,) + super()._indices(record)
 
     @property
     def time_dim(self):
@@ -276,6 +278,21 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
                                       f"{grid!r}'s; use its dimensions and sizes, or no grid")
         dtype = grid.dtype if dtype is None else dtype
     return Grid.of_function(shape, dimensions, np.float32 if dtype is None else dtype, owner)
+def _check_time_dim(owner, time_dim, grid, save):
+    """A ConditionalDimension of time with a factor (snapshots), or None for the grid's own."""
+    if time_dim is None or time_dim in (grid.time_dim, grid.stepping_dim):
+        return None
+    if not getattr(time_dim, "is_Conditional", False) or not time_dim.parent.is_Time \
+            or time_dim.factor is None:
+        raise InvalidArgument(
+            f"{owner}: time_dim must be the grid's time dimension or a ConditionalDimension "
+            f"of it with a factor (ConditionalDimension('t_sub', parent=grid.time_dim, "
+            f"factor=4)), got {time_dim!r}")
+    if save is None:
+        raise InvalidArgument(f"{owner}: a TimeFunction on {time_dim} (every "
+                              f"{time_dim.factor} steps) needs save=, the number of snapshots "
+                              f"it holds, e.g. save=nt//{time_dim.factor} + 1")
+    return time_dim
 
 
 def _common_checks(owner, name, grid, unknown):

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import sympy
 
+from . import conditions
 from .derivatives import Derivative, expand
 from .differentiable import location, placed, plain
 from .dimensions import stepping_dimension, time_dimension
 from .equations import Eq, SparseEq
 from .errors import HaloError, InvalidEquation
 from .functions import Constant, DiscreteFunction, FieldData, Function
-from .ir.nodes import ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, TimeIndex
+from .ir.nodes import (ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, Subsampling,
+                       TimeIndex)
 from .indexing import GridIndex
 from .names import NameRegistry
 from .relocation import at_nodes, at_place
@@ -200,6 +202,8 @@ def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistr
     the Functions and Constants (by name), then the Operator."""
     for d in grid.dimensions + (time_dimension(),):
         names.user(d, d.name)
+    for d in sorted({d for e in eqs for d in conditions.conditional_dims(e)}, key=str):
+        names.user(d, d.name)
     seen = {}
     for f in _functions(eqs):
         other = seen.setdefault(f.name, f.field)
@@ -224,6 +228,7 @@ class Bindings:
     grid: object
     functions: dict = field(default_factory=dict)   # array C name -> DiscreteFunction
     constants: dict = field(default_factory=dict)   # scalar C name -> Constant
+    factors: dict = field(default_factory=dict)     # factor C name -> ConditionalDimension
 
 
 def _loop_dim(d, names: NameRegistry) -> LoopDim:
@@ -246,10 +251,13 @@ class _Indexer:
         self.arrays: dict = {}         # FieldData -> ArrayParam
         self.scalars: dict = {}        # name -> ScalarParam
         self.time_indices: dict = {}   # (shift, modulo) -> TimeIndex
+        self.subsamplings: dict = {}   # ConditionalDimension -> Subsampling
         self.bindings = Bindings(grid)
         self.symbols = {time_dimension(): self.time, stepping_dimension(): self.time}
         for d, ld in zip(grid.dimensions, self.dims):
             self.symbols[d] = ld.symbol
+            self.symbols[d.symbolic_min] = sympy.Symbol(ld.lower, integer=True)
+            self.symbols[d.symbolic_max] = sympy.Symbol(ld.upper, integer=True)
 
     def array(self, f: DiscreteFunction) -> ArrayParam:
         rec = f.field
@@ -297,11 +305,12 @@ class _Indexer:
             return self.sparse_access(f, arr)
         idx = []
         if arr.time_size is not None:
-            root = f.args[0].free_symbols & {stepping_dimension(), time_dimension()}
-            k = _axis_offset(f.args[0], root.pop() if root else time_dimension())
+            k = _axis_offset(f.args[0], _time_root(f))
             if not k.is_Integer:
                 raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
-            idx.append(self.time_index(int(k), arr.time_size if arr.modulo else None))
+            sub = f.field.time_dim
+            idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None else
+                       self.time_index(int(k), arr.time_size if arr.modulo else None))
         own = f.grid.dimensions
         args = dict(zip(own, f.args[-len(own):]))
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
@@ -323,6 +332,60 @@ class _Indexer:
                     f"space_order to at least {2 * abs(int(o))} or lower the derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
+
+    def subsampling(self, d, indexed=False) -> Subsampling:
+        """The factor parameter of ConditionalDimension ``d`` (and, ``indexed``, the time
+        loop's ``time / factor`` that functions on ``d`` are indexed by), registered."""
+        sub = self.subsamplings.get(d)
+        if sub is None:
+            cname = self.names.cname(d)
+            constant = d.factor.name if isinstance(d.factor, Constant) else None
+            sub = Subsampling(self.names.fresh(f"{cname}f"), d.name, constant=constant)
+            self.bindings.factors[sub.factor] = d
+        if indexed and sub.symbol is None:
+            sub = replace(sub, symbol=sympy.Symbol(self.names.cname(d), integer=True))
+            self.symbols[d] = sub.symbol
+        self.subsamplings[d] = sub
+        return sub
+
+    def condition(self, expr, eq):
+        """A user condition (Gt(f, 0), Lt(y, 5)...) over the program's arrays and symbols."""
+        ex = _Expander(self.grid, self.names)
+        expr = ex(expr)
+        if ex.new_eqs:
+            raise InvalidEquation(f"{eq}: a condition holds a derivative of a derivative; "
+                                  "compute it into a Function first and compare that")
+        found = sorted(expr.atoms(DiscreteFunction), key=lambda a: (a.name, str(a)))
+        expr = expr.xreplace({f: self.access(f) for f in found})
+        return plain(expr.xreplace({**self.symbols, **self.scalars_of(expr, eq)}))
+
+    def conditions(self, eq):
+        """(condition on the time step, condition at each point) of ``eq``, or None each."""
+        dims = conditions.conditional_dims(eq)
+        # Devito's iteration space holds the dimensions named and the conditions' parents
+        self.timed |= any(d.root.is_Time for d in getattr(eq, "implicit_dims", ()) + dims)
+        if not dims:
+            return None, None
+        parts = []
+        for d in dims:
+            tests = [self.condition(d.condition, eq)] if d.condition is not None else []
+            if d.factor is not None:
+                parent = self.time if d.parent.is_Time else self.symbols.get(d.parent)
+                if parent is None:
+                    raise InvalidEquation(
+                        f"{eq}: ConditionalDimension {d.name} counts {d.parent}, which is not a "
+                        f"dimension of the grid {self.grid.dimensions}; give it "
+                        "parent=grid.time_dim or one of grid.dimensions")
+                tests.append(conditions.factor_test(
+                    parent, sympy.Symbol(self.subsampling(d).factor, integer=True)))
+            parts.append(tests[0] if len(tests) == 1 else d.relation(*tests))
+        mode = sympy.Or if all(d.relation is sympy.Or for d in dims) else sympy.And
+        loops = set(self.symbols.values()) - {self.time} - \
+            {s.symbol for s in self.subsamplings.values()}
+        when, guard = conditions.split(
+            eq, parts, mode, lambda c: bool(c.atoms(sympy.Indexed) or c.free_symbols & loops))
+        self.timed |= any(c is not None and c.has(self.time) for c in (when, guard))
+        return when, guard
 
     def region(self, eq) -> tuple[tuple, tuple]:
         """The iteration of ``eq`` on its subdomain: per dimension a widening (negative: the
@@ -377,6 +440,7 @@ class _Indexer:
         """The C symbols of the scalars ``rhs`` reads (Constants, spacings, dt), registered."""
         out = {}
         skip = set(self.grid.dimensions) | {time_dimension(), stepping_dimension()}
+        skip |= set(self.symbols)
         skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {self.point, self.time}
         skip |= {ti.symbol for ti in self.time_indices.values()} | set(self.symbols.values())
         for s in rhs.free_symbols - skip:
@@ -424,6 +488,7 @@ class _Indexer:
             else {}
         mapping = {f: self.access(f)
                    for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a)))}
+        when, guard = self.conditions(eq)
         rhs = eq.rhs.xreplace(mapping)
         symbols = {**self.symbols, **self.scalars_of(rhs, eq)}
         lhs, rhs = mapping[eq.lhs].xreplace(symbols), plain(rhs.xreplace(symbols))
@@ -432,7 +497,7 @@ class _Indexer:
             fixed = tuple(self.fixed.get(axis) for axis in range(len(self.dims)))
             extent, anchors = self.region(eq)
             return IndexedEq(lhs, rhs, self.timed, extent=extent, anchors=anchors,
-                             fixed=fixed if self.fixed else ())
+                             fixed=fixed if self.fixed else (), when=when, guard=guard)
         self.array(eq.sparse)
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
             self.scalar(ld.origin, np.float64, ("origin", axis))
@@ -448,14 +513,22 @@ class _Indexer:
                          stagger=stagger if any(stagger) else ())
 
 
+def _time_root(f):
+    """The dimension ``f``'s time index counts along: ``t``, ``time`` or a subsampled one."""
+    if f.field.time_dim is not None:
+        return f.field.time_dim
+    root = f.args[0].free_symbols & {stepping_dimension(), time_dimension()}
+    return root.pop() if root else time_dimension()
+
+
 def _time_step(eqs) -> int:
     """+1, or -1 when the equations write ``.backward`` (time then runs from time_M down)."""
     shifts = set()
     for e in eqs:
         lhs = e.lhs
-        if isinstance(lhs, DiscreteFunction) and lhs.field.is_time and not lhs.is_Sparse:
-            root = lhs.args[0].free_symbols & {stepping_dimension(), time_dimension()}
-            k = _axis_offset(lhs.args[0], root.pop() if root else time_dimension())
+        if isinstance(lhs, DiscreteFunction) and lhs.field.is_time and not lhs.is_Sparse \
+                and lhs.field.time_dim is None:
+            k = _axis_offset(lhs.args[0], _time_root(lhs))
             shifts.add(int(sympy.sign(k)))
     if {1, -1} <= shifts:
         raise InvalidEquation("Operator: the equations write both .forward and .backward time "
@@ -473,7 +546,9 @@ def index_equations(eqs, grid, names: NameRegistry):
                     scalars=tuple(sorted(ix.scalars.values(), key=lambda s: s.name)),
                     time_indices=tuple(sorted(ix.time_indices.values(),
                                               key=lambda t: t.symbol.name)),
-                    dtype=grid.dtype), ix.bindings
+                    dtype=grid.dtype,
+                    subsamplings=tuple(sorted(ix.subsamplings.values(), key=lambda s: s.factor))
+                    ), ix.bindings
 
 
 __all__ = ["Bindings", "TempFunction", "check_equations", "expand_derivatives",

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import sympy
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,23 @@ class PerformanceSummary:
         return lines
 
 
+@lru_cache(maxsize=256)
+def _test(when):
+    """``when`` (a kernel's test of the time step) as a NumPy function of its symbols."""
+    symbols = sorted(when.free_symbols, key=lambda s: s.name)
+    return symbols, sympy.lambdify(symbols, when, modules=[{"Remainder": np.mod}, "numpy"])
+
+
+def _steps_run(k, prog, args, steps) -> int:
+    """How many of the run's time steps kernel ``k`` ran at (all, but where it has a test)."""
+    if k.when is None:
+        return steps
+    symbols, test = _test(k.when)
+    values = [np.arange(args[prog.time_bounds[0]], args[prog.time_bounds[1]] + 1)
+              if s == prog.time else args[s.name] for s in symbols]
+    return int(np.count_nonzero(np.broadcast_to(test(*values), (steps,))))
+
+
 def summarize(prog, args, timers, wall, compiled) -> PerformanceSummary:
     """The summary of one run of ``prog`` with arguments ``args`` and section ``timers``."""
     steps = (args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1) if prog.has_time_loop else 1
@@ -86,7 +107,7 @@ def summarize(prog, args, timers, wall, compiled) -> PerformanceSummary:
                 (first, lo), (last, hi) = k.span(depth)
                 n = args[getattr(d, last)] + hi - args[getattr(d, first)] - lo + 1
                 pts *= 1 if k.fixed_at(depth) is not None else max(n, 0)
-        pts *= steps if k.stage == "time" else 1
+        pts *= _steps_run(k, prog, args, steps if k.stage == "time" else 1)
         sections[k.name] = PerfEntry(k.name, float(timers[k.section.timer]),
                                      float(pts * k.flops), float(pts), float(pts * k.bytes))
     domain = 1

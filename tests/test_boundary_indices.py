@@ -93,8 +93,8 @@ def test_index_notation_is_checked():
         Operator([Eq(u[t + 1, 0, y], u[t, 3 + 6, y])], backend="c")
     with pytest.raises(InvalidEquation, match="subdomain must be one of the grid's"):
         Eq(u.forward, u, subdomain="interior")
-    with pytest.raises(InvalidEquation, match="implicit_dims not supported"):
-        Eq(u.forward, u, implicit_dims=(x,))
+    with pytest.raises(InvalidEquation, match="coefficients not supported"):
+        Eq(u.forward, u, coefficients=(x,))
     other = Grid(shape=(6, 5))
     with pytest.raises(InvalidEquation, match="another Grid"):
         Operator([Eq(u.forward, u, subdomain=other.interior)], backend="c")

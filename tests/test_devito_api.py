@@ -143,7 +143,7 @@ def test_more_math_functions_match_numpy():
 
 @pytest.mark.parametrize("name, words", [
     ("grad45", "u.dx45 + u.dy45"),
-    ("ConditionalDimension", "save=nt"),
+    ("ModuloDimension", "SteppingDimension"),
     ("SubDomainSet", "one SubDomain per region"),
     ("Inc", "Eq(u, u + expr)"),
     ("Cpu64AdvOmpOperator", "Operator(eqs"),

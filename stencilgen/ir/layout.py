@@ -93,6 +93,7 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str) -> tuple[P
     if prog.has_time_loop:
         params += [Parameter(prog.time_bounds[0], "index", None, ("time_m",)),
                    Parameter(prog.time_bounds[1], "index", None, ("time_M",))]
+    params += [Parameter(s.factor, "index", None, ("factor", s.user)) for s in prog.subsamplings]
     params += [Parameter(s.name, "scalar", s.dtype, s.role) for s in prog.scalars]
     params.append(Parameter(timers, "timers", np.float64, ("timers",)))
     params.append(Parameter(checks, "checks", None, ("checks",)))

@@ -99,6 +99,25 @@ class TimeIndex:
 
 
 @dataclass(frozen=True)
+class Subsampling:
+    """A ConditionalDimension's factor: the run-time index parameter ``factor``, bound from
+    the dimension called ``user``; where functions are indexed by the dimension, the time
+    loop's local ``symbol = time / factor`` (C integer division) is their time index."""
+
+    factor: str
+    user: str
+    symbol: sympy.Symbol | None = None
+    constant: str | None = None    # the Constant the factor is (apply may override it by name)
+
+
+class Remainder(sympy.Function):
+    """``a % b`` of non-negative integers (C's ``%``): the test of a subsampling factor."""
+
+    nargs = 2
+    is_integer = True
+
+
+@dataclass(frozen=True)
 class IndexedEq:
     """An equation on arrays: ``lhs`` an Indexed store, ``rhs`` over Indexed reads."""
 
@@ -111,6 +130,8 @@ class IndexedEq:
     sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
     sparse: str | None = None        # the sparse array visited
     stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
+    when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
+    guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,7 @@ class Stencils:
     time_indices: tuple[TimeIndex, ...]
     dtype: type
     time_step: int = 1                # -1: time runs from time_M down to time_m (.backward)
+    subsamplings: tuple[Subsampling, ...] = ()
 
     @property
     def loop_symbols(self) -> tuple:
@@ -133,7 +155,10 @@ class Stencils:
 
     @property
     def has_time_loop(self) -> bool:
-        return any(a.time_size is not None for a in self.arrays)
+        """Whether any array has a time axis, or any equation runs at every time step (its
+        ConditionalDimension counts time steps, or it names time in ``implicit_dims``)."""
+        return any(a.time_size is not None for a in self.arrays) or any(
+            e.time_dependent for e in self.eqs)
 
 
 @dataclass(frozen=True)
@@ -176,6 +201,8 @@ class Kernel:
     sequential: str | None = None                 # why the nest must run in order, if it must
     directions: tuple[int, ...] = ()              # in order: +1 up or -1 down, per dimension
     anchors: tuple = ()                           # per dim: None, "lower" or "upper" (below)
+    when: sympy.Basic | None = None               # run at the steps where it holds (host test)
+    guard: sympy.Basic | None = None              # run the body at the points where it holds
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
@@ -234,6 +261,8 @@ class SparseKernel:
     section: Section | None = None
     stagger: tuple = ()            # inject: the target's values sit this many cells ahead
     sequential = None              # points run in parallel (injection adds atomically)
+    when = None                    # runs at every step
+    guard = None                   # and at every point
 
     @property
     def is_sparse(self) -> bool:
@@ -294,6 +323,7 @@ class Program:
     checks: tuple[str, ...] = ()   # arrays whose last state the run counts NaN/Inf in
     checks_param: str = "checks"   # (start, length, count) per checked array, or NULL
     tuning: str = "tuning"         # the launch choice per section (backends that have them)
+    subsamplings: tuple[Subsampling, ...] = ()   # factors and the time loop's `time / factor`
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""

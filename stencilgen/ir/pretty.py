@@ -9,7 +9,13 @@ def _eq(e) -> str:
     kind = f" {e.sparse_kind} at {e.sparse}" if e.sparse_kind else ""
     extent = f" widened {e.extent}" if e.extent else ""
     extent += f" from {e.anchors}" if any(e.anchors) else ""
-    return f"  [{stage}{kind}{extent}] {e.lhs} = {e.rhs}"
+    return f"  [{stage}{kind}{extent}{_conditions(e)}] {e.lhs} = {e.rhs}"
+
+
+def _conditions(node) -> str:
+    """The test of the time step and the test at each point of an equation or kernel."""
+    when = f" when {node.when}" if node.when is not None else ""
+    return when + (f" where {node.guard}" if node.guard is not None else "")
 
 
 def _kernel(k) -> list[str]:
@@ -20,7 +26,7 @@ def _kernel(k) -> list[str]:
     loops = ", ".join(f"{d} {first}{lo:+d}..{last}{hi:+d}"
                       for d, ((first, lo), (last, hi)) in
                       zip(k.dims, (k.span(i) for i in range(len(k.dims)))))
-    lines = [head, f"    for {loops}:"]
+    lines = [head, f"    for {loops}{_conditions(k)}:"]
     for a in k.body:
         lines.append(f"      {'local ' if a.is_local else ''}{a.lhs} = {a.rhs}")
     return lines

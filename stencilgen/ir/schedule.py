@@ -25,9 +25,15 @@ def classify(st: Stencils) -> Stencils:
         changed = False
         varying = {e.lhs.base.name for e, f in zip(st.eqs, flags) if f}
         for i, e in enumerate(st.eqs):
-            if not flags[i] and {a.base.name for a in e.rhs.atoms(sympy.Indexed)} & varying:
+            read = {a.base.name for r in reads(e) for a in r.atoms(sympy.Indexed)}
+            if not flags[i] and read & varying:
                 flags[i] = changed = True
     return replace(st, eqs=tuple(replace(e, time_dependent=f) for e, f in zip(st.eqs, flags)))
+
+
+def reads(eq) -> list:
+    """The expressions ``eq`` reads: its right-hand side and the condition at each point."""
+    return [eq.rhs] if eq.guard is None else [eq.rhs, eq.guard]
 
 
 def _space(offset, ndim):
@@ -37,8 +43,8 @@ def _space(offset, ndim):
 def _conflict(group, eq, dims) -> bool:
     ndim = len(dims)
     written = access_map([g.lhs for g in group], dims)
-    read = access_map([g.rhs for g in group], dims)
-    new_reads = access_map([eq.rhs], dims)
+    read = access_map([r for g in group for r in reads(g)], dims)
+    new_reads = access_map(reads(eq), dims)
     new_write = access_map([eq.lhs], dims)
     for name, offs in new_reads.items():
         for w in written.get(name, ()):
@@ -61,9 +67,9 @@ def _depends(group, eq, dims) -> bool:
     def slots(table):
         return {(name, o[:-ndim]) for name, offs in table.items() for o in offs}
     g_writes = slots(access_map([g.lhs for g in group], dims))
-    g_all = g_writes | slots(access_map([g.rhs for g in group], dims))
+    g_all = g_writes | slots(access_map([r for g in group for r in reads(g)], dims))
     e_writes = slots(access_map([eq.lhs], dims))
-    e_all = e_writes | slots(access_map([eq.rhs], dims))
+    e_all = e_writes | slots(access_map(reads(eq), dims))
     return bool(e_all & g_writes) or bool(e_writes & g_all)
 
 
@@ -74,7 +80,7 @@ def _self_reads(eq, dims) -> list:
     name = eq.lhs.base.name
     slot = access_map([eq.lhs], dims)[name].pop()[:-len(dims)]
     fixed = [i for i, f in enumerate(eq.fixed) if f is not None]
-    return [o[-len(dims):] for o in access_map([eq.rhs], dims).get(name, ())
+    return [o[-len(dims):] for o in access_map(reads(eq), dims).get(name, ())
             if o[:-len(dims)] == slot and any(o[-len(dims):])
             and not any(o[-len(dims):][i] for i in fixed)]
 
@@ -124,6 +130,7 @@ def fuse(eqs, dims) -> list[list]:
             g = groups[i]
             if (i not in alone and g[0].extent == e.extent and g[0].fixed == e.fixed
                     and g[0].anchors == e.anchors
+                    and (g[0].when, g[0].guard) == (e.when, e.guard)
                     and not _conflict(g, e, dims)
                     and not in_place(e, dims)):
                 g.append(e)
@@ -158,7 +165,7 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
                               body=tuple(Assign(e.lhs, e.rhs) for e in group),
                               extent=group[0].extent, fixed=group[0].fixed, stage=stage,
                               anchors=group[0].anchors,
-                              sequential=why,
+                              sequential=why, when=group[0].when, guard=group[0].guard,
                               directions=sweep(group[0], dims) if why else ()))
     return out
 
@@ -183,5 +190,5 @@ def schedule(st: Stencils, name: str, names: NameRegistry) -> Program:
                    time=st.time, point=st.point, arrays=st.arrays, scalars=st.scalars,
                    prologue=(), before=tuple(before), steps=tuple(steps), after=(),
                    time_indices=st.time_indices, has_time_loop=st.has_time_loop,
-                   time_step=st.time_step,
+                   time_step=st.time_step, subsamplings=st.subsamplings,
                    sparse_locals=sparse_locals(st.dims, names) if has_sparse else None)

@@ -163,6 +163,7 @@ def _optimize_kernel(k, hoister: ScalarHoister, names: NameRegistry, real):
 def optimize_kernels(prog: Program, names: NameRegistry) -> Program:
     """Every kernel optimised; scalar-only subexpressions shared in one prologue."""
     loops = set(prog.loop_symbols) | {prog.time, prog.point}
+    loops |= {s.symbol for s in prog.subsamplings if s.symbol is not None}
     hoister = ScalarHoister(loops | {ti.symbol for ti in prog.time_indices}, names)
     real = real_type(prog.dtype)
     before = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.before)
@@ -199,7 +200,8 @@ def _count_kernel(k, arrays):
         per_corner = count_flops(k.expr) + len(dims) + 1   # the weight product and the sum
         return replace(k, reads=reads, writes=writes, flops=corners * per_corner,
                        bytes=corners * count_bytes(reads, writes, sizes))
-    reads = access_map([a.rhs for a in k.body], dims)
+    guard = [k.guard] if k.guard is not None else []
+    reads = access_map([a.rhs for a in k.body] + guard, dims)
     writes = access_map([a.lhs for a in k.body if not a.is_local], dims)
     sizes = {a.name: (itemsize(a.dtype), len(dims)) for a in arrays}
     return replace(k, reads=reads, writes=writes, flops=sum(count_flops(a.rhs) for a in k.body),

@@ -1,0 +1,236 @@
+"""Devito's ConditionalDimension: snapshots every ``factor`` steps (``TimeFunction(time_dim=
+t_sub, save=...)``, stored at ``time / factor`` where ``time % factor == 0``) and equations
+that run only where a condition holds (``Eq(..., implicit_dims=c)``). Checked against NumPy,
+against a run that saves every step, and against Devito 4.8.23's numbers
+(tests/conditional_programs.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+
+import conditional_programs
+import stencilgen
+from stencilgen import (And, CondEq, ConditionalDimension, Constant, Eq, Function, Ge, Grid, Gt,
+                        InvalidArgument, InvalidEquation, Le, Lt, Ne, Not, Operator, Or,
+                        SparseTimeFunction, TimeFunction, platform, solve)
+from test_cuda import needs_gpu, needs_nvcc
+
+
+def _wave(save=None, time_dim=None, factor=None, backend="c", name="Wave"):
+    """A 2D so-4 wave from a Gaussian; with ``factor``, snapshots every ``factor`` steps."""
+    grid = Grid(shape=(21, 18), extent=(200.0, 170.0))
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4, save=save)
+    xs, ys = np.meshgrid(np.arange(21), np.arange(18), indexing="ij")
+    u.data[0] = u.data[1] = np.exp(-((xs - 9.0) ** 2 + (ys - 8.0) ** 2) / 6.0)
+    eqs = [Eq(u.forward, solve(u.dt2 / 2.25 - u.laplace, u.forward))]
+    usave = None
+    if factor is not None:
+        t_sub = ConditionalDimension("t_sub", parent=grid.time_dim, factor=factor)
+        k = factor if isinstance(factor, int) else int(factor.data)
+        usave = TimeFunction(name="usave", grid=grid, time_order=0, save=save_for(k),
+                             time_dim=t_sub)
+        eqs.append(Eq(usave, u))
+    return Operator(eqs, backend=backend, name=name), u, usave
+
+
+NT = 20
+
+
+def save_for(factor):
+    """Snapshots of steps 0..NT-2 (the last step NT - 2 writes u at NT - 1)."""
+    return (NT - 2) // factor + 1
+
+
+@pytest.mark.parametrize("factor", [3, Constant(name="k", value=4)], ids=["int", "Constant"])
+def test_snapshots_are_every_kth_step_of_a_saved_run(factor):
+    full_op, full, _ = _wave(save=NT, name="Full")
+    full_op.apply(dt=2.0)          # Devito's default time_M: NT - 2
+    op, u, usave = _wave(factor=factor)
+    k = factor if isinstance(factor, int) else 4
+    summary = op.apply(time_M=NT - 2, dt=2.0)
+    assert usave.shape == (save_for(k), 21, 18)
+    # time_m is 1 (u.backward is read), as Devito's: step 0 runs not, nor stores snapshot 0
+    want = full.data[::k]
+    assert np.abs(usave.data[1:] - want[1:]).max() <= 1e-6 * np.abs(want).max()
+    assert not usave.data[0].any() and not np.array_equal(usave.data[2], usave.data[1])
+    # the test of the step is made once a step, before the loop nest it guards
+    src = op.ccode
+    test = src.index("if (time % t_subf == 0)")
+    assert src.index("for (long x", test) < src.index("timers[1]", test)
+    assert src.count("% t_subf") == 1 and "const long t_sub = time / t_subf;" in src
+    # the snapshot section ran at the steps it stored, a point each
+    assert summary["section1"].points == (save_for(k) - 1) * 21 * 18
+    assert summary["section0"].points == (NT - 2) * 21 * 18
+
+
+def test_devito_s_defaults_and_the_snapshot_size_check():
+    op, u, usave = _wave(factor=3)
+    n = save_for(3)                            # 7 snapshots
+    op.apply(dt=2.0)                           # Devito: time_M = factor * save - 1 = 20
+    assert np.abs(usave.data[n - 1]).max() > 0 and op.arguments(dt=2.0)[0]["time_M"] == 20
+    with pytest.raises(InvalidArgument, match=rf"usave holds {n} snapshots, one every 3 time "
+                       rf"steps, but time steps 1..21 reach snapshot 7; use time_M <= 20 or "
+                       rf"save >= 8"):
+        op.apply(time_M=21, dt=2.0)
+    op.apply(time_m=3, time_M=5, dt=2.0)       # snapshot 1 only
+
+
+def test_snapshots_read_backwards_in_time():
+    """An adjoint-like Operator reads the snapshots at the steps that have one, with time
+    running down (v.backward): acc = sum over stored steps of usave[time/k]*(time_M - time)."""
+    grid = Grid(shape=(7, 6))
+    t_sub = ConditionalDimension("t_sub", parent=grid.time_dim, factor=3)
+    usave = TimeFunction(name="usave", grid=grid, time_order=0, save=5, time_dim=t_sub)
+    usave.data[:] = np.random.default_rng(5).standard_normal(usave.shape)
+    v = TimeFunction(name="v", grid=grid)
+    acc = Function(name="acc", grid=grid)
+    op = Operator([Eq(v.backward, v + 1), Eq(acc, acc + usave * v)], backend="c")
+    op.apply(time_m=2, time_M=13)
+    want = sum(usave.data[s // 3] * (13 - s) for s in range(2, 14) if s % 3 == 0)
+    assert np.allclose(acc.data, want, rtol=1e-6)
+    assert op.program.time_step == -1
+
+
+def test_devito_s_numbers():
+    """Snapshots of a wave, the tutorial's conditions and an RTM pattern (shot, snapshots,
+    adjoint image) give Devito 4.8.23's numbers to float32 round-off over tens of steps."""
+    ref = np.load(conditional_programs.REFERENCE)
+    out = conditional_programs.results(stencilgen)
+    assert set(out) == set(ref.files)
+    for key, value in out.items():
+        scale = np.abs(ref[key]).max()
+        assert scale > 0 and value.shape == ref[key].shape, key
+        assert np.abs(value - ref[key]).max() <= 5e-5 * scale, key
+
+
+def test_conditions_match_numpy():
+    grid = Grid(shape=(9, 8))
+    x, y = grid.dimensions
+    g = Function(name="g", grid=grid)
+    g.data[:] = np.random.default_rng(2).integers(-2, 3, grid.shape)
+    conds = {"gt": Gt(g, 0), "lt": Lt(g, 0), "ge": Ge(g, 1), "le": Le(g, -1), "ne": Ne(g, 0),
+             "eq": CondEq(g, 2), "and": And(Gt(g, -1), Lt(x, 4)), "or": Or(Lt(g, 0), Ge(y, 6)),
+             "not": Not(Gt(g, 0))}
+    outs = {k: Function(name=f"o_{k}", grid=grid) for k in conds}
+    eqs = [Eq(outs[k], g + 1, implicit_dims=ConditionalDimension(f"c_{k}", parent=y,
+                                                                  condition=c))
+           for k, c in conds.items()]
+    op = Operator(eqs, backend="c")
+    op.apply()
+    a = g.data
+    xs, ys = np.meshgrid(np.arange(9), np.arange(8), indexing="ij")
+    want = {"gt": a > 0, "lt": a < 0, "ge": a >= 1, "le": a <= -1, "ne": a != 0, "eq": a == 2,
+            "and": (a > -1) & (xs < 4), "or": (a < 0) | (ys >= 6), "not": ~(a > 0)}
+    for k, mask in want.items():
+        assert mask.any() and not mask.all(), k
+        assert np.array_equal(outs[k].data, np.where(mask, a + 1, 0)), k
+    assert op.ccode.count("if (") >= len(conds)
+
+
+def test_conditions_on_time_and_factors_of_space():
+    """A condition on time runs the equation at those steps (in the time loop, though it
+    reads no TimeFunction); a factor on x runs it on every k-th x."""
+    grid = Grid(shape=(8, 5))
+    x, y = grid.dimensions
+    time = grid.time_dim
+    n, total, rows = (Function(name=k, grid=grid) for k in ("n", "total", "rows"))
+    window = ConditionalDimension("window", parent=time, condition=And(Ge(time, 2), Lt(time, 7)))
+    every3 = ConditionalDimension("every3", parent=time, factor=3)
+    xk = ConditionalDimension("xk", parent=x, factor=3)
+    last = ConditionalDimension("last", parent=x, condition=CondEq(x, x.symbolic_max))
+    op = Operator([Eq(n, n + 1, implicit_dims=window),
+                   Eq(total, total + time, implicit_dims=every3),
+                   Eq(rows, rows + 1, implicit_dims=xk), Eq(rows, 9, implicit_dims=last)],
+                  backend="c")
+    summary = op.apply(time_M=10, x_M=6)
+    assert np.all(n.data[:7] == 5) and np.all(total.data[:7] == 0 + 3 + 6 + 9)
+    assert np.array_equal(rows.data[:6], np.repeat(np.arange(6)[:, None] % 3 == 0, 5, axis=1))
+    assert np.all(rows.data[6] == 9) and not rows.data[7].any()
+    run = {k.name: k for k in op.program.kernels}
+    assert run["section0"].stage == "before" and "x % xkf == 0" in op.ccode
+    assert summary["section2"].points == 5 * 35 and summary["section3"].points == 4 * 35
+
+
+def test_conditions_are_checked():
+    grid = Grid(shape=(5, 4))
+    x, y = grid.dimensions
+    time = grid.time_dim
+    for bad in (0, -2, 2.5, "4", True):
+        with pytest.raises(InvalidArgument, match="factor must be a positive integer"):
+            ConditionalDimension("c", parent=time, factor=bad)
+    with pytest.raises(InvalidArgument, match="give factor= .* or condition="):
+        ConditionalDimension("c", parent=time)
+    with pytest.raises(InvalidArgument, match="parent must be a grid dimension"):
+        ConditionalDimension("c", factor=2)
+    f = Function(name="f", grid=grid)
+    with pytest.raises(InvalidArgument, match="write CondEq"):
+        ConditionalDimension("c", parent=x, condition=Eq(f, 1))
+    with pytest.raises(InvalidArgument, match="indirect=True"):
+        ConditionalDimension("c", parent=x, condition=Gt(f, 0), indirect=True)
+    with pytest.raises(InvalidArgument, match="relation must be"):
+        ConditionalDimension("c", parent=x, factor=2, relation=sympy.Not)
+    t_sub = ConditionalDimension("t_sub", parent=time, factor=2)
+    with pytest.raises(InvalidArgument, match="needs save=, the number of snapshots"):
+        TimeFunction(name="s", grid=grid, time_order=0, time_dim=t_sub)
+    with pytest.raises(InvalidArgument, match="time_dim must be the grid's time dimension"):
+        TimeFunction(name="s", grid=grid, save=3,
+                     time_dim=ConditionalDimension("xs", parent=x, factor=2))
+    with pytest.raises(InvalidEquation, match="implicit_dims must hold Dimensions"):
+        Eq(f, 1, implicit_dims=(Gt(f, 0),))
+    other = ConditionalDimension("other", parent=stencilgen.Dimension("i", integer=True),
+                                 factor=2)
+    with pytest.raises(InvalidEquation, match="counts i, which is not a dimension of the grid"):
+        Operator([Eq(f, 1, implicit_dims=other)], backend="c")
+    never = ConditionalDimension("never", parent=x, condition=sympy.false)
+    with pytest.raises(InvalidEquation, match="never hold"):
+        Operator([Eq(f, 1, implicit_dims=never)], backend="c")
+    usave = TimeFunction(name="usave", grid=grid, time_order=0, save=3, time_dim=t_sub)
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=1, nt=5)
+    with pytest.raises(InvalidEquation, match="cannot run under a ConditionalDimension"):
+        Operator(rec.interpolate(expr=usave), backend="c")
+    k = Constant(name="k", value=2.5)
+    slow = ConditionalDimension("slow", parent=time, factor=k)
+    op = Operator([Eq(f, f + 1, implicit_dims=slow)], backend="c")
+    with pytest.raises(InvalidArgument, match="factor of ConditionalDimension slow is k=2.5"):
+        op.apply(time_M=7)
+    f.data[:] = 0
+    op.apply(time_M=7, k=2)         # the Constant's value given to apply, as Devito
+    op.apply(time_M=7, k=3)
+    assert np.all(f.data == 4 + 3)
+
+
+def _programs_on(backend, settings):
+    settings["backend"] = backend
+    return conditional_programs.results(stencilgen)
+
+
+def test_openacc_gives_c_s_numbers(restore_settings):
+    """The OpenACC build (on the host here, on the GPU where it offloads) equals C's."""
+    c = _programs_on("c", restore_settings)
+    acc = _programs_on("openacc", restore_settings)
+    for key, value in c.items():
+        assert np.allclose(acc[key], value, rtol=1e-6, atol=1e-6), key
+
+
+@needs_nvcc
+def test_cuda_source_tests_the_step_on_the_host():
+    op, _, _ = _wave(factor=3, backend="cuda", name="WaveCuda")
+    src = op.ccode
+    host = src[src.index("for (long time = time_m"):]
+    assert "const long t_sub = time / t_subf;" in host and "if (time % t_subf == 0) {" in host
+    kernel = src[src.index("WaveCuda_section1("):src.index("WaveCuda_section1(") + 400]
+    assert "const sg_int t_sub" in kernel and "% t_subf" not in kernel
+    assert op.cfunction is not None
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("backend", ["cuda", "openacc"])
+def test_conditions_and_snapshots_on_the_gpu_equal_c(backend, restore_settings):
+    if backend == "openacc" and "host" in platform.toolchain("openacc").name:
+        pytest.skip("no offloading OpenACC compiler")
+    c = _programs_on("c", restore_settings)
+    gpu = _programs_on(backend, restore_settings)
+    for key, value in c.items():
+        assert np.allclose(gpu[key], value, rtol=1e-5, atol=1e-5 * np.abs(value).max()), key
