@@ -189,8 +189,8 @@ def _check_conditional(owner, name, parent, condition, indirect, relation, unkno
 
 def _check_factor(owner, factor):
     """``factor`` as a positive int, or a Constant (its value is checked at apply), or None."""
-    from .functions import Constant   # functions import this module
-    if factor is None or isinstance(factor, Constant):
+    # a Constant (functions.py builds on this module): a symbol that carries its value
+    if factor is None or (isinstance(factor, sympy.Symbol) and hasattr(factor, "value")):
         return factor
     if isinstance(factor, sympy.Integer):
         factor = int(factor)

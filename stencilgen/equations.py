@@ -52,8 +52,8 @@ class Eq:
         return f"Eq({self.lhs}, {self.rhs})"
 
     def evaluate(self):
-        """The equation (a list of them for a vector or tensor equation) with its right-hand side taken where the left-hand side's values sit
-        and its derivatives expanded."""
+        """The equation with its right-hand side taken where the left-hand side's values sit
+        and its derivatives expanded (a list of them for a vector or tensor equation)."""
         if self.components is not None:
             return [e.evaluate() for e in self.components]
         return self.with_rhs(evaluate(at_place(self.rhs, self.lhs)))
