@@ -119,7 +119,10 @@ def solve(eq, target):
     derivatives that do not involve ``target`` stay lazy for the compiler to schedule.
     """
     if isinstance(target, Tensor):
-        expr = (eq.lhs - eq.rhs) if isinstance(eq, Eq) else eq
+        expr = eq
+        if isinstance(eq, Eq):    # Eq(U.dt + grad(U)*U) has the scalar 0 on its right
+            zero = not isinstance(eq.rhs, Tensor) and eq.rhs == 0
+            expr = eq.lhs if zero else eq.lhs - eq.rhs
         if not isinstance(expr, Tensor) or expr.shape != target.shape:
             raise InvalidEquation(f"solve: the unknown {target!r} is a vector or tensor; the "
                                   "equation must be one of the same shape")

@@ -158,8 +158,8 @@ class _Term:
     def __radd__(self, other):
         return other + [self] if isinstance(other, list) else NotImplemented
 
-    def __add__(self, other):
-        return [self] + other if isinstance(other, list) else NotImplemented
+    def __add__(self, other):   # term + [eqs], and term + term (rec_term += rec2.interpolate)
+        return [self] + list(other) if isinstance(other, (list, _Term)) else NotImplemented
 
     def __iter__(self):   # eqs += rec.interpolate(expr=u)
         yield self

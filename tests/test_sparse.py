@@ -158,10 +158,17 @@ def test_devito_sparse_conventions():
     rec.coordinates.data[:] = [[0.25, 0.5], [0.5, 0.125]]
     term = rec.interpolate(expr=f)
     assert term.evaluate == [term] and ([] + term) == [term] == (term + [])
+    other = SparseTimeFunction(name="rec2", grid=grid, npoint=1, nt=3)
+    other.coordinates.data[:] = [[0.75, 0.25]]
+    pair = term
+    pair += other.interpolate(expr=2 * f)     # a term plus a term: a list of both
+    assert isinstance(pair, list) and pair[0] is term and len(pair) == 2
     eqs = []
-    eqs += term
+    eqs += pair
     Operator(eqs).apply(time_M=0)
     index = rec.coordinates.data / np.array(grid.spacing)
     assert np.allclose(rec.data[0], 2 * index[:, 0] + 3 * index[:, 1], rtol=1e-6)
+    index = other.coordinates.data[0] / np.array(grid.spacing)
+    assert np.isclose(other.data[0, 0], 2 * (2 * index[0] + 3 * index[1]), rtol=1e-6)
     with pytest.raises(InvalidArgument, match="time_order=3"):
         SparseTimeFunction(name="bad", grid=grid, npoint=1, nt=2, time_order=3)

@@ -1,15 +1,17 @@
-"""Burgers' equation in 2D (Devito's CFD tutorial 04): ``u.dt + u*u.dx + v*u.dy =
-a*u.laplace`` and likewise for v, upwind first differences for the convection, the
-viscosity a Constant given at apply time, each equation on ``grid.interior`` solved for its
-``.forward``, the edges held at 1 by boundary rows, run in batches of applies. (The
-tutorial's VectorTimeFunction version needs what stencilgen does not have yet.)"""
+"""Burgers' equation in 2D (Devito's CFD tutorial 04): ``u.dt + u*u_dx + v*u_dy =
+a*u.laplace`` and likewise for v, where ``u_dx = first_derivative(u, dim=x, side=left,
+fd_order=1)`` is the upwind difference taken from a space-order-2 field (whose ``.dxl``
+would take three points), the viscosity a Constant given at apply time, each equation on
+``grid.interior`` solved for its ``.forward``, the edges held at 1 by boundary rows, run in
+batches of applies. The tutorial's VectorTimeFunction version is vector_burgers.py."""
 import numpy as np
 
-from demos.devito_ports.cfd_tools import backward, hat_grid, init_hat
+from demos.devito_ports.cfd_tools import hat_grid, init_hat
 from demos.devito_ports.framework import api
 
-Constant, Eq, Grid, Operator, TimeFunction, solve = (
-    api.Constant, api.Eq, api.Grid, api.Operator, api.TimeFunction, api.solve)
+Constant, Eq, Grid, Operator, TimeFunction, first_derivative, left, solve = (
+    api.Constant, api.Eq, api.Grid, api.Operator, api.TimeFunction, api.first_derivative,
+    api.left, api.solve)
 
 
 def run(nx=31, ny=31, batches=3, batch_size=40, nu=0.01, sigma=0.009):
@@ -22,10 +24,12 @@ def run(nx=31, ny=31, batches=3, batch_size=40, nu=0.01, sigma=0.009):
     init_hat(u.data[0], dx, dy, value=2.0)
     init_hat(v.data[0], dx, dy, value=2.0)
     a = Constant(name="a")
-    eq_u = Eq(u.dt + u * backward(u, x) + v * backward(u, y), a * u.laplace,
-              subdomain=grid.interior)
-    eq_v = Eq(v.dt + u * backward(v, x) + v * backward(v, y), a * v.laplace,
-              subdomain=grid.interior)
+    u_dx = first_derivative(u, dim=x, side=left, fd_order=1)
+    u_dy = first_derivative(u, dim=y, side=left, fd_order=1)
+    v_dx = first_derivative(v, dim=x, side=left, fd_order=1)
+    v_dy = first_derivative(v, dim=y, side=left, fd_order=1)
+    eq_u = Eq(u.dt + u * u_dx + v * u_dy, a * u.laplace, subdomain=grid.interior)
+    eq_v = Eq(v.dt + u * v_dx + v * v_dy, a * v.laplace, subdomain=grid.interior)
     updates = [Eq(u.forward, solve(eq_u, u.forward)), Eq(v.forward, solve(eq_v, v.forward))]
     rows = []
     for f in (u, v):

@@ -1,5 +1,5 @@
-"""What the CFD ports share besides the framework: the tutorials' hat function and the
-first-order upwind difference."""
+"""What the CFD ports share besides the framework: the tutorials' hat function, their grid
+spacings and their stopping measure."""
 import numpy as np
 
 
@@ -8,13 +8,6 @@ def init_hat(field, dx, dy, value=2.0, background=1.0):
     field[:] = background
     field[int(0.5 / dx):int(1 / dx + 1), int(0.5 / dy):int(1 / dy + 1)] = value
     return field
-
-
-def backward(f, d):
-    """(f(d) - f(d - h))/h, the upwind difference for flow towards +d: Devito's ``f.dxl`` at
-    space_order=1 and ``first_derivative(f, dim=d, side=left, fd_order=1)``, written as the
-    two-point derivative at the midpoint behind, since stencilgen's orders are even."""
-    return getattr(f, f"d{d.name}")(x0=d - d.spacing / 2)
 
 
 def hat_grid(nx, ny):

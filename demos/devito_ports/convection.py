@@ -1,12 +1,13 @@
 """Linear convection (Devito's CFD tutorial 01): a hat function carried by
-``u.dt + c*u.dx + c*u.dy = 0`` with first-order upwind differences. The equation is one
-``Eq`` with no right-hand side, solved for ``u.forward``; once on ``grid.interior`` (the
+``u.dt + c*u.dxl + c*u.dyl = 0``, first-order upwind differences (Devito's default
+space order 1, where ``.dxl`` takes two points). The equation is one ``Eq`` with no
+right-hand side, solved for ``u.forward``; once on ``grid.interior`` (the
 edges keep their start), once everywhere with boundary rows holding the edges at 1 (built
 as the tutorial does, ``Operator(expressions=..., opt=None, language='C')``). Last,
 a square wave in 1D at CFL 1, which upwinding shifts by one point a step, exactly."""
 import numpy as np
 
-from demos.devito_ports.cfd_tools import backward, hat_grid, init_hat
+from demos.devito_ports.cfd_tools import hat_grid, init_hat
 from demos.devito_ports.framework import api
 
 Eq, Grid, Operator, TimeFunction, solve = (api.Eq, api.Grid, api.Operator, api.TimeFunction,
@@ -18,8 +19,8 @@ def hat(nx=21, ny=21, nt=20, c=1.0, sigma=0.2):
     grid = Grid(shape=(nx, ny), extent=(2.0, 2.0))
     x, y = grid.dimensions
     t = grid.stepping_dim
-    u = TimeFunction(name="u", grid=grid, space_order=2)
-    eq = Eq(u.dt + c * backward(u, x) + c * backward(u, y), subdomain=grid.interior)
+    u = TimeFunction(name="u", grid=grid)
+    eq = Eq(u.dt + c * u.dxl + c * u.dyl, subdomain=grid.interior)
     stencil = solve(eq, u.forward)
     out = {}
     for label, eqs in (("interior", [Eq(u.forward, stencil, subdomain=grid.interior)]),
@@ -36,12 +37,11 @@ def hat(nx=21, ny=21, nt=20, c=1.0, sigma=0.2):
 def square_wave(n=40, steps=12):
     """Unit spacing, c = 1, dt = 1: u(x) at step k is the start at x - k."""
     grid = Grid(shape=(n,), extent=(n - 1.0,))
-    x, = grid.dimensions
     t = grid.stepping_dim
-    u = TimeFunction(name="u", grid=grid, space_order=2)
+    u = TimeFunction(name="u", grid=grid)
     u.data[:] = 1.0
     u.data[:, 5:12] = 2.0
-    update = Eq(u.forward, solve(Eq(u.dt + backward(u, x)), u.forward), subdomain=grid.interior)
+    update = Eq(u.forward, solve(Eq(u.dt + u.dxl), u.forward), subdomain=grid.interior)
     Operator([update, Eq(u[t + 1, 0], 1.0)])(time=steps - 1, dt=1.0)
     return {"wave": np.array(u.data[steps % 2])}
 

@@ -83,9 +83,12 @@ def _factor_sum(terms):
     counts = Counter()
     for f in facts:
         counts.update(set(k for k in f if k not in (1, -1)))
-    # ties broken by text, never by set order, so the source is the same in every process
-    best, n = max(counts.items(), key=lambda kv: (kv[1], -len(str(kv[0])), str(kv[0]))) \
-        if counts else (None, 0)
+    n = max(counts.values(), default=0)
+    if n >= 2:
+        # ties broken by the shortest text, then the largest, never by set order, so the
+        # source is the same in every process (printing only the tied: printing is slow)
+        texts = {k: str(k) for k, c in counts.items() if c == n}
+        best = max(texts, key=lambda k: (-len(texts[k]), texts[k]))
     if n < 2:
         return sympy.Add(*[_product(Counter({factorize(k): v for k, v in f.items()}))
                            for f in facts])
