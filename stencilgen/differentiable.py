@@ -195,9 +195,20 @@ class Differentiable:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return _shorthand(self, name)
 
+    @property
     def evaluate(self):
-        """This expression with every derivative expanded into weighted shifts."""
-        return evaluate(self)
+        """This expression with every derivative expanded into weighted shifts: a property, as
+        Devito's (``u.dx.evaluate``); ``u.dx.evaluate()`` gives the same (see ``__call__``)."""
+        e = evaluate(self)
+        cls = _DIFFERENTIABLE.get(type(e)) or (DPow if type(e) is sympy.Pow else None)
+        return cls._from_args(e.args) if cls is not None else e
+
+    def __call__(self, *args, **kwargs):
+        """Called with nothing, the expression itself: ``expr.evaluate()`` works as well as
+        Devito's ``expr.evaluate``."""
+        if args or kwargs:
+            raise TypeError(f"{self} is an expression, not a function: it takes no arguments")
+        return self
 
 
 # Devito's shorthand names: one dimension (t, x, y, z) with a side (l, r, c) or the rotated

@@ -44,6 +44,10 @@ class Eq:
         self.lhs = sympy.sympify(lhs)
         self.rhs = sympy.sympify(rhs)
 
+    def __call__(self) -> "Eq":
+        """The equation itself: ``eq.evaluate()`` works as well as Devito's ``eq.evaluate``."""
+        return self
+
     def __iter__(self):
         yield self.lhs
         yield self.rhs
@@ -51,11 +55,16 @@ class Eq:
     def __repr__(self) -> str:
         return f"Eq({self.lhs}, {self.rhs})"
 
-    def evaluate(self):
+    @property
+    def evaluate(self) -> "Eq":
         """The equation with its right-hand side taken where the left-hand side's values sit
-        and its derivatives expanded (a list of them for a vector or tensor equation)."""
+        and its derivatives expanded (each entry's, for a vector or tensor equation): a
+        property, as Devito's; ``eq.evaluate()`` gives the same."""
         if self.components is not None:
-            return [e.evaluate() for e in self.components]
+            import copy
+            new = copy.copy(self)
+            new.components = [e.evaluate for e in self.components]
+            return new
         return self.with_rhs(evaluate(at_place(self.rhs, self.lhs)))
 
     def with_rhs(self, rhs) -> "Eq":

@@ -129,9 +129,10 @@ class Tensor:
         """Call every entry (``v.dx(x0=...)``)."""
         return self.applyfunc(lambda e: e(*args, **kwargs))
 
+    @property
     def evaluate(self):
-        """Every entry with its derivatives expanded."""
-        return self.applyfunc(lambda e: e.evaluate() if hasattr(e, "evaluate") else e)
+        """Every entry with its derivatives expanded (a property, as Devito's)."""
+        return self.applyfunc(lambda e: e.evaluate if hasattr(e, "evaluate") else e)
 
     def transpose(self, inner=True):
         """The transposed matrix; ``inner=True`` (Devito's default) also takes the adjoint of

@@ -164,3 +164,18 @@ def test_set_log_level():
         assert configuration["log-level"] == "ERROR"
     finally:
         configuration["log-level"] = before
+
+
+def test_evaluate_is_a_property_that_may_be_called():
+    """Devito's ``u.dx.evaluate`` and ``Eq(...).evaluate`` are properties; stencilgen's
+    ``.evaluate()`` of earlier releases gives the same expression."""
+    from stencilgen import Eq, Grid, TimeFunction
+    from stencilgen.derivatives import evaluate
+    from stencilgen.differentiable import plain
+    grid = Grid(shape=(6,))
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    assert plain(u.dxl.evaluate) == plain(u.dxl.evaluate()) == evaluate(u.dxl)
+    eq = Eq(u.forward, u + u.dx2)
+    assert plain(eq.evaluate.rhs) == plain(eq.evaluate().rhs) == plain(u + evaluate(u.dx2))
+    with pytest.raises(TypeError, match="takes no arguments"):
+        u.dx.evaluate(1)
