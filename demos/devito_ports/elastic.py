@@ -4,17 +4,12 @@ buoyancy varying in space, an explosive source in the normal stresses, an absorb
 import numpy as np
 
 from demos.devito_ports.framework import api
+from demos.devito_ports.wavelets import ricker
 
 (Eq, Function, Grid, Operator, SparseTimeFunction, TensorTimeFunction, VectorTimeFunction,
  diag, div, grad, solve) = (api.Eq, api.Function, api.Grid, api.Operator,
                             api.SparseTimeFunction, api.TensorTimeFunction,
                             api.VectorTimeFunction, api.diag, api.div, api.grad, api.solve)
-
-
-def ricker(nt, dt, f0):
-    tt = np.arange(nt) * dt - 1.0 / f0
-    r = (np.pi * f0 * tt) ** 2
-    return ((1 - 2 * r) * np.exp(-r)).astype(np.float32)
 
 
 def damping(n, nbl, h):

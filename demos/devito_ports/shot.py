@@ -3,16 +3,11 @@ one point, receivers interpolating the wavefield along a line, both at off-grid 
 import numpy as np
 
 from demos.devito_ports.framework import api
+from demos.devito_ports.wavelets import ricker
 
 (Eq, Function, Grid, Operator, SparseTimeFunction, TimeFunction,
  solve) = (api.Eq, api.Function, api.Grid, api.Operator, api.SparseTimeFunction,
            api.TimeFunction, api.solve)
-
-
-def ricker(nt, dt, f0):
-    tt = np.arange(nt) * dt - 1.0 / f0
-    r = (np.pi * f0 * tt) ** 2
-    return ((1 - 2 * r) * np.exp(-r)).astype(np.float32)
 
 
 def run(n=81, nt=120, nrec=11):

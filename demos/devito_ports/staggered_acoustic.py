@@ -5,17 +5,12 @@ space (averaged onto the velocity points)."""
 import numpy as np
 
 from demos.devito_ports.framework import api
+from demos.devito_ports.wavelets import ricker
 
 (Eq, Function, Grid, NODE, Operator, SparseTimeFunction, TimeFunction, VectorTimeFunction,
  div, grad, solve) = (api.Eq, api.Function, api.Grid, api.NODE, api.Operator,
                       api.SparseTimeFunction, api.TimeFunction, api.VectorTimeFunction,
                       api.div, api.grad, api.solve)
-
-
-def ricker(nt, dt, f0):
-    tt = np.arange(nt) * dt - 1.0 / f0
-    r = (np.pi * f0 * tt) ** 2
-    return ((1 - 2 * r) * np.exp(-r)).astype(np.float32)
 
 
 def run(n=61, nt=100, so=4):
