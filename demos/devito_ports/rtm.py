@@ -1,12 +1,13 @@
 """Reverse-time migration in the seismic RTM tutorial's pattern, on a small 2D model: for
 each shot a forward Operator models the data of the true model (a flat reflector under
 water-speed rock) and of the smooth one (no reflector), saving the wavefield every
-``factor`` steps through a ``ConditionalDimension`` (the smooth run, second, leaves its own); a second Operator propagates the
-residual backwards in time (``v.backward``, the damping's adjoint ``v.dt.T``) and sums the
-imaging condition ``Eq(image, image - usave * v.dt2)`` at the steps that have a snapshot.
-Both Operators are built once and applied to each shot's functions with overrides (``u=``,
-``m=``, ``rec=``, ``v=``). As in the tutorial, the forward wavefield is also saved at every
-step (``save=nt``): the snapshots must be every ``factor``-th of its steps, and the backward
+``factor`` steps through a ``ConditionalDimension`` (the smooth run, second, leaves its
+own); a second Operator propagates the residual backwards in time (``v.backward``, the
+damping's adjoint ``v.dt.T``) and sums the imaging condition
+``Eq(image, image - usave * v.dt2)`` at the steps that have a snapshot. Both Operators are
+built once and applied to each shot's functions with overrides (``u=``, ``m=``, ``rec=``,
+``v=``). As in the tutorial, the forward wavefield is also saved at every step
+(``save=nt``): the snapshots must be every ``factor``-th of its steps, and the backward
 Operator sums the same imaging condition from it under ``implicit_dims=t_sub``, which must
 give the same image."""
 import numpy as np
