@@ -273,7 +273,7 @@ def _killed(returncode: int, log: str) -> str | None:
 
 
 def _compile(toolchain: Toolchain, source: Path, lib: Path) -> tuple[Path, float, list[str], str]:
-    """Compile ``source`` to a temporary file next to ``lib``; returns (temp, seconds, command, log).
+    """Compile ``source`` to a temporary file next to ``lib``: (temp, seconds, command, log).
 
     The command returned names ``lib``, so it can be rerun by hand.
     """
@@ -482,7 +482,8 @@ def _backdoor_attempts(job: _Job, entry: Path, src: Path) -> BuildResult:
 
 
 def entries(cache_dir: str | os.PathLike) -> list[dict]:
-    """One dict per cache entry: name, key, path, compiler, version, created, size, edited, source."""
+    """One dict per cache entry: name, key, path, compiler, version, created, size, edited,
+    source."""
     root = Path(cache_dir).expanduser()
     if not root.is_dir():
         return []
