@@ -375,8 +375,14 @@ def _build_into(job: _Job, root: Path) -> BuildResult:
         if state == trust.OK and src.exists():
             if src.read_bytes() != text:
                 _warn_edited(src)
-            logger.debug("fetched %s from the cache", lib)
-            return BuildResult(library=_load(lib, job), compiled=False, seconds=0.0, **result)
+            try:
+                library = _load(lib, job)
+            except JitCacheError:
+                if os.path.lexists(lib):
+                    raise      # else clear() removed it just now: built below
+            else:
+                logger.debug("fetched %s from the cache", lib)
+                return BuildResult(library=library, compiled=False, seconds=0.0, **result)
         if state == trust.UNTRUSTED:
             raise _Unusable(root, why, _remedy(None, root))
         if state == trust.DAMAGED:
@@ -506,6 +512,8 @@ def entries(cache_dir: str | os.PathLike) -> list[dict]:
                 edited = _sha(src.read_bytes()) != meta["source_sha256"]
         except FileNotFoundError:  # removed by a concurrent clear()
             continue
+        except PermissionError:    # another user's entry: listed, its size unknown
+            pass
         found.append({"name": name, "key": meta.get("key", match["key"]), "path": str(entry),
                       "compiler": meta.get("compiler"), "version": meta.get("version"),
                       "created": meta.get("created"), "size": size, "edited": edited,
@@ -520,9 +528,12 @@ def clear(cache_dir: str | os.PathLike, name: str | None = None) -> int:
         if name is not None and not fnmatchcase(info["name"], name):
             continue
         entry = Path(info["path"])
-        with locked(entry, LOCK_TIMEOUT, create=False) as present:
-            if present:
-                shutil.rmtree(entry)
-                removed += 1
+        try:
+            with locked(entry, LOCK_TIMEOUT, create=False) as present:
+                if present:
+                    shutil.rmtree(entry)
+                    removed += 1
+        except OSError as exc:     # e.g. another user's entry in a shared directory
+            logger.warning("jitcache: could not remove %s: %s", entry, exc)
     logger.debug("removed %d entries from %s", removed, cache_dir)
     return removed

@@ -409,3 +409,21 @@ def test_backdoor_edit_hiding_the_entry_point(tmp_path, tc):
     msg = str(info.value)
     assert str(src) in msg and "entry point `f`" in msg and "static" in msg
     assert info.value.source_path == str(src)
+
+
+def test_clear_skips_what_it_cannot_remove(tmp_path, tc, monkeypatch, caplog):
+    """An entry that cannot be removed (another user's) is reported and the others removed."""
+    build(source(50), tc, "keep", cache_dir=tmp_path)
+    build(source(51), tc, "gone", cache_dir=tmp_path)
+    real = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if Path(path).name.startswith("keep-"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module.shutil, "rmtree", rmtree)
+    with caplog.at_level(logging.WARNING, logger="jitcache"):
+        assert jitcache.clear(tmp_path) == 1
+    assert [e["name"] for e in jitcache.entries(tmp_path)] == ["keep"]
+    assert "could not remove" in caplog.text and "keep-" in caplog.text
