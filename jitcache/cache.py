@@ -192,7 +192,7 @@ def _remedy(code: int | None, root: Path) -> str:
     if code in (errno.ENOSPC, errno.EDQUOT):
         return (f"free space there (`python -m jitcache clear` empties the cache) or set "
                 f"{SETTING} to a directory on another disk")
-    if code in (errno.ENOTDIR, errno.EEXIST, errno.ELOOP):
+    if code in (errno.ENOTDIR, errno.EEXIST):
         return f"set {SETTING} to a directory (it names a file)"
     if code is None:
         return (f"set {SETTING} to a directory of your own that no one else can write "
