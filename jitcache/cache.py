@@ -200,6 +200,11 @@ def _remedy(code: int | None, root: Path) -> str:
     return f"make {root} writable, or set {SETTING} to a directory you can write"
 
 
+def _entry_remedy(entry: Path, name: str) -> str:
+    return (f"remove {entry} if it is yours (`python -m jitcache clear {name}`), or set "
+            f"{SETTING} to a directory of your own")
+
+
 def _root_problem(root: Path) -> None:
     """Raise _Unusable if the cache directory ``root`` cannot be trusted (absent is fine)."""
     with _writing(root):
@@ -384,7 +389,7 @@ def _build_into(job: _Job, root: Path) -> BuildResult:
                 logger.debug("fetched %s from the cache", lib)
                 return BuildResult(library=library, compiled=False, seconds=0.0, **result)
         if state == trust.UNTRUSTED:
-            raise _Unusable(root, why, _remedy(None, root))
+            raise _Unusable(root, why, _entry_remedy(entry, job.name))
         if state == trust.DAMAGED:
             warnings.warn(f"{why}: it is not loaded but rebuilt", CacheWarning, stacklevel=3)
         with locked(entry, job.lock_timeout):
@@ -404,7 +409,7 @@ def _build_locked(job: _Job, root: Path, text: bytes, result: dict) -> BuildResu
     if state == trust.OK:
         return BuildResult(library=_load(lib, job), compiled=False, seconds=0.0, **result)
     if state == trust.UNTRUSTED:
-        raise _Unusable(root, why, _remedy(None, root))
+        raise _Unusable(root, why, _entry_remedy(entry, job.name))
     if compile_from != src:
         _write_atomic(compile_from, text)
     try:
@@ -449,7 +454,7 @@ def _fetch_verified(job: _Job, entry: Path, lib: Path, edited: Path | None,
     """The library ``lib`` of ``entry`` loaded if it checks out; None if it must be built."""
     state, why = trust.check(entry, lib)
     if state == trust.UNTRUSTED:
-        raise _Unusable(entry.parent, why, _remedy(None, entry.parent))
+        raise _Unusable(entry.parent, why, _entry_remedy(entry, job.name))
     if state == trust.OK:
         return _load(lib, job, edited)
     if state == trust.DAMAGED and warn:

@@ -80,7 +80,7 @@ def root_problem(root: Path) -> str | None:
 def read_manifest(entry: Path) -> tuple[dict, str | None]:
     """The entry's manifest (library name -> {"sha256", "size"}) and why it is untrusted."""
     try:
-        fd = os.open(entry / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(entry / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return {}, None
     except OSError as exc:
@@ -105,7 +105,7 @@ def check(entry: Path, lib: Path) -> tuple[str, str]:
         why = owner_problem(os.lstat(entry), "dir")
         if why:
             return UNTRUSTED, f"the entry {entry}: {why}"
-        fd = os.open(lib, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(lib, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # a FIFO: no wait
     except FileNotFoundError:
         return ABSENT, ""
     except OSError as exc:

@@ -176,8 +176,9 @@ def test_writable_by_others_is_not_loaded(tmp_path, tc, private):
     cache = tmp_path / "loose"
     first = build(source(5), tc, "loose", cache_dir=cache)
     first.library_path.chmod(0o666)
-    with pytest.warns(CacheWarning, match=r"writable by group and others \(mode 0666\)"):
+    with pytest.warns(CacheWarning, match=r"writable by group and others \(mode 0666\)") as said:
         r = build(source(5), tc, "loose", cache_dir=cache)
+    assert "python -m jitcache clear loose" in str(said[0].message)
     assert r.library_path.parent.parent == private and r.library.f(1) == 6
     first.library_path.chmod(0o600)
     cache.chmod(0o777)                           # anyone could swap entries: not trusted
