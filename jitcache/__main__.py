@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 from . import default_cache_dir
-from .cache import clear, entries
+from .cache import SETTING, clear, entries
 
 
 def _cache_dir(given: str | None) -> str:
     """``--cache-dir``, else ``$STENCILGEN_CACHE_DIR``, else the default cache directory."""
-    chosen = given or os.environ.get("STENCILGEN_CACHE_DIR") or default_cache_dir()
+    chosen = given or os.environ.get(SETTING) or default_cache_dir()
     return os.path.expanduser(chosen)
 
 

@@ -1,14 +1,15 @@
 """The on-disk build cache: one directory per (source, toolchain), shared safely between processes.
 
 An entry ``<cache_dir>/<name>-<key[:16]>/`` holds ``<name><suffix>`` (the source a user may edit
-for the JIT backdoor), ``lib<name>-<sha of the compiled text[:16]>.so``, ``meta.json`` and
-``.lock``. Writes are atomic and happen under the entry's ``flock``; the user's source is
-never overwritten.
+for the JIT backdoor), ``lib<name>-<sha of the compiled text[:16]>.so``, ``manifest.json`` (each
+library's sha256, checked before it is loaded: see ``trust``), ``meta.json`` and ``.lock``.
+Writes are atomic and happen under the entry's lock; the user's source is never overwritten.
+A cache that cannot be trusted or written gives way to a private one, with a CacheWarning.
 """
 from __future__ import annotations
 
 import ctypes
-import fcntl
+import errno
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 import warnings
@@ -27,15 +29,28 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Iterator
 
-from .errors import (BackdoorError, CompilationError, CompilerNotFoundError,
-                     EditedSourceWarning, JitCacheError)
+from . import trust
+from .errors import (BackdoorError, CacheDirError, CacheWarning, CompilationError,
+                     CompilerKilledError, CompilerNotFoundError, EditedSourceWarning,
+                     JitCacheError)
+from .locking import locked
 from .signature import check as _check_signature
 from .toolchains import Toolchain
 
 logger = logging.getLogger("jitcache")
 
+SETTING = "STENCILGEN_CACHE_DIR"   # the variable that names the cache directory
+LOCK_TIMEOUT = 600.0               # seconds a build waits for another process's build
+
 _NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+-]*")
 _ENTRY = re.compile(r"(?P<name>.+)-(?P<key>[0-9a-f]{16})")
+# errors that make a cache directory unusable (not a fault of the build)
+_UNUSABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
+             errno.ENOTDIR, errno.EEXIST, errno.ELOOP}
+# what a compiler says when the disk it writes to is full
+_FULL = {"No space left on device": errno.ENOSPC, "Disk quota exceeded": errno.EDQUOT}
+# what gcc's driver says when the compiler proper was killed
+_KILLED = re.compile(r"(?:Killed signal terminated program|terminated with signal (\d+))")
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,35 @@ class BuildResult:
     compiler: str
     backdoor: bool
     log: str = ""        # what the compiler printed while building it (warnings, reports)
+    # the file the compiler read (None when fetched): source_path, or the private copy of the
+    # generated source when the user edited source_path with the backdoor off
+    compiled_from: Path | None = None
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one build() call builds: its source, toolchain, names and limits."""
+
+    source: str
+    toolchain: Toolchain
+    name: str
+    key: str
+    entry_point: str | None
+    lock_timeout: float
+
+    def paths(self, root: Path) -> tuple[Path, Path, Path]:
+        """(entry, source, generated library) under the cache directory ``root``."""
+        entry = root / f"{self.name}-{self.key[:16]}"
+        src = entry / f"{self.name}{self.toolchain.source_suffix}"
+        return entry, src, entry / f"lib{self.name}-{_sha(self.source.encode())[:16]}.so"
+
+
+class _Unusable(Exception):
+    """The cache directory ``root`` cannot be used: ``why``, and what the user can do."""
+
+    def __init__(self, root: Path, why: str, remedy: str):
+        super().__init__(why)
+        self.root, self.why, self.remedy = root, why, remedy
 
 
 def _sha(data: bytes) -> str:
@@ -68,50 +112,38 @@ def cache_key(source: str, toolchain: Toolchain) -> str:
     return _sha(payload.encode())
 
 
-@contextmanager
-def _locked(entry: Path, create: bool = True) -> Iterator[bool]:
-    """Hold ``entry/.lock`` exclusively; yields False (without create) if the entry is gone."""
-    lock = entry / ".lock"
-    while True:
-        if create:
-            entry.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        except FileNotFoundError:
-            if create:
-                continue
-            yield False
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            # clear() may have removed the entry while we waited: then our lock guards nothing.
-            held = os.fstat(fd)
-            try:
-                now = os.stat(lock)
-                current = (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev)
-            except FileNotFoundError:
-                current = False
-            if current or not create:
-                yield current
-                return
-        finally:
-            os.close(fd)
-
+# -- files: written atomically, 0600, no temporary left behind ---------------------------------
 
 def _temp_name(path: Path) -> Path:
     return path.with_name(f".tmp-{os.getpid()}-{secrets.token_hex(4)}-{path.name}")
 
 
-def _write_temp(path: Path, data: bytes) -> Path:
-    tmp = _temp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+def _put(fd: int, data: bytes) -> None:
+    """Write ``data`` to the new file ``fd`` and close it (the one place cache files are
+    written: tests simulate a full disk here)."""
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def _write_temp(path: Path, data: bytes) -> Path:
+    tmp = _temp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, trust.FILE_MODE)
+    try:
+        os.fchmod(fd, trust.FILE_MODE)   # the umask may have taken bits away
+        _put(fd, data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    os.replace(_write_temp(path, data), path)
+    tmp = _write_temp(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _create_atomic(path: Path, data: bytes) -> bool:
@@ -126,11 +158,92 @@ def _create_atomic(path: Path, data: bytes) -> bool:
         os.unlink(tmp)
 
 
-def _load(path: Path) -> ctypes.CDLL:
+def _install(entry: Path, lib: Path, tmp: Path) -> None:
+    """Move the compiled ``tmp`` to ``lib`` with its hash in the manifest (written first: a
+    reader seeing the new library finds its hash)."""
     try:
-        return ctypes.CDLL(str(path))
+        os.chmod(tmp, trust.FILE_MODE)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            digest, size = trust.sha256_file(fd), os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        trust.record(entry, lib, digest, size, _write_atomic)
+        os.replace(tmp, lib)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def _writing(root: Path) -> Iterator[None]:
+    """Turn the errors of a cache directory that cannot be written into _Unusable."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _UNUSABLE or isinstance(exc, JitCacheError):
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise _Unusable(root, f"{exc.strerror or exc}{where}", _remedy(exc.errno, root)) \
+            from exc
+
+
+def _remedy(code: int | None, root: Path) -> str:
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return (f"free space there (`python -m jitcache clear` empties the cache) or set "
+                f"{SETTING} to a directory on another disk")
+    if code in (errno.ENOTDIR, errno.EEXIST):
+        return f"set {SETTING} to a directory (it names a file)"
+    if code is None:
+        return (f"set {SETTING} to a directory of your own that no one else can write "
+                f"(`chmod go-w {root}` if it is yours)")
+    return f"make {root} writable, or set {SETTING} to a directory you can write"
+
+
+def _entry_remedy(entry: Path, name: str) -> str:
+    return (f"remove {entry} if it is yours (`python -m jitcache clear {name}`), or set "
+            f"{SETTING} to a directory of your own")
+
+
+def _root_problem(root: Path) -> None:
+    """Raise _Unusable if the cache directory ``root`` cannot be trusted (absent is fine)."""
+    with _writing(root):
+        if not os.path.lexists(root):
+            return
+        why = trust.root_problem(root)
+    if why == "it is not a directory":
+        raise _Unusable(root, why, _remedy(errno.ENOTDIR, root))
+    if why:
+        raise _Unusable(root, why, _remedy(None, root))
+
+
+# -- loading and compiling ----------------------------------------------------------------------
+
+def _load(path: Path, job: _Job, backdoor_source: Path | None = None) -> ctypes.CDLL:
+    """dlopen ``path`` (verified by the caller) and check that it exports the entry point."""
+    try:
+        library = ctypes.CDLL(str(path))
     except OSError as exc:
         raise JitCacheError(f"could not load the compiled library {path}: {exc}") from exc
+    if job.entry_point:
+        try:
+            library[job.entry_point]
+        except AttributeError:
+            _missing_entry_point(path, job, backdoor_source)
+    return library
+
+
+def _missing_entry_point(path: Path, job: _Job, backdoor_source: Path | None):
+    if backdoor_source is None:
+        raise JitCacheError(f"the library {path} built from the generated source does not "
+                            f"export its entry point `{job.entry_point}`")
+    raise BackdoorError(
+        f"the JIT backdoor built your edited source {backdoor_source}, but its library does "
+        f"not export the entry point `{job.entry_point}` that the caller runs: the edit renamed "
+        "it, made it static, or hid it behind a macro or #if. Keep a function named "
+        f"`{job.entry_point}` with external linkage and its generated parameters, or unset "
+        "STENCILGEN_JIT_BACKDOOR (or delete the file) to use the generated code.",
+        source_path=str(backdoor_source))
 
 
 def _warn_edited(src: Path) -> None:
@@ -138,11 +251,34 @@ def _warn_edited(src: Path) -> None:
         f"{src} was edited by hand; it is kept as it is but NOT used, because the JIT backdoor "
         "is off (the generated code runs). Set STENCILGEN_JIT_BACKDOOR=1 to build from the "
         "edited file, or delete it to get the generated source back.",
-        EditedSourceWarning, stacklevel=3)
+        EditedSourceWarning, stacklevel=4)
+
+
+class _Failed(Exception):
+    def __init__(self, returncode: int, command: list[str], log: str, killed: str | None):
+        super().__init__(returncode)
+        self.returncode, self.command, self.log, self.killed = returncode, command, log, killed
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _killed(returncode: int, log: str) -> str | None:
+    """The signal that stopped the compiler (or the compiler proper, per gcc's driver)."""
+    if returncode < 0:
+        return _signal_name(-returncode)
+    found = _KILLED.search(log)
+    if found is None:
+        return None
+    return _signal_name(int(found[1])) if found[1] else "SIGKILL"
 
 
 def _compile(toolchain: Toolchain, source: Path, lib: Path) -> tuple[Path, float, list[str], str]:
-    """Compile ``source`` to a temporary file next to ``lib``; returns (temp, seconds, command, log).
+    """Compile ``source`` to a temporary file next to ``lib``: (temp, seconds, command, log).
 
     The command returned names ``lib``, so it can be rerun by hand.
     """
@@ -160,123 +296,205 @@ def _compile(toolchain: Toolchain, source: Path, lib: Path) -> tuple[Path, float
     log = "\n".join(s.strip() for s in (done.stdout, done.stderr) if s.strip())
     if done.returncode != 0 or not tmp.exists():
         tmp.unlink(missing_ok=True)
-        raise _Failed(done.returncode, shown, log)
+        full = next((code for text, code in _FULL.items() if text in log), None)
+        if full is not None:
+            raise OSError(full, os.strerror(full), str(lib.parent))
+        raise _Failed(done.returncode, shown, log, _killed(done.returncode, log))
     return tmp, seconds, shown, log
 
 
-class _Failed(Exception):
-    def __init__(self, returncode: int, command: list[str], log: str):
-        super().__init__(returncode)
-        self.returncode, self.command, self.log = returncode, command, log
+def _failure(exc: _Failed, toolchain: Toolchain, source: Path, edited: bool) -> CompilationError:
+    """Our error for a failed compile of ``source`` (the user's edit when ``edited``)."""
+    tail = f"\nCommand: {shlex.join(exc.command)}\nCompiler output:\n{exc.log}"
+    info = dict(source_path=str(source), log=exc.log, command=exc.command)
+    if exc.killed:
+        return CompilerKilledError(
+            f"{toolchain.name} was killed by {exc.killed} while compiling {source}: the system "
+            "or a user stopped it (SIGKILL is most often the out-of-memory killer: build fewer "
+            "operators at once or give it more memory; SIGTERM or SIGINT a kill or a time "
+            "limit). This is no fault of the source; run again." + tail,
+            signal=exc.killed, **info)
+    if edited:
+        return BackdoorError(
+            f"the JIT backdoor could not build your edited source {source}: "
+            f"{toolchain.name} failed (exit status {exc.returncode}). Your edit is left "
+            "on disk unchanged; fix it and run again, or unset STENCILGEN_JIT_BACKDOOR "
+            "to use the generated code." + tail, **info)
+    return CompilationError(
+        f"{toolchain.name} failed to compile the generated source {source} "
+        f"(exit status {exc.returncode}). The source is kept there to inspect; the "
+        "cause is a code-generator bug or a compiler flag the compiler rejects." + tail, **info)
 
+
+# -- build: fetch, or compile under the lock; elsewhere if the cache cannot be used -------------
 
 def build(source: str, toolchain: Toolchain, name: str, *, cache_dir: str | os.PathLike,
-          backdoor: bool = False, entry_point: str | None = None) -> BuildResult:
+          backdoor: bool = False, entry_point: str | None = None,
+          lock_timeout: float = LOCK_TIMEOUT) -> BuildResult:
     """Compile ``source`` with ``toolchain`` (or fetch it from the cache) and load it.
 
     With ``backdoor=True`` the source file already in the entry is compiled as the user left it;
-    ``entry_point`` names a function whose parameters that edit must keep (else BackdoorError).
+    ``entry_point`` names the function the library must export, whose parameters that edit must
+    keep (else BackdoorError). A build waits at most ``lock_timeout`` s for another's.
     """
     if not _NAME.fullmatch(name):
         raise JitCacheError(f"bad build name {name!r}: use letters, digits and _ . + - only")
-    key = cache_key(source, toolchain)
-    entry = Path(cache_dir).expanduser() / f"{name}-{key[:16]}"
-    src = entry / f"{name}{toolchain.source_suffix}"
+    job = _Job(source, toolchain, name, cache_key(source, toolchain), entry_point, lock_timeout)
+    root = Path(cache_dir).expanduser()
     if backdoor:
-        return _build_backdoor(toolchain, name, key, entry, src, (source, entry_point))
-
-    text = source.encode()
-    lib = entry / f"lib{name}-{_sha(text)[:16]}.so"
-    result = dict(library_path=lib, source_path=src, key=key, compiler=toolchain.name,
-                  backdoor=False)
-    if lib.exists() and src.exists():
-        if src.read_bytes() != text:
-            _warn_edited(src)
-        try:
-            library = _load(lib)
-        except JitCacheError:
-            if lib.exists():
-                raise  # else clear() removed it just now: rebuild below
-        else:
-            logger.debug("fetched %s from the cache", lib)
-            return BuildResult(library=library, compiled=False, seconds=0.0, **result)
-
-    with _locked(entry):
-        _create_atomic(src, text)
-        compile_from = src
-        if src.read_bytes() != text:
-            _warn_edited(src)
-            compile_from = entry / f".{name}.generated{toolchain.source_suffix}"
-        if lib.exists():
-            return BuildResult(library=_load(lib), compiled=False, seconds=0.0, **result)
-        if compile_from != src:
-            _write_atomic(compile_from, text)
-        try:
-            tmp, seconds, command, output = _compile(toolchain, compile_from, lib)
-        except _Failed as exc:
-            raise CompilationError(
-                f"{toolchain.name} failed to compile the generated source {compile_from} "
-                f"(exit status {exc.returncode}). The source is kept there to inspect; the "
-                "cause is a code-generator bug or a compiler flag the compiler rejects.\n"
-                f"Command: {shlex.join(exc.command)}\nCompiler output:\n{exc.log}",
-                source_path=str(compile_from), log=exc.log, command=exc.command) from None
-        os.replace(tmp, lib)
-        meta = {"name": name, "key": key, "compiler": toolchain.name,
-                "version": toolchain.version(), "cc": toolchain.cc,
-                "cflags": list(toolchain.cflags), "ldflags": list(toolchain.ldflags),
-                "libraries": list(toolchain.libraries), "command": command,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "source": src.name, "source_sha256": _sha(text)}
-        _write_atomic(entry / "meta.json", json.dumps(meta, indent=1).encode())
-        logger.debug("compiled %s in %.2f s", lib, seconds)
-        return BuildResult(library=_load(lib), compiled=True, seconds=seconds, log=output, **result)
+        return _build_backdoor(job, root)
+    try:
+        return _build_into(job, root)
+    except _Unusable as exc:
+        refused = exc
+    try:
+        private = trust.private_dir()
+    except OSError as exc:
+        raise _dir_error(refused, f"nor a private one in the temporary directory: {exc}")
+    if private == root:
+        raise _dir_error(refused, "and it is the private temporary cache")
+    warnings.warn(f"stencilgen's build cache {root} ({SETTING}) was not used: {refused.why}. "
+                  f"Built in the private temporary cache {private} instead; to keep builds "
+                  f"between runs, {refused.remedy}.", CacheWarning, stacklevel=2)
+    try:
+        return _build_into(job, private)
+    except _Unusable as exc:
+        raise _dir_error(refused, f"nor the private temporary cache {private}: {exc.why}")
 
 
-def _build_backdoor(toolchain: Toolchain, name: str, key: str, entry: Path,
-                    src: Path, generated: tuple[str, str | None]) -> BuildResult:
-    """Build from the user's edited ``src``, which is only ever read; ``generated`` is the
-    generated source and the entry point whose parameters the edit must keep."""
+def _dir_error(refused: _Unusable, more: str) -> CacheDirError:
+    return CacheDirError(f"cannot use the build cache {refused.root} ({SETTING}): {refused.why}; "
+                         f"{more}. To fix it, {refused.remedy}.")
+
+
+def _build_into(job: _Job, root: Path) -> BuildResult:
+    """Fetch the generated build from the cache ``root``, or compile it there (_Unusable if
+    the directory or the entry cannot be trusted or written)."""
+    entry, src, lib = job.paths(root)
+    text = job.source.encode()
+    result = dict(library_path=lib, source_path=src, key=job.key,
+                  compiler=job.toolchain.name, backdoor=False)
+    _root_problem(root)
+    with _writing(root):
+        state, why = trust.check(entry, lib)
+        if state == trust.OK and src.exists():
+            if src.read_bytes() != text:
+                _warn_edited(src)
+            try:
+                library = _load(lib, job)
+            except JitCacheError:
+                if os.path.lexists(lib):
+                    raise      # else clear() removed it just now: built below
+            else:
+                logger.debug("fetched %s from the cache", lib)
+                return BuildResult(library=library, compiled=False, seconds=0.0, **result)
+        if state == trust.UNTRUSTED:
+            raise _Unusable(root, why, _entry_remedy(entry, job.name))
+        if state == trust.DAMAGED:
+            warnings.warn(f"{why}: it is not loaded but rebuilt", CacheWarning, stacklevel=3)
+        with locked(entry, job.lock_timeout):
+            return _build_locked(job, root, text, result)
+
+
+def _build_locked(job: _Job, root: Path, text: bytes, result: dict) -> BuildResult:
+    """The part of a build under the entry's lock: another process may have built it since."""
+    entry, src, lib = job.paths(root)
+    trust.tighten(entry)
+    _create_atomic(src, text)
+    compile_from = src
+    if src.read_bytes() != text:
+        _warn_edited(src)
+        compile_from = entry / f".{job.name}.generated{job.toolchain.source_suffix}"
+    state, why = trust.check(entry, lib)
+    if state == trust.OK:
+        return BuildResult(library=_load(lib, job), compiled=False, seconds=0.0, **result)
+    if state == trust.UNTRUSTED:
+        raise _Unusable(root, why, _entry_remedy(entry, job.name))
+    if compile_from != src:
+        _write_atomic(compile_from, text)
+    try:
+        tmp, seconds, command, output = _compile(job.toolchain, compile_from, lib)
+    except _Failed as exc:
+        raise _failure(exc, job.toolchain, compile_from, edited=False) from None
+    _install(entry, lib, tmp)
+    tc = job.toolchain
+    meta = {"name": job.name, "key": job.key, "compiler": tc.name, "version": tc.version(),
+            "cc": tc.cc, "cflags": list(tc.cflags), "ldflags": list(tc.ldflags),
+            "libraries": list(tc.libraries), "command": command,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "source": src.name, "source_sha256": _sha(text)}
+    _write_atomic(entry / "meta.json", json.dumps(meta, indent=1).encode())
+    logger.debug("compiled %s in %.2f s", lib, seconds)
+    return BuildResult(library=_load(lib, job), compiled=True, seconds=seconds, log=output,
+                       compiled_from=compile_from, **result)
+
+
+def _build_backdoor(job: _Job, root: Path) -> BuildResult:
+    """Build from the user's edited source, which is only ever read, in its own entry (never
+    elsewhere: the edit lives there); the entry and the library are checked as for a fetch."""
+    entry, src, _ = job.paths(root)
     if not src.is_file():
         raise BackdoorError(
             f"the JIT backdoor is on but {src} does not exist. Run once without "
             "STENCILGEN_JIT_BACKDOOR to generate it, edit it, then run again with "
             "STENCILGEN_JIT_BACKDOOR=1.", source_path=str(src))
-    result = dict(source_path=src, key=key, compiler=toolchain.name, backdoor=True)
+    try:
+        _root_problem(root)
+        with _writing(root):
+            return _backdoor_attempts(job, entry, src)
+    except _Unusable as exc:
+        raise BackdoorError(
+            f"the JIT backdoor cannot use {src}: {exc.why}. It builds only in a cache "
+            f"directory of yours that no one else can write; {exc.remedy}.",
+            source_path=str(src)) from None
+
+
+def _fetch_verified(job: _Job, entry: Path, lib: Path, edited: Path | None,
+                    warn: bool) -> ctypes.CDLL | None:
+    """The library ``lib`` of ``entry`` loaded if it checks out; None if it must be built."""
+    state, why = trust.check(entry, lib)
+    if state == trust.UNTRUSTED:
+        raise _Unusable(entry.parent, why, _entry_remedy(entry, job.name))
+    if state == trust.OK:
+        return _load(lib, job, edited)
+    if state == trust.DAMAGED and warn:
+        warnings.warn(f"{why}: it is not loaded but rebuilt", CacheWarning, stacklevel=5)
+    return None
+
+
+def _backdoor_attempts(job: _Job, entry: Path, src: Path) -> BuildResult:
+    result = dict(source_path=src, key=job.key, compiler=job.toolchain.name, backdoor=True)
     for _ in range(5):  # retried only if the user saves the file again while it compiles
         text = src.read_bytes()
-        if generated[1]:
-            _check_signature(generated[0], text.decode(errors="replace"), generated[1], src)
-        lib = entry / f"lib{name}-{_sha(text)[:16]}.so"
-        if lib.exists():
-            return BuildResult(library=_load(lib), library_path=lib, compiled=False,
-                               seconds=0.0, **result)
-        with _locked(entry):
-            if lib.exists():
-                return BuildResult(library=_load(lib), library_path=lib, compiled=False,
-                                   seconds=0.0, **result)
+        if job.entry_point:
+            _check_signature(job.source, text.decode(errors="replace"), job.entry_point, src)
+        lib = entry / f"lib{job.name}-{_sha(text)[:16]}.so"
+        fetched = dict(library_path=lib, compiled=False, seconds=0.0, **result)
+        library = _fetch_verified(job, entry, lib, src, warn=True)
+        if library is not None:
+            return BuildResult(library=library, **fetched)
+        with locked(entry, job.lock_timeout):
+            library = _fetch_verified(job, entry, lib, src, warn=False)
+            if library is not None:
+                return BuildResult(library=library, **fetched)
             try:
-                tmp, seconds, _, output = _compile(toolchain, src, lib)
+                tmp, seconds, _, output = _compile(job.toolchain, src, lib)
             except _Failed as exc:
-                raise BackdoorError(
-                    f"the JIT backdoor could not build your edited source {src}: "
-                    f"{toolchain.name} failed (exit status {exc.returncode}). Your edit is left "
-                    "on disk unchanged; fix it and run again, or unset STENCILGEN_JIT_BACKDOOR "
-                    "to use the generated code.\n"
-                    f"Command: {shlex.join(exc.command)}\nCompiler output:\n{exc.log}",
-                    source_path=str(src), log=exc.log, command=exc.command) from None
+                raise _failure(exc, job.toolchain, src, edited=True) from None
             if src.read_bytes() != text:
                 tmp.unlink()
                 continue
-            os.replace(tmp, lib)
-            logger.debug("backdoor: compiled %s in %.2f s", lib, seconds)
-            return BuildResult(library=_load(lib), library_path=lib, compiled=True,
-                               seconds=seconds, log=output, **result)
+            _install(entry, lib, tmp)
+        logger.debug("backdoor: compiled %s in %.2f s", lib, seconds)
+        return BuildResult(library=_load(lib, job, src), library_path=lib, compiled=True,
+                           seconds=seconds, log=output, compiled_from=src, **result)
     raise BackdoorError(f"{src} kept changing while it was being compiled; run again",
                         source_path=str(src))
 
 
 def entries(cache_dir: str | os.PathLike) -> list[dict]:
-    """One dict per cache entry: name, key, path, compiler, version, created, size, edited, source."""
+    """One dict per cache entry: name, key, path, compiler, version, created, size, edited,
+    source."""
     root = Path(cache_dir).expanduser()
     if not root.is_dir():
         return []
@@ -299,6 +517,8 @@ def entries(cache_dir: str | os.PathLike) -> list[dict]:
                 edited = _sha(src.read_bytes()) != meta["source_sha256"]
         except FileNotFoundError:  # removed by a concurrent clear()
             continue
+        except PermissionError:    # another user's entry: listed, its size unknown
+            pass
         found.append({"name": name, "key": meta.get("key", match["key"]), "path": str(entry),
                       "compiler": meta.get("compiler"), "version": meta.get("version"),
                       "created": meta.get("created"), "size": size, "edited": edited,
@@ -313,9 +533,12 @@ def clear(cache_dir: str | os.PathLike, name: str | None = None) -> int:
         if name is not None and not fnmatchcase(info["name"], name):
             continue
         entry = Path(info["path"])
-        with _locked(entry, create=False) as present:
-            if present:
-                shutil.rmtree(entry)
-                removed += 1
+        try:
+            with locked(entry, LOCK_TIMEOUT, create=False) as present:
+                if present:
+                    shutil.rmtree(entry)
+                    removed += 1
+        except OSError as exc:     # e.g. another user's entry in a shared directory
+            logger.warning("jitcache: could not remove %s: %s", entry, exc)
     logger.debug("removed %d entries from %s", removed, cache_dir)
     return removed

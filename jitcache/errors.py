@@ -27,3 +27,29 @@ class BackdoorError(CompilationError):
 
 class EditedSourceWarning(UserWarning):
     """The cached source was edited by hand but the backdoor is off, so the edit is not used."""
+
+
+class CompilerKilledError(CompilationError):
+    """The compiler was stopped by a signal (out of memory, a kill, a time limit): no fault of
+    the source; ``signal`` names it (e.g. ``SIGKILL``)."""
+
+    def __init__(self, message: str, signal: str, **kwargs):
+        super().__init__(message, **kwargs)
+        self.signal = signal
+
+
+class CacheDirError(JitCacheError, OSError):
+    """The cache directory (STENCILGEN_CACHE_DIR) cannot be used, nor the private fallback."""
+
+
+class LockTimeoutError(JitCacheError, TimeoutError):
+    """An entry's lock was held longer than the timeout; ``holder`` says by whom (or None)."""
+
+    def __init__(self, message: str, lock_path: str, holder: str | None):
+        super().__init__(message)
+        self.lock_path, self.holder = lock_path, holder
+
+
+class CacheWarning(UserWarning):
+    """A cache entry or directory was not used (not yours, writable by others, damaged or not
+    writable): the build was redone, in place or in the private temporary cache."""

@@ -8,6 +8,7 @@ caller's data; what they write is put back before the real run.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -60,9 +61,13 @@ class Remembered:
         table[key] = [int(c) for c in choice]
         tmp = self.path.with_name(f".tuning-{os.getpid()}.json")
         try:
-            tmp.write_text(json.dumps(table, indent=1))
+            # 0600 as every file of the build cache (jitcache.trust), whatever the umask
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(json.dumps(table, indent=1))
             os.replace(tmp, self.path)   # readers never see half a file
         except OSError as exc:           # a read-only cache still runs, tuned or not
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
             log.warning(f"could not remember the tuned launch shapes in {self.path}: {exc}")
 
 

@@ -83,8 +83,9 @@ class Operator:
                            entry_point=self.program.entry)
         if b.compiled:
             extra = " (JIT backdoor: edited source)" if b.backdoor else ""
-            log.info(f"Operator `{self.name}` jit-compiled `{b.source_path}` in "
-                     f"{b.seconds:.2f} s with `{b.compiler}`{extra}")
+            # the file the compiler read: the generated copy when the user's edit is not used
+            log.info(f"Operator `{self.name}` jit-compiled `{b.compiled_from or b.source_path}` "
+                     f"in {b.seconds:.2f} s with `{b.compiler}`{extra}")
             if configuration["debug"] and b.log:   # e.g. gcc's vectorisation report
                 log.info(f"Operator `{self.name}`: the compiler said:\n{b.log}")
         else:

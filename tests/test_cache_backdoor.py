@@ -197,9 +197,14 @@ def test_backdoor_edit_is_used_kept_and_never_overwritten(log):
     for lib in path.parent.glob("*.so"):
         lib.unlink()
     op6, u6 = make_op()
+    log.take()
     with pytest.warns(EditedSourceWarning):
         s6, rebuilt = step(op6, u6)
     assert s6.compiled is True
+    # the log names the file compiled: the private copy of the generated source, not the edit
+    lines = log.take()
+    assert len(built(lines, "Heat", path.parent / ".Heat.generated.c")) == 1, lines
+    assert not built(lines, "Heat", path)
     np.testing.assert_allclose(rebuilt, ref, rtol=1e-6, atol=1e-6)
     assert path.read_bytes() == broken
 
@@ -224,6 +229,24 @@ def test_backdoor_with_missing_source_names_the_file(cache_dir):
     op4, u4 = make_op()
     s4, _ = step(op4, u4)
     assert s4.compiled is False and path.read_bytes() == op4.ccode.encode()
+
+
+def test_backdoor_edit_that_hides_the_entry_point(cache_dir):
+    """An edit keeping the entry point's text but not its symbol (static, or renamed by a
+    macro) is our BackdoorError naming the symbol and the file, not ctypes' AttributeError."""
+    op1, u1 = make_op("Hide")
+    step(op1, u1)
+    path = Path(op1.source_path)
+    generated = path.read_text()
+    configuration["jit-backdoor"] = True
+    for edit in (f"static int {op1.program.entry}(", f"#define Hide Hidden\nint Hide("):
+        path.write_text(generated.replace(f"int {op1.program.entry}(", edit, 1))
+        op2, u2 = make_op("Hide")
+        with pytest.raises(BackdoorError) as exc:
+            step(op2, u2)
+        message = str(exc.value)
+        assert f"entry point `{op1.program.entry}`" in message and str(path) in message
+        assert exc.value.source_path == str(path)
 
 
 def test_debug_c_builds_report_what_gcc_vectorised(log):
