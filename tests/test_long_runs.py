@@ -152,6 +152,12 @@ _INTERRUPTED = textwrap.dedent("""
         op.apply(time_m=out["last"], time_M=10**12, u=v)
     out["same"] = bool(np.array_equal(u.data, v.data))
     out["moved"] = float(np.abs(u.data - field().data).max())
+    if direction == "forward":   # going on from the step after equals not having stopped
+        last = out["last"]
+        op.apply(time_m=last + 1, time_M=last + 5, u=u)
+        w = field()
+        op.apply(time_m=1, time_M=last + 5, u=w)
+        out["continued"] = bool(np.array_equal(u.data, w.data))
     out["python_handler"] = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     print(json.dumps(out))
 """)
@@ -196,6 +202,7 @@ def test_ctrl_c_stops_apply_between_steps(tmp_path, backend):
     _check_interrupted(result)
     assert result["last"] == result["done"]          # time_m=1: steps 1..done
     assert result["slots"] == {"u": [(result["last"] + 1) % 3]}
+    assert result["continued"]   # apply(time_m=last + 1) goes on where it stopped
     assert f"u.data[{(result['last'] + 1) % 3}]" in result["message"]
 
 
