@@ -6,6 +6,8 @@ changes to apply (the Ctrl-C flag, progress, the memory sweep of issue 15).
 Prints, for the stencilgen found under --root (default: this checkout):
   short apply: the median wall time of one ``op.apply(time_M=1)`` on a 16x16 grid (nearly all
                of it argument binding and the call) over --short applies, in microseconds;
+  tiny steps:  the median wall time per step of 20000 steps on that 16x16 grid over --rounds
+               runs (what a per-step cost would show first), in microseconds;
   long apply:  so 8 acoustic kernel on a --long N^3 grid for T steps, best and median GPts/s
                of the kernel timers over --rounds runs;
   allocation:  the median time to build, fill and drop a TimeFunction of 50 MiB (the memory
@@ -31,17 +33,31 @@ def _imports(root):
     return stencilgen
 
 
-def short_apply(sg, count):
+def _tiny(sg):
     grid = sg.Grid(shape=(16, 16))
     u = sg.TimeFunction(name="u", grid=grid, space_order=2)
-    op = sg.Operator([sg.Eq(u.forward, u + 0.1 * u.laplace)], backend="c")
+    op = sg.Operator([sg.Eq(u.forward, u + 0.1 * grid.spacing[0]**2 * u.laplace)], backend="c")
     op.apply(time_M=1)
+    return op
+
+
+def _median_wall(fn, count):
     times = []
     for _ in range(count):
         start = time.perf_counter()
-        op.apply(time_M=1)
+        fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+    return statistics.median(times)
+
+
+def short_apply(sg, count):
+    op = _tiny(sg)
+    return _median_wall(lambda: op.apply(time_M=1), count) * 1e6
+
+
+def tiny_steps(sg, rounds, steps=20000):
+    op = _tiny(sg)
+    return _median_wall(lambda: op.apply(time_M=steps), rounds) / steps * 1e6
 
 
 def long_apply(sg, n, steps, rounds):
@@ -80,6 +96,8 @@ def main(argv=None):
     sg = _imports(args.root)
     print(f"root {args.root}")
     print(f"short apply: median {short_apply(sg, args.short):.1f} us over {args.short}")
+    print(f"tiny steps: median {tiny_steps(sg, args.rounds):.3f} us per step over "
+          f"{args.rounds}")
     best, median = long_apply(sg, *args.long, args.rounds)
     print(f"long apply {args.long[0]}^3 x {args.long[1]}: best {best:.3f}, median "
           f"{median:.3f} GPts/s over {args.rounds}")

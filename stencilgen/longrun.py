@@ -18,8 +18,6 @@ import signal
 import threading
 import time
 
-import numpy as np
-
 from . import logger as log
 from .configuration import configuration
 from .errors import ApplyInterrupted, ExecutionError
@@ -31,6 +29,9 @@ clock = time.monotonic
 REPORT_GAP_MAX = 60.0
 #: seconds between two updates of a progress bar
 BAR_UPDATE = 0.2
+#: point updates (points times steps) from which a run may last more than a few milliseconds
+#: (the heaviest CPU kernels: about 50 ms on 2 cores): Ctrl-C and progress watch it
+LONG_FROM = 1_000_000
 
 
 def sigint_functions(library):
@@ -58,8 +59,8 @@ class Run:
 
     def __init__(self, op_name, prog, args):
         self.name, self.prog, self.args = op_name, prog, args
-        self.control = np.zeros(2, dtype=np.int64)
-        args[prog.control] = self.control.ctypes.data
+        self.control = (ctypes.c_int64 * 2)()
+        args[prog.control] = self.address = ctypes.addressof(self.control)
         self.start = self.next_report = None
         self.bar = None
 
@@ -86,15 +87,18 @@ class Run:
 
     def call(self, cfunction, sigint, values):
         """``cfunction(*values)`` with Ctrl-C stopping it between steps and progress reported;
-        returns its status."""
-        watched = self.prog.has_time_loop and configuration["progress"] != "off"
+        returns its status. A short run (under ``LONG_FROM`` point updates) is just called:
+        a Ctrl-C waits for it (milliseconds at most) as for any other call."""
+        if not self.prog.has_time_loop or self.steps * self.points < LONG_FROM:
+            return cfunction(*values)
+        watched = configuration["progress"] != "off"
         if watched:
             self.start = clock()
             self.next_report = self.start + configuration["progress-after"]
             _monitor.add(self)
-        handled = sigint is not None and self.prog.has_time_loop and _handler_wanted()
+        handled = sigint is not None and _handler_wanted()
         try:
-            if handled and sigint[0](self.control.ctypes.data) != 0:
+            if handled and sigint[0](self.address) != 0:
                 handled = False   # sigaction refused: the run goes on without it
             return cfunction(*values)
         finally:
@@ -195,9 +199,13 @@ def interrupted(run, summary, fields, written) -> ApplyInterrupted:
 
 
 class _Monitor:
-    """One daemon thread that reports the progress of the runs under way. It sleeps until
-    the next report is due (without a timeout while no run is registered), so a short apply
-    costs a set insertion and removal."""
+    """One daemon thread that reports the progress of the runs under way. It wakes when the
+    next report is due, and at least every ``POLL`` seconds, so a new run is seen in time
+    without waking it: an apply costs a set insertion and removal. After ``IDLE`` seconds
+    without runs it sleeps until the next one (then woken once)."""
+
+    POLL = 1.0
+    IDLE = 60.0
 
     def __init__(self):
         self._runs: set = set()
@@ -221,14 +229,19 @@ class _Monitor:
             run.finish()
 
     def _loop(self):
+        seen = clock()   # when a run was last registered
         with self._cond:
             while True:
                 now = clock()
                 for run in tuple(self._runs):
                     run.poll(now)
-                self._wake = min((r.next_report for r in self._runs), default=float("inf"))
+                if self._runs:
+                    seen = now
+                poll = min(self.POLL, max(0.005, configuration["progress-after"] / 4))
+                due = min((r.next_report for r in self._runs), default=now + poll)
+                self._wake = float("inf") if now - seen > self.IDLE else min(due, now + poll)
                 self._cond.wait(None if self._wake == float("inf")
-                                else max(0.005, self._wake - clock()))
+                                else max(0.002, self._wake - clock()))
 
 
 _monitor = _Monitor()

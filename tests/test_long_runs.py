@@ -273,10 +273,11 @@ def _sigint_action() -> int:
 
 
 def test_sigint_handler_put_back_after_apply():
-    """apply swaps Python's C-level SIGINT handler for the library's and puts it back: the
-    same address after a run, another one during it (read just before the entry point)."""
+    """apply swaps Python's C-level SIGINT handler for the library's during a long run and
+    puts it back: the same address after it, another one during it (read just before the
+    entry point); a short run leaves it alone."""
     op, u = _small("c", name="Handler")
-    op.apply(time_m=1, time_M=2)
+    op.apply(time_m=1, time_M=2)      # 960 point updates: a short run, no handler
     before, during = _sigint_action(), []
     original = longrun.Run.call
 
@@ -288,9 +289,11 @@ def test_sigint_handler_put_back_after_apply():
     longrun.Run.call = spy
     try:
         op.apply(time_m=1, time_M=2)
+        op.apply(time_m=1, time_M=-(-longrun.LONG_FROM // 480))   # 480 points: a long run
     finally:
         longrun.Run.call = original
-    assert _sigint_action() == before and during and during[0] != before
+    assert _sigint_action() == before and len(during) == 2
+    assert during[0] == before and during[1] != before
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
