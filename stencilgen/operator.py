@@ -134,6 +134,8 @@ class Operator:
         ``stencilgen.autotune``)."""
         t0 = _time.perf_counter()
         compiled = self._ensure_built()
+        if self._emitter.openmp_threads:
+            longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
         prog, check = self.program, self._check_finite
         check = configuration["check-finite"] if check is None else check
         with self._temps.borrow() as temps:   # never shared by two applies running at once
@@ -161,22 +163,18 @@ class Operator:
     def _run(self, args) -> longrun.Run:
         """Call the entry point with ``args`` (Ctrl-C stops it between time steps, a long run
         reports its progress); raises if it failed."""
-        openmp = self._emitter.openmp_threads
-        if openmp:
-            longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
         run = longrun.Run(self.name, self.program, args)
         status = run.call(self._cfunction, self._sigint,
                           [args[p.name] for p in self.program.parameters()])
-        if openmp:
-            longrun.openmp_ran()
+        if self._emitter.openmp_threads:
+            longrun.openmp_ran()   # a process forked from now on is checked
         if status != 0:
             raise ExecutionError(f"Operator `{self.name}` failed: {self._error_text(status)}")
         return run
 
     def _interrupted(self, run, timers, wall, compiled, fields):
         """The ApplyInterrupted of a run Ctrl-C stopped, with the summary of its steps."""
-        prog, last, summary = self.program, run.last_step(), None
-        span = None
+        prog, last, summary, span = self.program, run.last_step(), None, None
         if last is not None:
             part = dict(run.args)
             part[prog.time_bounds[1 if prog.time_step > 0 else 0]] = last
