@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import cgen as c
 
-from . import c_blocking, c_fusion
+from . import c_blocking, c_fusion, interrupt
 from .c_rows import RowPointers
 from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_header
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
                 "timers": "double *restrict", "checks": "long *restrict",
-                "tuning": "const long *restrict"}
+                "tuning": "const long *restrict", "control": "volatile long *"}
 
 
 # x86 cores take a slow path on each denormal float, and a wave fading into an absorbing layer
@@ -81,6 +81,10 @@ class CBackend:
 
     #: whether grid nests read their arrays through row pointers (``c_rows``)
     row_pointers = True
+
+    #: whether the code runs a GNU OpenMP thread pool in the calling process: a process forked
+    #: after such a run hangs in its own first parallel region
+    openmp_threads = True
 
     def blocked(self, k) -> bool:
         return (self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
@@ -331,7 +335,8 @@ class CBackend:
              for s in self.program.subsamplings if s.symbol is not None]
 
     def time_loop(self, body):
-        return c.For(*time_loop_header(self.program), c.Block(self.time_slots() + body))
+        end = [c.Line(interrupt.step_end(self.program))]   # count the step; stop if asked
+        return c.For(*time_loop_header(self.program), c.Block(self.time_slots() + body + end))
 
     def sections_in_order(self):
         """Every section, the time-loop ones inside the time loop."""
@@ -386,5 +391,6 @@ class CBackend:
             denormals += [c.Line(c_blocking.table()), c.Line()]
         if self.fused():
             denormals += [c.Line(c_fusion.HELPER), c.Line()]
+        denormals += [c.Line(interrupt.handler())]
         return str(c.Module([self.header()] + self.includes() + [c.Line()] + denormals
                             + [fn])) + "\n"

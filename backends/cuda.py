@@ -15,7 +15,7 @@ import cgen as c
 import sympy
 
 from .c import CBackend
-from . import device_layout
+from . import device_layout, interrupt
 from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
 
@@ -285,6 +285,7 @@ class CudaBackend(CBackend):
     tuning_rounds = 1   # CUDA events: a shape's trial times agree to 0.1 % between runs
     tuning_margin = 0.0
     source_suffix = ".cu"
+    openmp_threads = False   # no OpenMP team in the calling process
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
@@ -649,7 +650,8 @@ class CudaBackend(CBackend):
         lines += _indent([str(s) for s in self.time_slots()])
         for k in prog.steps:
             lines += _indent(launches[k.section.timer])
-        return lines + ["}"]
+        # the steps launched are the steps done: the copies back wait for all of them
+        return lines + _indent([interrupt.step_end(prog)]) + ["}"]
 
     def finish(self):
         """Wait for the last kernel, read the remaining timer events, copy results back."""
@@ -756,7 +758,7 @@ class CudaBackend(CBackend):
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
-                 self.shape_tables()]
+                 self.shape_tables(), interrupt.handler('extern "C" ')]
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]

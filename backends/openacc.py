@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import cgen as c
 
+from . import interrupt
 from .c import CBackend
 from .cprinter import CPrinter
 from .options import EmitOptions
@@ -80,6 +81,7 @@ class OpenACCBackend(CBackend):
 
     cache_blocking = False   # the OpenACC compiler maps the loops (gang, vector)
     row_pointers = False     # accesses stay offsets of the arrays the data clauses name
+    openmp_threads = False   # no OpenMP team in the calling process
 
     name = "openacc"
     language = "OpenACC"
@@ -186,4 +188,5 @@ class OpenACCBackend(CBackend):
     def emit(self) -> str:
         fn = c.FunctionBody(self.signature(), c.Block(self.body()))
         return str(c.Module([self.header()] + self.includes()
-                            + [c.Line(), c.Line(_PREAMBLE), fn])) + "\n"
+                            + [c.Line(), c.Line(_PREAMBLE),
+                               c.Line(interrupt.handler("STENCILGEN_EXPORT ")), fn])) + "\n"

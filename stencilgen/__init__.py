@@ -18,6 +18,8 @@ from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, Con
 from .fd_sides import centered, left, right
 from .functions import Constant, Function, TimeFunction
 from .grid import Grid
+from .errors import ApplyInterrupted
+from .memory import clear_cache
 from .operator import Operator
 from .sparse import SparseFunction, SparseTimeFunction
 from .staggering import CELL, NODE
@@ -52,3 +54,4 @@ __all__ = [
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
     "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]
+__all__ += ["ApplyInterrupted", "clear_cache"]

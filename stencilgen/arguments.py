@@ -304,7 +304,7 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     # a Function or Constant named like a steering keyword keeps its own data
     steering = _steering(prog)
     overrides = {k: v for k, v in kwargs.items() if k not in steering}
-    args, keep = {}, []
+    args, keep = {prog.control: None}, []   # no stop flag or step count: apply sets one
     lengths = _array_args(prog, bindings, overrides, temps, args, keep)
     _bounds(prog, bindings.grid, kwargs, args)
     _factors(prog, bindings, overrides, args)

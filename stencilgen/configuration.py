@@ -56,6 +56,13 @@ def _count(lo: int, hi: int) -> Callable[[Any], int]:
     return parse
 
 
+def _seconds(value: Any) -> float:
+    seconds = float(str(value).strip())
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"expected a number of seconds >= 0, got {value!r}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class _Setting:
     env: str
@@ -92,6 +99,11 @@ _SETTINGS: dict[str, _Setting] = {
                                 "are many times slower on them); 0 keeps IEEE denormals"),
     "check-finite": _Setting("STENCILGEN_CHECK_FINITE", _bool, lambda: True,
                              "after apply, warn if a field the run wrote holds NaN or Inf"),
+    "progress": _Setting("STENCILGEN_PROGRESS", _choice("log", "tqdm", "off"), lambda: "log",
+                         "runs longer than progress-after seconds report steps done, GPts/s "
+                         "and the time left: log (INFO lines), tqdm (a bar, if installed), off"),
+    "progress-after": _Setting("STENCILGEN_PROGRESS_AFTER", _seconds, lambda: 5.0,
+                               "seconds a run goes before its first progress report"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

@@ -29,6 +29,21 @@ class ExecutionError(StencilgenError, RuntimeError):
     """The generated code reported a failure while running (``apply``)."""
 
 
+class ApplyInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped ``apply`` between two time steps; a KeyboardInterrupt, so code
+    that stops on Ctrl-C stops here too. ``steps_done`` steps ran and ``last_step`` (None: no
+    step) was the last: the fields hold what ``apply(time_M=last_step)`` would have left (the
+    newest values in the slots ``slots`` names, e.g. ``{"u": (1,)}``), ``summary`` the
+    performance of the steps done."""
+
+    def __init__(self, message, *, steps_done=0, last_step=None, time_m=None, time_M=None,
+                 slots=None, summary=None):
+        super().__init__(message)
+        self.steps_done, self.last_step = steps_done, last_step
+        self.time_m, self.time_M = time_m, time_M
+        self.slots, self.summary = slots or {}, summary
+
+
 class HaloError(StencilgenError, ValueError):
     """A stencil reads further from a point than the function's halo reaches."""
 

@@ -13,6 +13,7 @@ import numpy as np
 import sympy
 from sympy.core.function import AppliedUndef, UndefinedFunction
 
+from . import memory
 from .differentiable import Differentiable
 from .dimensions import Dimension
 from .errors import InvalidArgument
@@ -55,8 +56,15 @@ class FieldData:
 
     def allocate(self) -> np.ndarray:
         if self._data is None:
-            self._data = np.zeros(self.shape_with_halo, dtype=self.dtype)
+            shape = self.shape_with_halo
+            memory.reserve(self, int(np.prod(shape)) * np.dtype(self.dtype).itemsize)
+            self._data = np.zeros(shape, dtype=self.dtype)
         return self._data
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of data allocated (0 before the first access)."""
+        return 0 if self._data is None else self._data.nbytes
 
 
 def _check_order(owner: str, value, what: str, allowed: str, valid) -> int:

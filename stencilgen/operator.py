@@ -13,6 +13,7 @@ import jitcache
 from . import logger as log
 from . import autotune as tuning
 from . import finite
+from . import longrun
 from . import operator_options as options
 from . import platform as targets
 from .arguments import bind
@@ -23,7 +24,8 @@ from .functions import DiscreteFunction
 from .profiling import PerformanceSummary, summarize
 
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
-           "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "index": ctypes.c_long}
+           "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "control": ctypes.c_void_p,
+           "index": ctypes.c_long}
 
 
 class Operator:
@@ -99,6 +101,7 @@ class Operator:
         fn.argtypes = [_CTYPES.get(p.kind) or np.ctypeslib.as_ctypes_type(p.dtype)
                        for p in self.program.parameters()]
         self._cfunction = fn
+        self._sigint = longrun.sigint_functions(b.library)   # Ctrl-C between time steps
         self._build = b
         return b.compiled
 
@@ -132,6 +135,8 @@ class Operator:
         ``stencilgen.autotune``)."""
         t0 = _time.perf_counter()
         compiled = self._ensure_built()
+        if self._emitter.openmp_threads:
+            longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
         prog, check = self.program, self._check_finite
         check = configuration["check-finite"] if check is None else check
         with self._temps.borrow() as temps:   # never shared by two applies running at once
@@ -145,16 +150,39 @@ class Operator:
             args[prog.checks_param] = None if checks is None else checks.ctypes.data
             shapes = self._launch_shapes(args, keep, autotune)
             args[prog.tuning] = None if shapes is None else shapes.ctypes.data
-            status = self._cfunction(*[args[p.name] for p in prog.parameters()])
+            run = self._run(args)
             del keep
-        if status != 0:
-            raise ExecutionError(f"Operator `{self.name}` failed: {self._error_text(status)}")
+        if run.stopped:
+            raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
         summary = summarize(prog, args, timers, _time.perf_counter() - t0, compiled)
         for line in summary.report():
             log.perf(line)
         if checks is not None:
             finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
         return summary
+
+    def _run(self, args) -> longrun.Run:
+        """Call the entry point with ``args`` (Ctrl-C stops it between time steps, a long run
+        reports its progress); raises if it failed."""
+        run = longrun.Run(self.name, self.program, args)
+        status = run.call(self._cfunction, self._sigint,
+                          [args[p.name] for p in self.program.parameters()])
+        if self._emitter.openmp_threads:
+            longrun.openmp_ran()   # a process forked from now on is checked
+        if status != 0:
+            raise ExecutionError(f"Operator `{self.name}` failed: {self._error_text(status)}")
+        return run
+
+    def _interrupted(self, run, timers, wall, compiled, fields):
+        """The ApplyInterrupted of a run Ctrl-C stopped, with the summary of its steps."""
+        prog, last, summary, span = self.program, run.last_step(), None, None
+        if last is not None:
+            part = dict(run.args)
+            part[prog.time_bounds[1 if prog.time_step > 0 else 0]] = last
+            summary = summarize(prog, part, timers, wall, compiled)
+            span = tuple(part[b] for b in prog.time_bounds)
+        written = finite.last_written(prog, span) if span else {}
+        return longrun.interrupted(run, summary, fields, written)
 
     def _launch_shapes(self, args, keep, asked):
         """The tuning argument: the launch shapes kept for this size or tuned now (None:

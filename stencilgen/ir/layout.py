@@ -72,7 +72,8 @@ def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout
                        alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
 
 
-def _parameters(prog: Program, timers: str, checks: str, tuning: str) -> tuple[Parameter, ...]:
+def _parameters(prog: Program, timers: str, checks: str, tuning: str,
+                control: str) -> tuple[Parameter, ...]:
     """The entry point's arguments: arrays, sizes and bounds (run-time values), scalars."""
     params = []
     for a in prog.arrays:
@@ -98,6 +99,7 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str) -> tuple[P
     params.append(Parameter(timers, "timers", np.float64, ("timers",)))
     params.append(Parameter(checks, "checks", None, ("checks",)))
     params.append(Parameter(tuning, "tuning", None, ("tuning",)))
+    params.append(Parameter(control, "control", None, ("control",)))
     return tuple(params)
 
 
@@ -110,12 +112,16 @@ def layout(prog: Program, names: NameRegistry) -> Program:
     prog = replace(prog, arrays=arrays,
                    time_bounds=(names.fresh(f"{t}_m"), names.fresh(f"{t}_M")))
     timers, checks, tuning = names.fresh("timers"), names.fresh("checks"), names.fresh("tuning")
+    # control[0]: set (by the SIGINT handler) to stop after the current time step; control[1]:
+    # the steps done so far, read by the caller's progress reports
+    control = names.fresh("control")
     # the user arrays the run writes: the entry point counts NaN/Inf in the ranges of them
     # the Operator asks for (their last state), where the data lies (on the GPU, there)
     written = {n for k in prog.kernels for n in k.writes}
     checked = tuple(a.name for a in arrays if a.name in written and not a.temporary)
-    return replace(prog, params=_parameters(prog, timers, checks, tuning), timers=timers,
-                   checks=checked, checks_param=checks, tuning=tuning)
+    return replace(prog, params=_parameters(prog, timers, checks, tuning, control),
+                   timers=timers, checks=checked, checks_param=checks, tuning=tuning,
+                   control=control)
 
 
 def index_types(prog: Program, narrow: bool) -> Program:

@@ -323,6 +323,7 @@ class Program:
     checks: tuple[str, ...] = ()   # arrays whose last state the run counts NaN/Inf in
     checks_param: str = "checks"   # (start, length, count) per checked array, or NULL
     tuning: str = "tuning"         # the launch choice per section (backends that have them)
+    control: str = "control"       # the caller's stop flag and step count (a long[2]), or NULL
     subsamplings: tuple[Subsampling, ...] = ()   # factors and the time loop's `time / factor`
 
     def parameters(self) -> list[Parameter]:
