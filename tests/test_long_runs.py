@@ -29,6 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
 
 
+
+def _pythonpath() -> str:
+    """The project root first, then whatever the caller's PYTHONPATH holds (wheels that a
+    machine without an install step puts there)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
 def _rss() -> int:
     """Resident bytes of this process (Linux)."""
     with open("/proc/self/statm") as f:
@@ -168,7 +174,7 @@ def _interrupt(tmp_path, backend, direction, delay=0.5):
     (``took``: from the start of the apply to the exception, in the child)."""
     script = tmp_path / "interrupted.py"
     script.write_text(_INTERRUPTED)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), STENCILGEN_LOGGING="WARNING",
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), STENCILGEN_LOGGING="WARNING",
                STENCILGEN_CACHE_DIR=stencilgen.configuration["cache-dir"])
     proc = subprocess.Popen([sys.executable, str(script), backend, direction],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -342,7 +348,7 @@ def test_fork_after_openmp_apply(tmp_path, method):
     naming the spawn method (it hung before); a spawned child runs and agrees."""
     script = tmp_path / "forked.py"
     script.write_text(_FORK)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), STENCILGEN_LOGGING="WARNING",
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), STENCILGEN_LOGGING="WARNING",
                OMP_NUM_THREADS="2", STENCILGEN_CACHE_DIR=stencilgen.configuration["cache-dir"])
     done = subprocess.run([sys.executable, str(script), method], capture_output=True,
                           text=True, env=env, timeout=120)
