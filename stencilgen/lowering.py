@@ -131,12 +131,6 @@ def _axis_offset(arg, dim) -> sympy.Rational:
     return off
 
 
-def _space_offsets(access: DiscreteFunction) -> dict:
-    """Dimension -> offset of ``access`` from the point it is stored at (0: its own point)."""
-    dims, rec = access.grid.dimensions, access.field
-    return {d: _axis_offset(a, d) - rec.stagger(d) for d, a in zip(dims, access.args[-len(dims):])}
-
-
 def _has_space_derivative(expr) -> bool:
     return any(not d.dim.is_Time for d in expr.atoms(Derivative))
 

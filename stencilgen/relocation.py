@@ -24,18 +24,24 @@ def target_of(lhs) -> dict:
     return {d: lhs.field.stagger(d) for d in lhs.grid.dimensions}
 
 
+def _mean_onto(expr, rec, dims, target: dict, keep=()):
+    """``expr``, whose values sit where ``rec``'s do, averaged from its two neighbours along
+    every dimension of ``dims`` (but ``keep``) where ``target`` sits half a spacing away."""
+    for d in dims:
+        delta = target.get(d, rec.stagger(d)) - rec.stagger(d)
+        if delta != 0 and d not in keep:
+            lo = delta - HALF
+            expr = DAdd(DMul(HALF, shift(expr, d, lo)), DMul(HALF, shift(expr, d, lo + 1)))
+    return expr
+
+
 def _averaged(f, target: dict):
     """``f`` at its own point, averaged onto ``target`` along every dimension where it sits
     half a spacing away; unchanged where it is read at another point (``v[t, x + 1]``)."""
-    rec, out = f.field, f
-    args = f.args[-f.grid.dim:]
-    for d, a in zip(f.grid.dimensions, args):
-        delta = target.get(d, rec.stagger(d)) - rec.stagger(d)
-        if delta == 0 or a != natural_index(d, rec.staggered):
-            continue
-        lo = delta - HALF
-        out = DAdd(DMul(HALF, shift(out, d, lo)), DMul(HALF, shift(out, d, lo + 1)))
-    return out
+    rec, dims = f.field, f.grid.dimensions
+    moved = tuple(d for d, a in zip(dims, f.args[-len(dims):])
+                  if a != natural_index(d, rec.staggered))
+    return _mean_onto(f, rec, dims, target, keep=moved)
 
 
 def _interpolated(expr, target: dict):
@@ -58,14 +64,8 @@ def _interpolated(expr, target: dict):
 
 def _averaged_product(prod, target: dict):
     """A product of functions that sit together, averaged onto ``target`` as one value."""
-    out = prod
     first = next(a for a in prod.args if _is_field(a))
-    for d in first.grid.dimensions:
-        delta = target.get(d, first.field.stagger(d)) - first.field.stagger(d)
-        if delta != 0:
-            lo = delta - HALF
-            out = DAdd(DMul(HALF, shift(out, d, lo)), DMul(HALF, shift(out, d, lo + 1)))
-    return out
+    return _mean_onto(prod, first.field, first.grid.dimensions, target)
 
 
 def _split_by_place(expr):
