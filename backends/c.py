@@ -10,6 +10,7 @@ import cgen as c
 
 from . import c_blocking, c_fusion, interrupt
 from .c_rows import RowPointers
+from .device_layout import DeviceLayout
 from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_header
 from .options import EmitOptions
 
@@ -85,6 +86,13 @@ class CBackend:
     #: whether the code runs a GNU OpenMP thread pool in the calling process: a process forked
     #: after such a run hangs in its own first parallel region
     openmp_threads = True
+
+    #: where the entry point's arrays are (``stencilgen.places``): host memory
+    residency = "host"
+
+    def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:
+        """The layout of array ``a``'s copy where the entry point reads it: the host's."""
+        return DeviceLayout.of(shape, itemsize, None)
 
     def blocked(self, k) -> bool:
         return (self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3

@@ -1,9 +1,10 @@
 """The CUDA C++ backend: one ``__global__`` kernel per loop nest, the time loop on the host.
 
-The ``extern "C"`` entry point takes the same arguments as the C backend's (host pointers).
-It copies every array to the GPU once, runs all sections there (the contiguous dimension on
-``threadIdx.x``, sparse points with ``atomicAdd``), copies the arrays it wrote back once, and
-frees everything on every path. Each CUDA call is checked; a failure returns a nonzero status
+The ``extern "C"`` entry point takes the same arguments as the C backend's, but its arrays are
+device allocations in the layout of ``device_layout`` (made, filled and read back by the
+caller, ``stencilgen.places``): it runs all sections there (the contiguous dimension on
+``threadIdx.x``, sparse points with ``atomicAdd``) and copies nothing but the sparse
+coordinates, so fields stay on the GPU between applies. Each CUDA call is checked; a failure returns a nonzero status
 and leaves a message in ``stencilgen_error()``. Section times come from CUDA events.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sympy
 
 from .c import CBackend
 from . import device_layout, interrupt
+from .device_layout import DeviceLayout
 from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
 
@@ -277,6 +279,12 @@ def _size(dim, span) -> str:
     return f"{getattr(dim, last)} - {getattr(dim, first)} + {1 + hi - lo}"
 
 
+def field_layout(shape, itemsize: int, halo_last: int | None) -> DeviceLayout:
+    """A device copy's layout: pitched rows (``device_layout``) for a grid array of innermost
+    halo ``halo_last``, the host's for others (None)."""
+    return DeviceLayout.of(shape, itemsize, halo_last)
+
+
 class CudaBackend(CBackend):
     """Prints a Program as CUDA C++: kernels for the loop nests, a host driver for the rest."""
 
@@ -297,11 +305,17 @@ class CudaBackend(CBackend):
                                           [a.name for a in program.arrays])
 
     # -- what kernels take --------------------------------------------------------------------
+    residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.places)
+
     def pitched(self, a) -> bool:
-        """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays, except
-        in debug builds (whose bounds checks use the host layout) and those spanning fewer
-        dimensions than the loops (``a.axes``)."""
-        return not (a.sparse or a.axes or self.options.debug)
+        """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays,
+        except those spanning fewer dimensions than the loops (``a.axes``)."""
+        return not (a.sparse or a.axes)
+
+    def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:
+        """The layout of the device copy the entry point expects for array ``a`` whose host
+        shape is ``shape`` (halo widths ``halo``)."""
+        return field_layout(shape, itemsize, halo[-1] if self.pitched(a) and halo else None)
 
     def _device_stride(self, a, name) -> str:
         return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
@@ -467,7 +481,8 @@ class CudaBackend(CBackend):
         return super().signature(export)
 
     def layouts(self):
-        """Host-side strides, element counts and origins of each array, and its device pointers."""
+        """Host-side strides, element counts and origins of each array, its device layout and
+        the pointer to its first domain point."""
         lines = []
         for a in self.program.arrays:
             lay, real = a.layout, ctype(a.dtype)
@@ -476,42 +491,23 @@ class CudaBackend(CBackend):
                       for n, v in (lay.count, lay.origin)]
             if a.sparse:
                 lines.append(f"double *{lay.device_coords} = NULL;")
+            start = f"{lay.origin[0]}"
             if self.pitched(a):
                 lines += device_layout.declarations(a, self.program.dims[-1].size,
                                                     self.printer.index_expr)
-            if self.options.debug:
-                lines += [f"const long sg_{a.name}_lo = -{lay.origin[0]};",
-                          f"const long sg_{a.name}_hi = {lay.count[0]} - {lay.origin[0]};"]
-            lines += [f"{real} *{lay.device} = NULL;", f"{real} *{a.name} = NULL;"]
+                start = device_layout.origin(a)
+            if self.options.debug:   # offsets from the first domain point, in the allocation
+                lines += [f"const long sg_{a.name}_lo = -({start});",
+                          f"const long sg_{a.name}_hi = {self._length(a)} - ({start});"]
+            lines.append(f"{real} *const {a.name} = {lay.vec} + {start};")
         return lines
 
     def _length(self, a) -> str:
         """Elements of the device copy of ``a``."""
         return device_layout.Pitched(a.name).length if self.pitched(a) else a.layout.count[0]
 
-    def _bytes(self, a):
-        return f"(size_t){self._length(a)}*sizeof({ctype(a.dtype)})"
-
     def _coord_bytes(self, a):
         return f"(size_t){a.layout.npoint}*{len(self.program.dims)}*sizeof(double)"
-
-    def _memory_check(self):
-        arrays = self.program.arrays
-        need = " + ".join([self._bytes(a) for a in arrays] +
-                          [self._coord_bytes(a) for a in arrays if a.sparse]) or "0"
-        return [
-            "size_t sg_free = 0, sg_total = 0;",
-            "SG_CHECK(cudaMemGetInfo(&sg_free, &sg_total));",
-            f"const size_t sg_need = {need};",
-            "if (sg_need > sg_free) {",
-            "  snprintf(sg_error_text, sizeof(sg_error_text), \"not enough GPU memory: the "
-            "operator's arrays need %.1f MiB on the GPU but only %.1f MiB of its %.1f MiB are "
-            "free; use a smaller grid or float32 data, or end other processes that hold GPU "
-            "memory\", sg_need/1048576.0, sg_free/1048576.0, sg_total/1048576.0);",
-            "  sg_status = 2;",
-            "  goto sg_cleanup;",
-            "}",
-        ]
 
     def _nvtx(self, name, lines):
         if not self.options.nvtx:
@@ -519,30 +515,20 @@ class CudaBackend(CBackend):
         return [f'nvtxRangePushA("{name}");'] + lines + ["nvtxRangePop();"]
 
     def setup(self):
-        """Check the footprint against free memory, allocate, copy in (temporaries: zero)."""
-        lines = self._memory_check()
+        """The sparse coordinates to the GPU (the arrays are there already)."""
+        lines = []
         if self.options.debug:
             lines += ["const sg_oob_record sg_clear = {};",
                       "SG_CHECK(cudaMemcpyToSymbol(sg_oob, &sg_clear, sizeof(sg_clear)));"]
         copies = []
         for a in self.program.arrays:
-            lay = a.layout
-            copies.append(f"SG_CHECK(cudaMalloc((void **)&{lay.device}, {self._bytes(a)}));")
-            if a.temporary or self.pitched(a):   # the pads too: the NaN/Inf count reads them
-                copies.append(f"SG_CHECK(cudaMemset({lay.device}, 0, {self._bytes(a)}));")
-            if not a.temporary:
-                copies.append(device_layout.copy(a, True, ctype(a.dtype)) if self.pitched(a)
-                              else f"SG_CHECK(cudaMemcpy({lay.device}, {lay.vec}, "
-                                   f"{self._bytes(a)}, cudaMemcpyHostToDevice));")
             if a.sparse:
+                lay = a.layout
                 dc, nb = lay.device_coords, self._coord_bytes(a)
                 copies += [f"SG_CHECK(cudaMalloc((void **)&{dc}, {nb}));",
                            f"SG_CHECK(cudaMemcpy({dc}, {lay.coords}, {nb}, "
                            "cudaMemcpyHostToDevice));"]
-            start = device_layout.origin(a) if self.pitched(a) else \
-                f"{lay.device} + {lay.origin[0]}"
-            copies.append(f"{a.name} = {start};")
-        return lines + self._nvtx("copy-in", copies)
+        return lines + self._nvtx("coordinates", copies)
 
     def launch(self, k, args):
         """Host code that launches section ``k`` (when its space is not empty), timed."""
@@ -654,7 +640,7 @@ class CudaBackend(CBackend):
         return lines + _indent([interrupt.step_end(prog)]) + ["}"]
 
     def finish(self):
-        """Wait for the last kernel, read the remaining timer events, copy results back."""
+        """Wait for the last kernel, read the remaining timer events, count NaN/Inf."""
         nk = max(len(self.program.kernels), 1)
         lines = [
             'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after the last kernel '
@@ -669,13 +655,7 @@ class CudaBackend(CBackend):
             "  }",
             "}",
         ]
-        lines += self.finite_checks()
-        written = {n for k in self.program.kernels for n in k.writes}
-        copies = [device_layout.copy(a, False, ctype(a.dtype)) if self.pitched(a) else
-                  f"SG_CHECK(cudaMemcpy({a.layout.vec}, {a.layout.device}, {self._bytes(a)}, "
-                  "cudaMemcpyDeviceToHost));"
-                  for a in self.program.arrays if a.name in written and not a.temporary]
-        return lines + self._nvtx("copy-out", copies)
+        return lines + self.finite_checks()
 
     def finite_checks(self):
         """Where the caller asks: NaN/Inf counted on the GPU in each checked array's range."""
@@ -693,7 +673,7 @@ class CudaBackend(CBackend):
                 start, count = p.offset(start), f"{count}/{p.width}*{p.pitch}"
             lines += [f"  if ({ck}[{3 * i + 1}] > 0)",
                       f"    sg_nonfinite<<<sg_blocks({count}, 256, 4096L), 256>>>"
-                      f"({a.layout.device} + {start}, {count}, sg_d_checks + {i});"]
+                      f"({a.layout.vec} + {start}, {count}, sg_d_checks + {i});"]
         lines += ['  SG_CHECK_AS(cudaGetLastError(), "launch of the NaN/Inf count");',
                   "  unsigned long long sg_counts[%d];" % n,
                   "  SG_CHECK(cudaMemcpy(sg_counts, sg_d_checks, sizeof(sg_counts), "
@@ -715,10 +695,10 @@ class CudaBackend(CBackend):
         lines.append('if (sg_d_checks) sg_release(cudaFree(sg_d_checks), "cudaFree(sg_d_checks)", '
                      "&sg_status);")
         for a in self.program.arrays:
-            for ptr in (a.layout.device, a.layout.device_coords):
-                if ptr:
-                    lines.append(f"if ({ptr}) sg_release(cudaFree({ptr}), \"cudaFree({ptr})\", "
-                                 "&sg_status);")
+            ptr = a.layout.device_coords
+            if ptr:
+                lines.append(f"if ({ptr}) sg_release(cudaFree({ptr}), \"cudaFree({ptr})\", "
+                             "&sg_status);")
         return lines + ["return sg_status;"]
 
     def host_body(self, launches):

@@ -69,17 +69,52 @@ def declarations(a, size_last: str, index_expr) -> list[str]:
 
 
 def origin(a) -> str:
-    """The device address of the array's first domain point, from its allocation."""
+    """Offset of the array's first domain point from the start of its device allocation."""
     p, lay = Pitched(a.name), a.layout
-    return f"{lay.device} + {p.offset(f'{lay.origin[0]} - {lay.halo[-1]}')} + {lay.halo[-1]}"
+    return f"{p.offset(f'{lay.origin[0]} - {lay.halo[-1]}')} + {lay.halo[-1]}"
 
 
-def copy(a, to_device: bool, real: str) -> str:
-    """The checked cudaMemcpy2D of the array's rows between host and device."""
-    p, lay = Pitched(a.name), a.layout
-    host = (lay.vec, f"{p.width}*sizeof({real})")
-    dev = (f"{lay.device} + {p.front}", f"{p.pitch}*sizeof({real})")
-    (dst, dpitch), (src, spitch) = (dev, host) if to_device else (host, dev)
-    kind = "cudaMemcpyHostToDevice" if to_device else "cudaMemcpyDeviceToHost"
-    return (f"SG_CHECK(cudaMemcpy2D({dst}, {dpitch}, {src}, {spitch}, "
-            f"{p.width}*sizeof({real}), {p.rows}, {kind}));")
+@dataclass(frozen=True)
+class DeviceLayout:
+    """Where the elements of an array of host shape ``shape`` lie in its device allocation:
+    rows of ``width`` elements, ``pitch`` apart, the first ``front`` elements in; an unpitched
+    layout is the host's (``pitch == width``, ``front == 0``). The numbers the entry point
+    computes from the same halo, size and type (``declarations``)."""
+
+    shape: tuple[int, ...]
+    itemsize: int
+    front: int = 0
+    pitch: int = 0
+
+    @classmethod
+    def of(cls, shape, itemsize: int, halo_last: int | None) -> "DeviceLayout":
+        """The pitched layout of a grid array (``halo_last``: its innermost halo), or the
+        host's (None)."""
+        shape = tuple(int(n) for n in shape)
+        if halo_last is None or not shape:
+            return cls(shape, itemsize, 0, shape[-1] if shape else 1)
+        per = SEGMENT // itemsize
+        pitch = -(-shape[-1] // per) * per
+        return cls(shape, itemsize, (per - halo_last % per) % per, pitch)
+
+    @property
+    def width(self) -> int:
+        return self.shape[-1] if self.shape else 1
+
+    @property
+    def rows(self) -> int:
+        return int(np.prod(self.shape[:-1], dtype=np.int64)) if self.shape else 1
+
+    @property
+    def length(self) -> int:
+        """Elements of the allocation."""
+        return self.front + self.rows * self.pitch
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides of the host shape on the device."""
+        out, step = [], self.pitch
+        for n in reversed(self.shape[:-1]):
+            out.append(step)
+            step *= n
+        return tuple(reversed(out)) + (1,)

@@ -1,6 +1,8 @@
 """The OpenACC backend: the C backend's loop nests with OpenACC directives, for nvc++ or GCC.
 
-One data region around all sections copies each array in once and the written ones out once;
+One data region around all sections copies each array in once and the written ones out once,
+unless the caller made it present (``stencilgen_acc_enter``: fields kept on the device between
+applies, ``stencilgen.places``), when it moves nothing;
 every loop nest is a ``parallel loop`` (collapsed, gang vector) with ``present`` clauses, and
 sparse injection adds with ``atomic update``. Arrays are indexed from their base pointer
 (``u_vec[u_o + ...]``) so the data clauses name exactly what the kernels touch. The source is
@@ -61,6 +63,45 @@ STENCILGEN_EXPORT int stencilgen_acc_devices(void)
 {
   return acc_get_num_devices(acc_device_not_host);
 }
+
+/* Fields kept on the device between applies: n bytes from p enter the present table (copied
+   in), are copied either way, and leave it (the device copy freed, nothing copied back). */
+STENCILGEN_EXPORT int stencilgen_acc_enter(char *p, size_t n)
+{
+  stencilgen_acc_select();
+  #pragma acc enter data copyin(p[0:n])
+  return 0;
+}
+
+STENCILGEN_EXPORT int stencilgen_acc_update(char *p, size_t n, int to_device)
+{
+  if (to_device) {
+    #pragma acc update device(p[0:n])
+  } else {
+    #pragma acc update self(p[0:n])
+  }
+  return 0;
+}
+
+STENCILGEN_EXPORT int stencilgen_acc_exit(char *p, size_t n)
+{
+  #pragma acc exit data delete(p[0:n])
+  return 0;
+}
+
+/* free and total bytes of the current device (0 where the runtime cannot say) */
+STENCILGEN_EXPORT int stencilgen_acc_meminfo(size_t *free_bytes, size_t *total_bytes)
+{
+  *free_bytes = *total_bytes = 0;
+#if defined(_OPENACC) && _OPENACC >= 201711
+  if (acc_get_device_type() != acc_device_host) {
+    const int dev = acc_get_device_num(acc_get_device_type());
+    *free_bytes = acc_get_property(dev, acc_get_device_type(), acc_property_free_memory);
+    *total_bytes = acc_get_property(dev, acc_get_device_type(), acc_property_memory);
+  }
+#endif
+  return 0;
+}
 """
 
 
@@ -85,6 +126,9 @@ class OpenACCBackend(CBackend):
 
     name = "openacc"
     language = "OpenACC"
+    #: arrays the caller put on the device with ``acc enter data`` (``stencilgen_acc_enter``)
+    #: are present: the data clauses then move nothing
+    residency = "openacc"
     source_suffix = ".c"     # nvc++ builds take ``.cpp`` from their toolchain
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
@@ -144,7 +188,7 @@ class OpenACCBackend(CBackend):
 
     # -- pragma hooks ------------------------------------------------------------------------
     def includes(self):
-        return [c.Include(h) for h in ("math.h", "stdlib.h", "time.h", "openacc.h")]
+        return [c.Include(h) for h in ("math.h", "stddef.h", "stdlib.h", "time.h", "openacc.h")]
 
     def signature(self, export="STENCILGEN_EXPORT "):
         return super().signature(export)
@@ -180,7 +224,8 @@ class OpenACCBackend(CBackend):
     def body(self):
         return (self.array_views() + self.prologue() +
                 [c.Statement("stencilgen_acc_select()"),
-                 c.Comment("arrays move to the device once, and the written ones back once"),
+                 c.Comment("arrays not already present (stencilgen_acc_enter) move to the device "
+                           "once, and the written ones back once"),
                  c.Pragma(f"acc data {self.data_clauses()}"),
                  c.Block(self.sections_in_order() + self.finite_checks()),
                  c.Statement("return 0")])

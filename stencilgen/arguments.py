@@ -10,6 +10,7 @@ from .errors import InvalidArgument
 from .functions import DiscreteFunction
 from .grid import as_int
 from .sparse import check_coordinates
+from .storage import Storage
 
 
 def _steering(prog) -> set:
@@ -72,35 +73,42 @@ def _override(arr, f, override):
     return override
 
 
-def _array_args(prog, bindings, overrides, temps, args, keep):
-    """Data pointers, halo widths, point counts, time lengths and coordinates of every
-    array; returns the length of each directly indexed time axis bound, by C name."""
-    lengths = {}
-    shape = bindings.grid.shape
+def _storage(arr, bindings, overrides, temps, shape, args, keep):
+    """The storage of ``arr`` for this apply and its halo widths (a temporary's own, sized
+    to the grid; a sparse function's coordinates bound on the way)."""
+    if arr.temporary:
+        full = tuple(n + 2 * h for n, h in zip(shape, arr.halo))
+        st = temps.get(arr.name)
+        if st is None or st.shape != full:
+            st = temps[arr.name] = Storage(arr.name, full, arr.dtype, arr.halo)
+        return st, arr.halo
+    f = bindings.functions[arr.name]
+    if arr.user in overrides:
+        f = _override(arr, f, overrides[arr.user])
+    if arr.sparse:
+        check_coordinates(f)
+        coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
+        keep.append(coords)
+        args[arr.layout.coords], args[arr.layout.npoint] = coords.ctypes.data, f.npoint
+    return f.field.storage, f.halo
+
+
+def _array_args(prog, bindings, overrides, temps, args, keep, attach):
+    """Data pointers (from ``attach``: where the backend reads them), halo widths, point
+    counts, time lengths and coordinates of every array; returns the length of each
+    directly indexed time axis bound, by C name."""
+    lengths, bound = {}, []
     for arr in prog.arrays:
         lay = arr.layout
-        if arr.temporary:
-            full = tuple(n + 2 * h for n, h in zip(shape, arr.halo))
-            data = temps.get(arr.name)
-            if data is None or data.shape != full:
-                data = temps[arr.name] = np.zeros(full, dtype=arr.dtype)
-            halo = arr.halo
-        else:
-            f = bindings.functions[arr.name]
-            if arr.user in overrides:
-                f = _override(arr, f, overrides[arr.user])
-            data, halo = f.data_with_halo, f.halo
-            if arr.sparse:
-                check_coordinates(f)
-                coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
-                keep.append(coords)
-                args[lay.coords], args[lay.npoint] = coords.ctypes.data, f.npoint
-        keep.append(data)
-        args[lay.vec] = data.ctypes.data
+        st, halo = _storage(arr, bindings, overrides, temps, bindings.grid.shape, args, keep)
+        bound.append((arr, st, halo))
         for name, h in zip(lay.halo, halo):
             args[name] = int(h)
         if lay.nt:
-            args[lay.nt] = lengths[arr.name] = int(data.shape[0])
+            args[lay.nt] = lengths[arr.name] = int(st.shape[0])
+    for (arr, st, _), ptr in zip(bound, attach(bound)):
+        args[arr.layout.vec] = ptr
+        keep.append(st)
     return lengths
 
 
@@ -293,8 +301,9 @@ def _dimension_names(prog, kwargs, op_name) -> dict:
     return out
 
 
-def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
-    """Every argument of the entry point by C name, and the arrays to keep alive meanwhile."""
+def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
+    """Every argument of the entry point by C name, and what to keep alive meanwhile.
+    ``attach`` turns [(array, storage, halo)] into the pointers the entry point reads."""
     kwargs = _dimension_names(prog, kwargs, op_name)
     unknown = set(kwargs) - _accepted(prog)
     if unknown:
@@ -305,7 +314,7 @@ def bind(prog, bindings, kwargs, temps, op_name) -> tuple[dict, list]:
     steering = _steering(prog)
     overrides = {k: v for k, v in kwargs.items() if k not in steering}
     args, keep = {prog.control: None}, []   # no stop flag or step count: apply sets one
-    lengths = _array_args(prog, bindings, overrides, temps, args, keep)
+    lengths = _array_args(prog, bindings, overrides, temps, args, keep, attach)
     _bounds(prog, bindings.grid, kwargs, args)
     _factors(prog, bindings, overrides, args)
     if prog.has_time_loop:

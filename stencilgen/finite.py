@@ -45,12 +45,12 @@ def check_ranges(program, span, fields) -> np.ndarray:
     written = last_written(program, span)
     out = np.zeros((len(program.checks), 3), dtype=np.int64)
     for i, name in enumerate(program.checks):
-        data = fields[name].data_with_halo
+        shape = fields[name].field.storage.shape   # the host array is not needed (GPU runs)
         slots = written.get(name)
         if slots is None:
-            out[i, :2] = 0, data.size
+            out[i, :2] = 0, int(np.prod(shape))
         else:
-            per = data[0].size
+            per = int(np.prod(shape[1:]))
             out[i, :2] = min(slots) * per, (max(slots) - min(slots) + 1) * per
     return out
 

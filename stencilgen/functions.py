@@ -13,13 +13,14 @@ import numpy as np
 import sympy
 from sympy.core.function import AppliedUndef, UndefinedFunction
 
-from . import memory
+from . import places
 from .differentiable import Differentiable
 from .dimensions import Dimension
 from .errors import InvalidArgument
 from .grid import Grid, as_int, check_dtype
 from .indexing import function_at
 from .staggering import HALF, natural_index, staggered_dims
+from .storage import Storage
 
 
 @dataclass(eq=False)
@@ -37,7 +38,7 @@ class FieldData:
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
     time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
-    _data: np.ndarray | None = dc_field(default=None, repr=False)
+    _storage: Storage | None = dc_field(default=None, repr=False)
 
     @property
     def time_size(self) -> int | None:
@@ -54,17 +55,22 @@ class FieldData:
         """Where the values sit along ``d``, in spacings from the node (0 or 1/2)."""
         return HALF if d in self.staggered else sympy.S.Zero
 
-    def allocate(self) -> np.ndarray:
-        if self._data is None:
-            shape = self.shape_with_halo
-            memory.reserve(self, int(np.prod(shape)) * np.dtype(self.dtype).itemsize)
-            self._data = np.zeros(shape, dtype=self.dtype)
-        return self._data
+    @property
+    def storage(self) -> Storage:
+        """The values, on the host and (after a GPU apply) on the GPU (``storage.py``)."""
+        if self._storage is None:
+            self._storage = Storage(self.name, self.shape_with_halo, self.dtype, self.halo)
+        return self._storage
 
     @property
     def nbytes(self) -> int:
-        """Bytes of data allocated (0 before the first access)."""
-        return 0 if self._data is None else self._data.nbytes
+        """Bytes of host data allocated (0 before the first access)."""
+        return 0 if self._storage is None else self._storage.nbytes
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    view.flags.writeable = False
+    return view
 
 
 def _check_order(owner: str, value, what: str, allowed: str, valid) -> int:
@@ -161,18 +167,26 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     @property
     def data_with_halo(self) -> np.ndarray:
-        return self.field.allocate()
+        """The values, halo included, on the host (copied back from the GPU first where an
+        apply left newer values there); writing through it marks the host copy newer."""
+        return self.field.storage.view()
+
+    def _domain(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Where the domain starts in ``data_with_halo``, and its shape."""
+        time = (0,) if self.field.is_time else ()
+        return time + tuple(self.halo), self.shape
 
     @property
     def data(self) -> np.ndarray:
         """A writable view of the domain, the halo hidden (``data_with_halo`` shows it)."""
-        inner = tuple(slice(h, h + n) for h, n in zip(self.halo, self.grid.shape))
-        if self.field.is_time:
-            inner = (slice(None),) + inner
-        return self.data_with_halo[inner]
+        start, shape = self._domain()
+        return self.data_with_halo[tuple(slice(a, a + n) for a, n in zip(start, shape))]
 
     @data.setter
     def data(self, value):
+        if places.foreign(value):
+            places.write_device(self.field.storage, *self._domain(), value, self.name)
+            return
         view = self.data
         arr = np.asarray(value)
         if arr.dtype.kind not in "biuf":
@@ -188,6 +202,35 @@ class DiscreteFunction(Differentiable, AppliedUndef):
             raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit the "
                                   f"domain shape {view.shape}")
         view[...] = arr
+
+    data_domain = data
+
+    @property
+    def data_ro_domain(self) -> np.ndarray:
+        """A read-only view of the domain (Devito's name)."""
+        return _read_only(self.data)
+
+    @property
+    def data_ro_with_halo(self) -> np.ndarray:
+        return _read_only(self.data_with_halo)
+
+    @property
+    def device_data(self):
+        """The domain's values on the GPU, without a copy: a view for ``cupy.asarray``,
+        ``torch.from_dlpack`` or ``jax.dlpack`` (``stencilgen.interop.DeviceArray``). The
+        GPU copy is made (or brought up to date) first, and counts as written: the host's
+        next read copies it back."""
+        return places.device_view(self.field.storage, *self._domain())
+
+    @property
+    def device_data_with_halo(self):
+        """``device_data`` with the halo."""
+        return places.device_view(self.field.storage, None, None)
+
+    def release_device(self):
+        """Copy the values back to the host if the GPU has newer ones, and free the GPU copy
+        (the next GPU apply makes it again)."""
+        self.field.storage.release()
 
     def _sympystr(self, printer):
         return f"{self.name}({', '.join(printer.doprint(a) for a in self.args)})"

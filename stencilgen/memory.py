@@ -58,3 +58,15 @@ def sweep() -> int:
 def clear_cache():
     """Devito's ``clear_cache()``: drop sympy's cache and free the Functions no one holds."""
     sweep()
+
+
+def track(record):
+    """Count ``record`` among those holding memory (one that got a device copy first)."""
+    with _lock:
+        _records.add(record)
+
+
+def resident() -> list[tuple[str, int]]:
+    """(name, bytes) of every field with a copy on a device, largest first."""
+    found = [(r.name, r.device_nbytes) for r in list(_records) if r.device_nbytes]
+    return sorted(found, key=lambda item: -item[1])

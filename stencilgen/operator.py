@@ -15,6 +15,7 @@ from . import autotune as tuning
 from . import finite
 from . import longrun
 from . import operator_options as options
+from . import places
 from . import platform as targets
 from .arguments import bind
 from .compiler import compile_program
@@ -59,6 +60,7 @@ class Operator:
         self.codegen_seconds = _time.perf_counter() - start
         log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
         self._build = None
+        self._where = None
         self._build_lock = threading.Lock()
         self._temps = _Temporaries()
 
@@ -105,6 +107,17 @@ class Operator:
         self._build = b
         return b.compiled
 
+    def _place(self):
+        """Where the build's arrays live while it runs (``stencilgen.places``), found on
+        first use: a GPU place needs the GPU, which building does not."""
+        if self._where is None:
+            try:
+                self._where = places.place_for(self._emitter.residency, self._build.library,
+                                               self._toolchain())
+            except ExecutionError as exc:
+                raise ExecutionError(f"Operator `{self.name}` failed: {exc}") from None
+        return self._where
+
     @property
     def cfunction(self):
         """The loaded entry point (compiling or fetching it on first use)."""
@@ -118,9 +131,22 @@ class Operator:
 
     # -- running ---------------------------------------------------------------------------------
     def arguments(self, **kwargs):
-        """Every argument of the entry point by C name after defaults and overrides, and the
-        arrays that must stay alive while it runs (temporaries fresh, the caller's own)."""
-        return bind(self.program, self._bindings, kwargs, {}, self.name)
+        """Every argument of the entry point by C name after defaults and overrides (arrays
+        where the backend reads them: on the GPU for CUDA), and what must stay alive while it
+        runs (temporaries fresh, the caller's own)."""
+        self._ensure_built()
+        return bind(self.program, self._bindings, kwargs, {}, self.name, self._attacher({}))
+
+    def _attacher(self, bound: dict):
+        """The ``attach`` of ``bind``: the pointers of the arrays where the backend reads them
+        (device copies made and brought up to date), noting each storage in ``bound``."""
+        em, place = self._emitter, self._place()
+
+        def attach(items):
+            bound.update({arr.name: st for arr, st, _ in items})
+            return place.attach([(st, em.device_layout(arr, st.shape, st.dtype.itemsize, h))
+                                 for arr, st, h in items])
+        return attach
 
     def __call__(self, **kwargs) -> PerformanceSummary:
         """``op(...)`` is ``op.apply(...)``."""
@@ -140,7 +166,10 @@ class Operator:
         prog, check = self.program, self._check_finite
         check = configuration["check-finite"] if check is None else check
         with self._temps.borrow() as temps:   # never shared by two applies running at once
-            args, keep = bind(prog, self._bindings, kwargs, temps, self.name)
+            bound = {}
+            args, keep = bind(prog, self._bindings, kwargs, temps, self.name,
+                              self._attacher(bound))
+            written = [bound[n] for n in prog.checks]
             timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
             args[prog.timers] = timers.ctypes.data
             span = (args[prog.time_bounds[0]], args[prog.time_bounds[1]]) \
@@ -148,9 +177,10 @@ class Operator:
             fields = self._written_fields(kwargs)
             checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
             args[prog.checks_param] = None if checks is None else checks.ctypes.data
-            shapes = self._launch_shapes(args, keep, autotune)
+            shapes = self._launch_shapes(args, written, autotune)
             args[prog.tuning] = None if shapes is None else shapes.ctypes.data
-            run = self._run(args)
+            keep.append(shapes)
+            run = self._run(args, written)
             del keep
         if run.stopped:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
@@ -161,16 +191,21 @@ class Operator:
             finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
         return summary
 
-    def _run(self, args) -> longrun.Run:
+    def _run(self, args, written) -> longrun.Run:
         """Call the entry point with ``args`` (Ctrl-C stops it between time steps, a long run
-        reports its progress); raises if it failed."""
+        reports its progress) and note that the storages ``written`` changed where it ran;
+        raises if it failed."""
         run = longrun.Run(self.name, self.program, args)
         status = run.call(self._cfunction, self._sigint,
                           [args[p.name] for p in self.program.parameters()])
         if self._emitter.openmp_threads:
             longrun.openmp_ran()   # a process forked from now on is checked
+        place = self._place()
+        for st in written:
+            place.written(st)
         if status != 0:
-            raise ExecutionError(f"Operator `{self.name}` failed: {self._error_text(status)}")
+            text = self._error_text(status) + place.settle(written)
+            raise ExecutionError(f"Operator `{self.name}` failed: {text}")
         return run
 
     def _interrupted(self, run, timers, wall, compiled, fields):
@@ -184,7 +219,7 @@ class Operator:
         written = finite.last_written(prog, span) if span else {}
         return longrun.interrupted(run, summary, fields, written)
 
-    def _launch_shapes(self, args, keep, asked):
+    def _launch_shapes(self, args, written, asked):
         """The tuning argument: the launch shapes kept for this size or tuned now (None:
         the backend's defaults)."""
         offered = self._emitter.launch_shapes()
@@ -201,7 +236,8 @@ class Operator:
                          float(points) * steps):
             start = _time.perf_counter()
             em = self._emitter
-            choice = tuning.tune(self._trial(args, keep), {s: len(v) for s, v in offered.items()},
+            choice = tuning.tune(self._trial(args, written),
+                                 {s: len(v) for s, v in offered.items()},
                                  max(len(prog.kernels), 1), em.tuning_rounds,
                                  em.default_shapes(), em.tuning_margin)
             memory.put(key, choice)
@@ -211,12 +247,11 @@ class Operator:
                      f"{_time.perf_counter() - start:.2f} s: {picked}")
         if choice is None or len(choice) != max(len(prog.kernels), 1):
             return None
-        keep.append(choice)
         return choice
 
-    def _trial(self, args, keep):
+    def _trial(self, args, written):
         """A function that runs a few steps with the launch shapes it is given and returns the
-        section timers, then puts back every array the run wrote."""
+        section timers, then puts back every array the run wrote (``written``)."""
         prog, trial = self.program, dict(args)
         if prog.has_time_loop:
             lo, hi = prog.time_bounds
@@ -226,16 +261,13 @@ class Operator:
             else:
                 trial[lo] = args[hi] - n + 1
         trial[prog.checks_param] = None
-        written = {args[a.layout.vec] for a in prog.arrays if a.name in prog.checks}
-        saved = [(d, d.copy()) for d in keep
-                 if isinstance(d, np.ndarray) and d.ctypes.data in written]
+        restore = self._place().preserve(written)
 
         def run(choice):
             timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
             trial[prog.timers], trial[prog.tuning] = timers.ctypes.data, choice.ctypes.data
             status = self._cfunction(*[trial[p.name] for p in prog.parameters()])
-            for data, copy in saved:
-                np.copyto(data, copy)
+            restore()
             if status != 0:
                 raise ExecutionError(f"Operator `{self.name}` failed while autotuning: "
                                       f"{self._error_text(status)}")

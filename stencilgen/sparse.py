@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
+from . import places
 from .dimensions import Dimension
 from .errors import InvalidArgument
 from .functions import DiscreteFunction, FieldData, _check_order, _common_checks
@@ -101,6 +102,9 @@ class SparseFunction(DiscreteFunction):
 
     @data.setter
     def data(self, value):
+        if places.foreign(value):
+            places.write_device(self.field.storage, *self._domain(), value, self.name)
+            return
         arr = np.asarray(value)
         if arr.dtype.kind not in "biuf":
             raise InvalidArgument(f"{self.name}.data: got dtype {arr.dtype}; give real numbers")

@@ -18,7 +18,7 @@ import jitcache
 import programs
 from programs import PROGRAMS, TOL
 from stencilgen import (Eq, Function, Grid, NumericalWarning, Operator, StencilgenError,
-                        TimeFunction, configuration, platform)
+                        TimeFunction, clear_cache, configuration, platform)
 
 HAVE_NVCC = shutil.which("nvcc") is not None or bool(
     os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin",
@@ -111,21 +111,16 @@ def test_every_cuda_call_is_checked():
                               "if (sg_d_")), ln
         if ln.startswith(("if (d_", "if (sg_d_")):
             assert "sg_release(cudaFree(" in ln, ln
-    # memory is estimated and compared with what is free before anything is allocated
-    assert body.index("cudaMemGetInfo") < body.index("cudaMalloc")
-    assert "not enough GPU memory" in body
-    # every allocation is released at the one exit
+    # the entry point allocates and copies only the sparse coordinates (fields are the
+    # caller's device copies: stencilgen/places.py), and frees them at the one exit
     cleanup = body[body.index("sg_cleanup:"):]
     for a in op.program.arrays:
-        assert f"cudaFree(d_{a.name}_vec)" in cleanup
+        assert f"cudaMalloc((void **)&d_{a.name}_vec" not in body
+        assert f"cudaMemcpy2D({a.name}_vec" not in body
         if a.sparse:
             assert f"cudaFree(d_{a.name}_coords)" in cleanup
-    # only what the kernels write is copied back, and temporaries never
-    written = {n for k in op.program.kernels for n in k.writes}
-    for a in op.program.arrays:
-        back = f"cudaMemcpy({a.name}_vec, d_{a.name}_vec" in body or \
-            f"cudaMemcpy2D({a.name}_vec, " in body
-        assert back == (a.name in written and not a.temporary), a.name
+    assert "cudaMemcpyDeviceToHost" in body   # the NaN/Inf counts only
+    assert body.count("cudaMemcpyDeviceToHost") == 1
 
 
 @needs_nvcc
@@ -152,10 +147,10 @@ def test_a_cuda_failure_becomes_a_stencilgen_error(tmp_path):
                           timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
     out = done.stdout
     assert done.returncode == 0, done.stderr
-    m = re.search(r"ERROR: Operator `nogpu` failed: CUDA call (\w+)\(.*\) failed: (.+) "
-                  r"\((cudaError\w+)\)", out)
+    m = re.search(r"ERROR: Operator `nogpu` failed: the CUDA runtime: CUDA call (\w+)\(.*\) "
+                  r"failed: (.+) \((cudaError\w+)\)", out)
     assert m, out
-    assert m.group(1) == "cudaMemGetInfo" and m.group(2)
+    assert m.group(1) == "cudaGetDevice" and m.group(2)
     assert "UNCHANGED: True" in out
 
 
@@ -356,12 +351,13 @@ def test_out_of_memory_is_reported_before_allocating():
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
     op = Operator([Eq(u.forward, u + u.backward + u.laplace)], name="oom", backend="cuda")
     op.cfunction  # noqa: B018 - build before the memory is taken
+    clear_cache()   # earlier tests' dropped fields: freed now, not by the check's own sweep
     free = cupy.cuda.runtime.memGetInfo()[0]
     hold = cupy.empty(free - 32 * 2 ** 20, dtype=np.uint8)
     try:
         u.data[:] = 1.0
         with pytest.raises(StencilgenError, match=r"not enough GPU memory: the operator's arrays "
-                           r"need (\d+\.\d) MiB on the GPU but only (\d+\.\d) MiB") as info:
+                           r"need (\d+\.\d) MiB more on the GPU but only (\d+\.\d) MiB") as info:
             op.apply(time_m=0, time_M=1, dt=0.1)
     finally:
         del hold

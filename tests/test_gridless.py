@@ -188,7 +188,10 @@ def test_openacc_on_the_host_equals_c_for_coefficients():
 @needs_nvcc
 def test_cuda_source_with_gridless_coefficients_compiles():
     op, _, _ = _coefficients("cuda", "CoeffsCuda")
-    assert "cudaMemcpy(d_cz_vec" in op.ccode   # not pitched: it spans one dimension
+    assert "const long sg_cz_p" not in op.ccode   # not pitched: it spans one dimension
+    cz = next(a for a in op.program.arrays if a.user == "cz")
+    lay = op._emitter.device_layout(cz, (12,), 4, (2,))
+    assert lay.pitch == lay.width == 12 and lay.front == 0
     assert op.cfunction is not None
 
 
