@@ -4,8 +4,9 @@ The ``extern "C"`` entry point takes the same arguments as the C backend's, but 
 device allocations in the layout of ``device_layout`` (made, filled and read back by the
 caller, ``stencilgen.places``): it runs all sections there (the contiguous dimension on
 ``threadIdx.x``, sparse points with ``atomicAdd``) and copies nothing but the sparse
-coordinates, so fields stay on the GPU between applies. Each CUDA call is checked; a failure returns a nonzero status
-and leaves a message in ``stencilgen_error()``. Section times come from CUDA events.
+coordinates, so fields stay on the GPU between applies. Each CUDA call is checked; a failure
+returns a nonzero status and leaves a message in ``stencilgen_error()``. Section times come
+from CUDA events.
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     return ArrayLayout(vec=vec, halo=halo, strides=tuple(strides),
                        origin=(names.fresh(f"{a.name}_o"), origin),
                        count=(names.fresh(f"{a.name}_len"), count),
-                       device=names.fresh(f"d_{vec}"), padding=(0,) * len(own),
+                       padding=(0,) * len(own),
                        alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
 
 
@@ -67,7 +67,7 @@ def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout
     return ArrayLayout(vec=vec, halo=(), strides=strides,
                        origin=(names.fresh(f"{a.name}_o"), sympy.Integer(0)),
                        count=(names.fresh(f"{a.name}_len"), count),
-                       device=names.fresh(f"d_{vec}"), npoint=npoint, coords=coords,
+                       npoint=npoint, coords=coords,
                        device_coords=names.fresh(f"d_{coords}"), padding=(),
                        alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
 

@@ -43,10 +43,9 @@ class ArrayLayout:
     strides: tuple[tuple[str, sympy.Expr], ...]   # per index (time first), innermost last
     origin: tuple[str, sympy.Expr]            # offset of the first domain point
     count: tuple[str, sympy.Expr]             # elements in the allocation
-    device: str                               # a second copy's pointer (e.g. on a GPU)
     npoint: str | None = None                 # sparse: parameter, number of points
     coords: str | None = None                 # sparse: parameter, (npoint, ndim) coordinates
-    device_coords: str | None = None          # sparse: the coordinates' second copy
+    device_coords: str | None = None          # sparse: the coordinates' copy on a GPU
     nt: str | None = None                     # saved or sampled time axis: parameter, its length
     padding: tuple[int, ...] = ()
     alignment: int = 0
