@@ -199,6 +199,28 @@ class CudaPlace(_DevicePlace):
     def free_pointer(self, ptr: int):
         self.lib.sg_rt_free(ctypes.c_void_p(ptr))
 
+    def duplicate(self, copy: CudaCopy) -> CudaCopy:
+        """Another device copy with the same values (a checkpoint kept on the GPU)."""
+        free, total = self.meminfo()
+        if copy.nbytes > free:
+            memory.sweep()
+            free, total = self.meminfo()
+        if copy.nbytes > free:
+            raise DeviceMemoryError(f"not enough GPU memory for a checkpoint of "
+                                    f"{_mib(copy.nbytes)}: {_mib(free)} of {_mib(total)} free; "
+                                    f"use fewer checkpoints")
+        ptr = ctypes.c_void_p()
+        self.call("sg_rt_alloc", ctypes.byref(ptr), ctypes.c_size_t(copy.nbytes))
+        out = CudaCopy(self, copy.layout, ptr.value)
+        self.copy_device(out, copy)
+        return out
+
+    def copy_device(self, dst: CudaCopy, src: CudaCopy):
+        """``dst``'s allocation = ``src``'s, on the GPU."""
+        n = ctypes.c_size_t(src.nbytes)
+        self.call("sg_rt_copy2d", ctypes.c_void_p(dst.ptr), n, ctypes.c_void_p(src.ptr), n, n,
+                  ctypes.c_size_t(1), ctypes.c_int(3))
+
     def strided_copy(self, dst: interop.Strided, src: interop.Strided):
         """``dst[...] = src`` on the GPU, for any strides, converting the element type."""
         codes = [cuda_runtime.type_code(v.dtype) for v in (dst, src)]

@@ -107,6 +107,29 @@ class Storage:
             self.host()
             self.copy, self.newer = None, None
 
+    def checkpoint(self):
+        """A copy of the values as they are now, kept where they are newest (a device copy
+        on a place that can duplicate one, else a host array): for ``restore``."""
+        with self._lock:
+            copy = self.copy
+            if copy is not None and self.newer != "host" and hasattr(copy.place, "duplicate"):
+                return copy.place.duplicate(copy)
+            return self.host().copy()
+
+    def restore(self, saved):
+        """Put back the values of a ``checkpoint``."""
+        with self._lock:
+            if isinstance(saved, np.ndarray):
+                self.host_buffer()[...] = saved
+                self.newer = "host" if self.copy is not None else None
+            elif self.copy is not None and self.copy.place is saved.place and \
+                    self.copy.layout == saved.layout:
+                saved.place.copy_device(self.copy, saved)
+                self.newer = "device"
+            else:
+                saved.download(self.host_buffer())
+                self.newer = "host" if self.copy is not None else None
+
     def lose_device(self, why: str):
         """Forget the device copy without reading it (its CUDA context failed)."""
         with self._lock:

@@ -78,8 +78,10 @@ def plot_shot_record(data, times, rec_x, path, title: str = "Shot record",
 
 
 def plot_snapshot(field, model, path, time_ms: float | None = None, src=None, rec=None,
-                  percentile: float = 99.0, show_layer: bool = True) -> Path:
-    """The velocity model and a 2D wavefield ``field`` (x across, depth down) side by side.
+                  percentile: float = 99.0, show_layer: bool = True,
+                  label: str = "wavefield u") -> Path:
+    """The velocity model and a 2D wavefield ``field`` (x across, depth down) side by side
+    (or any other field of the grid: an image, named by ``label``).
 
     ``field`` and the model's velocity are on the padded grid (2D arrays; for 3D pass a slice
     and ``model`` still describes the x and z axes through its first and last dimension).
@@ -101,9 +103,9 @@ def plot_snapshot(field, model, path, time_ms: float | None = None, src=None, re
     vmax = clip_value(field, percentile)
     im1 = axes[1].imshow(field.T, cmap="seismic", vmin=-vmax, vmax=vmax, extent=extent,
                          aspect="equal", interpolation="bilinear")
-    fig.colorbar(im1, ax=axes[1], shrink=0.8, label="u")
+    fig.colorbar(im1, ax=axes[1], shrink=0.8, label=label.split()[-1])
     when = f" at t = {time_ms:.1f} ms" if time_ms is not None else ""
-    axes[1].set_title(f"wavefield u{when}", fontsize=10)
+    axes[1].set_title(f"{label}{when}", fontsize=10)
     (lx, hx), (lz, hz) = model.domain_bounds[0], model.domain_bounds[-1]
     for ax in axes:
         if show_layer and model.nbl:

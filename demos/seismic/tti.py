@@ -132,21 +132,40 @@ def sa_tti_rhs(P, M, medium: TTIMedium):
     return divergence(flux_p, medium.grid), divergence(flux_m, medium.grid)
 
 
-def sa_tti_equations(P, M, medium: TTIMedium):
-    """The two update equations P.forward = ..., M.forward = ... (centred in time)."""
+def sa_tti_equations(P, M, medium: TTIMedium, backward: bool = False):
+    """The two update equations P.forward = ..., M.forward = ... (centred in time); with
+    ``backward`` the adjoint scheme, solved for P.backward and M.backward: the same but for
+    the sign of the first time derivative (attenuation and sponge), whose transpose is minus
+    itself, so that the adjoint damps running backward as the forward does running forward
+    (the spatial operator is self-adjoint, the second difference symmetric)."""
     rp, rm = sa_tti_rhs(P, M, medium)
     V, b = medium.V, medium.b
     eqs = []
     for u, r in ((P, rp), (M, rm)):
         ut = (u.forward - u.backward) / (2 * u.grid.stepping_dim.spacing)   # centred u_t
+        if backward:
+            ut = -ut
         damping = u.dt2
         if medium.qinv is not None:
             damping = damping + medium.qinv * ut
         pde = b / V ** 2 * damping - r
         if medium.damp is not None:
             pde = pde + b * medium.damp * ut
-        eqs.append(Eq(u.forward, solve(pde, u.forward)))
+        unknown = u.backward if backward else u.forward
+        eqs.append(Eq(unknown, solve(pde, unknown)))
     return eqs
+
+
+def leapfrog_weight(medium: TTIMedium, dt):
+    """C+, the factor of u.forward in the scheme: b/V^2/dt^2 + (b qinv/V^2 + b damp)/(2 dt)
+    (the adjoint injects with 1/C+ what the forward injects with dt^2 V^2/b)."""
+    b, V = medium.b, medium.V
+    out = b / V ** 2 / dt ** 2
+    if medium.qinv is not None:
+        out = out + b * medium.qinv / V ** 2 / (2 * dt)
+    if medium.damp is not None:
+        out = out + b * medium.damp / (2 * dt)
+    return out
 
 
 def tti_stability_limit(spacing, vmax: float, epsmax: float, space_order: int) -> float:
