@@ -50,6 +50,12 @@ extern "C" int sg_rt_alloc(void **p, size_t n)
   return 0;
 }
 
+extern "C" int sg_rt_memset(void *p, size_t n)
+{
+  SG_RT(cudaMemset(p, 0, n));
+  return 0;
+}
+
 extern "C" int sg_rt_free(void *p)
 {
   SG_RT(cudaFree(p));

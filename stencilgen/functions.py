@@ -227,6 +227,11 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         """``device_data`` with the halo."""
         return places.device_view(self.field.storage, None, None)
 
+    def zero(self):
+        """Set every value, halo included, to zero where the values are (on the GPU: there,
+        with no copy through the host; a field never written stays unallocated)."""
+        self.field.storage.zero()
+
     def release_device(self):
         """Copy the values back to the host if the GPU has newer ones, and free the GPU copy
         (the next GPU apply makes it again)."""

@@ -162,7 +162,7 @@ class CudaPlace(_DevicePlace):
 
     def __init__(self, library):
         self.lib = library
-        for fn in ("sg_rt_alloc", "sg_rt_free", "sg_rt_copy2d", "sg_rt_meminfo",
+        for fn in ("sg_rt_alloc", "sg_rt_free", "sg_rt_memset", "sg_rt_copy2d", "sg_rt_meminfo",
                    "sg_rt_synchronize", "sg_rt_device", "sg_rt_strided_copy"):
             getattr(library, fn).restype = ctypes.c_int
         library.sg_rt_error.restype = ctypes.c_char_p
@@ -214,6 +214,10 @@ class CudaPlace(_DevicePlace):
         out = CudaCopy(self, copy.layout, ptr.value)
         self.copy_device(out, copy)
         return out
+
+    def zero(self, copy: CudaCopy):
+        """Every element of ``copy`` (and its pads) zero, on the GPU."""
+        self.call("sg_rt_memset", ctypes.c_void_p(copy.ptr), ctypes.c_size_t(copy.nbytes))
 
     def copy_device(self, dst: CudaCopy, src: CudaCopy):
         """``dst``'s allocation = ``src``'s, on the GPU."""

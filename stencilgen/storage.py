@@ -107,6 +107,20 @@ class Storage:
             self.host()
             self.copy, self.newer = None, None
 
+    def zero(self):
+        """Every value zero, where the values are: a device copy is zeroed on its device
+        (no copy through the host), the host array (if any) too, so both agree."""
+        with self._lock:
+            if self.copy is not None and hasattr(self.copy.place, "zero"):
+                self.copy.place.zero(self.copy)
+                if self._host is not None:
+                    self._host[...] = 0
+                self.newer = None
+                return
+            if self._host is not None:
+                self._host[...] = 0
+                self.host_written()
+
     def checkpoint(self):
         """A copy of the values as they are now, kept where they are newest (a device copy
         on a place that can duplicate one, else a host array): for ``restore``."""

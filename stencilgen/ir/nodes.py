@@ -6,6 +6,8 @@ Operator's name registry gave it, so a printer writes names as they are.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -337,11 +339,12 @@ class Program:
     def loop_symbols(self) -> tuple:
         return tuple(d.symbol for d in self.dims)
 
+    @functools.cached_property
+    def _arrays_by_name(self) -> dict:
+        return {a.name: a for a in self.arrays}
+
     def array(self, name: str) -> ArrayParam:
-        for a in self.arrays:
-            if a.name == name:
-                return a
-        raise KeyError(name)
+        return self._arrays_by_name[name]   # looked up many times by every apply
 
 
 def real_type(dtype) -> type:
