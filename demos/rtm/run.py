@@ -62,12 +62,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", type=cli.positive, default=None, metavar="N",
                    help="binomial checkpointing with at most N stored states (sets --keep "
                         "checkpoints)")
-    p.add_argument("--nbl", type=cli.nonnegative, default=NBL,
-                   help=f"absorbing layer width in grid points per side; default {NBL}")
-    p.add_argument("--f0", type=cli.frequency, default=F0,
-                   help=f"peak frequency of the Ricker wavelet in kHz; default {F0:g}")
-    p.add_argument("--outdir", default=".", help="directory for the PNGs; default .")
-    p.add_argument("--no-plot", dest="plot", action="store_false", help="no pictures")
+    cli.add_shot_flags(p, NBL, F0)
     return p
 
 
@@ -179,9 +174,14 @@ def migrate_all(s: Survey, args) -> Result:
 def _plot(s: Survey, r: Result, outdir: Path, f0: float):
     plotted = r.image if s.model.dim == 2 else r.image[:, r.image.shape[1] // 2, :]
     rec = s.fwd.rec.coordinates.data
-    print(f"Wrote {seismic.plot_snapshot(plotted, s.model, outdir / PICTURES[0], src=s.sources, rec=rec, label='RTM image (Laplacian-filtered)')}")
-    times = s.fwd.src.data.shape[0]
-    print(f"Wrote {seismic.plot_shot_record(r.records[len(r.records) // 2], np.arange(times) * s.dt, rec[:, 0], outdir / PICTURES[1], title=f'Observed shot record (middle shot), Ricker {f0 * 1000:g} Hz')}")
+    wrote = seismic.plot_snapshot(plotted, s.model, outdir / PICTURES[0], src=s.sources,
+                                  rec=rec, label="RTM image (Laplacian-filtered)")
+    print(f"Wrote {wrote}")
+    times = np.arange(s.fwd.src.data.shape[0]) * s.dt
+    wrote = seismic.plot_shot_record(r.records[len(r.records) // 2], times, rec[:, 0],
+                                     outdir / PICTURES[1], title="Observed shot record "
+                                     f"(middle shot), Ricker {f0 * 1000:g} Hz")
+    print(f"Wrote {wrote}")
 
 
 def main(argv=None) -> int:

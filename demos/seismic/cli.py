@@ -75,6 +75,16 @@ def add_common(p: argparse.ArgumentParser, shape, nt_help: str, nt_default=None,
                    help="floating-point type of the fields; default float32")
 
 
+def add_shot_flags(p: argparse.ArgumentParser, nbl: int, f0: float) -> None:
+    """--nbl, --f0, --outdir, --no-plot: the sponge, the wavelet and the pictures."""
+    p.add_argument("--nbl", type=nonnegative, default=nbl,
+                   help=f"absorbing layer width in grid points per side; default {nbl}")
+    p.add_argument("--f0", type=frequency, default=f0,
+                   help=f"peak frequency of the Ricker wavelet in kHz; default {f0:g}")
+    p.add_argument("--outdir", default=".", help="directory for the PNGs; default .")
+    p.add_argument("--no-plot", dest="plot", action="store_false", help="no pictures")
+
+
 def check_dims(p: argparse.ArgumentParser, args, allowed=(2, 3)) -> None:
     if len(args.shape) not in allowed:
         want = " or ".join(f"{n} values ({n}D)" for n in allowed)

@@ -84,12 +84,7 @@ def parser() -> argparse.ArgumentParser:
                     "a sponge; writes shot_record.png and wavefield_snapshot.png.")
     cli.add_common(p, (201, 151), "number of time steps; default: until the reflection from "
                    "the second interface is back at the receivers")
-    p.add_argument("--nbl", type=cli.nonnegative, default=NBL,
-                   help=f"absorbing layer width in grid points per side; default {NBL}")
-    p.add_argument("--f0", type=cli.frequency, default=F0,
-                   help=f"peak frequency of the Ricker wavelet in kHz; default {F0:g}")
-    p.add_argument("--outdir", default=".", help="directory for the PNGs; default .")
-    p.add_argument("--no-plot", dest="plot", action="store_false", help="no pictures")
+    cli.add_shot_flags(p, NBL, F0)
     p.add_argument("--clip", type=cli.percentile, default=98.0,
                    help="colour range of the shot record: this percentile of |P|; default 98")
     return p
