@@ -103,7 +103,8 @@ def plot_snapshot(field, model, path, time_ms: float | None = None, src=None, re
     vmax = clip_value(field, percentile)
     im1 = axes[1].imshow(field.T, cmap="seismic", vmin=-vmax, vmax=vmax, extent=extent,
                          aspect="equal", interpolation="bilinear")
-    fig.colorbar(im1, ax=axes[1], shrink=0.8, label=label.split()[-1])
+    bar = "u" if label == "wavefield u" else "amplitude"
+    fig.colorbar(im1, ax=axes[1], shrink=0.8, label=bar)
     when = f" at t = {time_ms:.1f} ms" if time_ms is not None else ""
     axes[1].set_title(f"{label}{when}", fontsize=10)
     (lx, hx), (lz, hz) = model.domain_bounds[0], model.domain_bounds[-1]
