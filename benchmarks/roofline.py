@@ -2,6 +2,7 @@
 
     python benchmarks/roofline.py --backend c --tti 128 128 128 --acoustic 256 256 256 --nt 20
     python benchmarks/roofline.py --backend cuda --tti 412 423 476 --acoustic 512 512 512 --nt 200
+    python benchmarks/roofline.py --backend c cuda --plot roofline.png   # and the chart
 
 The roofline is measured in the same run: an Operator of the same backend copying one float32
 time slot into the other (``u.forward = u``) on the larger grid moves 8 bytes per point and
@@ -10,7 +11,9 @@ installed), and the better of the two is taken as the attainable bandwidth. A pr
 array it touches read once and written once, from the performance summary) then bounds it at
 ``bandwidth / bytes`` points per second; the table gives the fraction of that bound reached.
 Each Operator is applied once to warm up (JIT build, first-touch, device copies) and then
-timed; the figures are the kernels' times from the performance summary.
+timed; the figures are the kernels' times from the performance summary. ``--plot`` draws
+each nest as a point (flop/B, GFlops/s, as printed) under each backend's roofline: the
+measured bandwidth and the compute ceiling (``charts.py``).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from stencilgen import Eq, Grid, Operator, TimeFunction, configuration  # noqa: E402
 from demos import seismic  # noqa: E402
 from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
+from benchmarks import charts  # noqa: E402
 
 
 def _grid(shape):
@@ -83,22 +87,16 @@ def acoustic(backend, shape, nt):
     return op.apply(time_m=0, time_M=nt - 1, dt=model.critical_dt)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--backend", default="c")
-    p.add_argument("--tti", nargs=3, type=int, default=[128, 128, 128])
-    p.add_argument("--acoustic", nargs=3, type=int, default=[256, 256, 256])
-    p.add_argument("--nt", type=int, default=20)
-    args = p.parse_args(argv)
-    configuration["log-level"] = "INFO"
+def measure(backend, args):
+    """(bandwidth GB/s, what it is, summary rows, nests) of one backend on this machine."""
     bigger = max(args.tti, args.acoustic, key=lambda s: s[0] * s[1] * s[2])
-    own = copy_bandwidth(args.backend, bigger)
-    vendor = vendor_copy_bandwidth(bigger) if args.backend in ("cuda", "openacc") else None
+    own = copy_bandwidth(backend, bigger)
+    vendor = vendor_copy_bandwidth(bigger) if backend in ("cuda", "openacc") else None
     # the roofline is the better of the two copies: what the memory can deliver
     bw = max(own, vendor or 0.0)
     rows, nests = [], []
-    for name, shape, run in (("SA-TTI dummy", args.tti, tti), ("acoustic so8", args.acoustic, acoustic)):
-        s = run(args.backend, shape, args.nt)
+    for name, shape, run in (("SA-TTI", args.tti, tti), ("acoustic", args.acoustic, acoustic)):
+        s = run(backend, shape, args.nt)
         # each nest's share of the roofline: its compulsory bytes over what the copy moves in
         # its time
         nests += [(name, e, e.traffic / (e.time * bw * 1e9) if e.time else 0.0)
@@ -108,19 +106,67 @@ def main(argv=None):
         rows.append((name, "x".join(map(str, shape)), args.nt, s.globals.gpointss,
                      s.globals.gflopss, bytes_per_point, bound, s.globals.gpointss / bound))
     grid = "x".join(map(str, bigger))
-    print(f"\nbackend {args.backend}: copy bandwidth {own:.1f} GB/s with this backend's "
-          f"u.forward = u (float32, {grid})"
-          + (f", {vendor:.1f} GB/s with CuPy's device copy" if vendor else "")
-          + f"; roofline at {bw:.1f} GB/s")
+    what = (f"copy bandwidth {own:.1f} GB/s with this backend's u.forward = u (float32, "
+            f"{grid})" + (f", {vendor:.1f} GB/s with CuPy's device copy" if vendor else "")
+            + f"; roofline at {bw:.1f} GB/s")
+    return bw, what, rows, nests
+
+
+def report(backend, what, rows, nests):
+    print(f"\nbackend {backend}: {what}")
     print(f"{'workload':14s} {'grid':>12s} {'nt':>4s} {'GPts/s':>8s} {'GFlops/s':>9s} "
           f"{'B/pt':>6s} {'roof GPts/s':>11s} {'% roof':>7s}")
     for r in rows:
         print(f"{r[0]:14s} {r[1]:>12s} {r[2]:4d} {r[3]:8.3f} {r[4]:9.1f} {r[5]:6.0f} "
               f"{r[6]:11.2f} {100 * r[7]:6.1f}%")
-    print(f"\n{'workload':14s} {'nest':>10s} {'time s':>8s} {'GPts/s':>8s} {'B/pt':>6s} {'% roof':>7s}")
+    print(f"\n{'workload':14s} {'nest':>10s} {'time s':>8s} {'GPts/s':>8s} {'B/pt':>6s} "
+          f"{'% roof':>7s} {'flop/B':>8s} {'GFlops/s':>10s}")
     for workload, e, fraction in nests:
         print(f"{workload:14s} {e.name:>10s} {e.time:8.4f} {e.gpointss:8.3f} "
-              f"{e.traffic / e.points:6.0f} {100 * fraction:6.1f}%")
+              f"{e.traffic / e.points:6.0f} {100 * fraction:6.1f}% {e.oi:8.4g} "
+              f"{e.gflopss:10.6g}")
+
+
+def peak(backend, given):
+    """(GFlop/s, note) of the compute ceiling: ``--peak-gflops``, a GPU's datasheet, or this
+    CPU's estimate."""
+    if given:
+        return given, "given"
+    if backend in ("cuda", "openacc"):
+        from stencilgen import platform
+        found, name, _ = platform.probe_gpu()
+        known = charts.gpu_peak(name) if found else None
+        if known:
+            return known
+    return charts.cpu_peak()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", nargs="+", default=["c"])
+    p.add_argument("--tti", nargs=3, type=int, default=[128, 128, 128])
+    p.add_argument("--acoustic", nargs=3, type=int, default=[256, 256, 256])
+    p.add_argument("--nt", type=int, default=20)
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the roofline chart there")
+    p.add_argument("--peak-gflops", type=float, default=None,
+                   help="the compute ceiling (default: the GPU's datasheet fp32 peak, or an "
+                        "estimate of this CPU's)")
+    args = p.parse_args(argv)
+    if args.plot:
+        charts.pyplot()   # say at once if matplotlib is missing
+    configuration["log-level"] = "INFO"
+    points, roofs = [], {}
+    for backend in args.backend:
+        bw, what, rows, nests = measure(backend, args)
+        report(backend, what, rows, nests)
+        roofs[backend] = (bw,) + tuple(peak(backend, args.peak_gflops))
+        points += [(f"{w} {e.name}", backend, e.oi, e.gflopss) for w, e, _ in nests]
+    drawn = []
+    if args.plot:
+        drawn = charts.roofline_chart(args.plot, points, roofs,
+                                      title="Roofline: " + ", ".join(args.backend))
+        print(f"\nWrote {args.plot} ({len(drawn)} points)")
+    return drawn
 
 
 if __name__ == "__main__":
