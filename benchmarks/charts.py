@@ -89,7 +89,7 @@ def roofline_chart(path, points, roofs, title="Roofline") -> list[tuple]:
     return drawn
 
 
-def scaling_chart(path, by_size, by_order, title="GPts/s") -> dict:
+def scaling_chart(path, by_size, by_order, title="GPts/s", fixed: str = "a fixed grid") -> dict:
     """Two panels: GPts/s against grid points ({backend: [(points, gpts)]}) and against space
     order ({backend: [(order, gpts)]}); returns the same dicts as drawn."""
     plt = pyplot()
@@ -102,10 +102,11 @@ def scaling_chart(path, by_size, by_order, title="GPts/s") -> dict:
             drawn[key][backend] = list(zip(map(float, line.get_xdata()),
                                            map(float, line.get_ydata())))
         ax.set(xlabel=xlabel, ylabel="GPts/s", xscale="log" if key == "size" else "linear")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())   # crowded labels on log axes
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     axes[0].set_title(f"{title}: acoustic, space order 8", fontsize=10)
-    axes[1].set_title(f"{title}: acoustic, fixed grid", fontsize=10)
+    axes[1].set_title(f"{title}: acoustic, {fixed}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
