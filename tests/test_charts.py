@@ -1,5 +1,6 @@
 """The performance charts (benchmarks/charts.py, roofline.py --plot, scaling.py --plot): made at
-tiny sizes, of the expected pixel size, with the points drawn equal to the figures printed."""
+tiny sizes, of the expected pixel size, with the points drawn equal to the figures printed.
+The scripts set the log level: each test puts the settings back."""
 from __future__ import annotations
 
 import builtins
@@ -28,7 +29,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 
 @needs_matplotlib
-def test_roofline_chart_draws_the_printed_nests(tmp_path, capsys):
+def test_roofline_chart_draws_the_printed_nests(tmp_path, capsys, restore_settings):
     out = tmp_path / "roofline.png"
     drawn = roofline.main(["--backend", "c", "--tti", "16", "16", "16", "--acoustic",
                            "88", "88", "88", "--nt", "2", "--plot", str(out)])
@@ -43,7 +44,7 @@ def test_roofline_chart_draws_the_printed_nests(tmp_path, capsys):
 
 
 @needs_matplotlib
-def test_scaling_chart_draws_the_printed_figures(tmp_path, capsys):
+def test_scaling_chart_draws_the_printed_figures(tmp_path, capsys, restore_settings):
     out = tmp_path / "scaling.png"
     drawn = scaling.main(["--backend", "c", "--sizes", "16", "24", "--space-orders", "4", "8",
                           "--nt", "2", "--plot", str(out)])
