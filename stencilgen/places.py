@@ -45,7 +45,7 @@ class HostPlace:
 
     def preserve(self, storages):
         """A function that puts back the values ``storages`` have now (autotuning trials)."""
-        saved = [(st.host(), st.host().copy()) for st in storages]
+        saved = [(data, data.copy()) for data in (st.host() for st in storages)]
 
         def restore():
             for data, copy in saved:
@@ -348,6 +348,8 @@ def _acc_on_device(library) -> bool:
 # -- a field's values on the GPU, for other libraries ------------------------------------------
 
 def _cuda_here() -> CudaPlace:
+    if _cuda_places:   # made already: no toolchain probe on every view
+        return _cuda_places[0]
     from . import platform   # the toolchain of the CUDA backend, as its operators get it
     ok, why = platform.usable("cuda")
     if not ok:
