@@ -11,7 +11,8 @@ import cgen as c
 from . import c_blocking, c_fusion, interrupt
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
-from .cprinter import INDEX_CTYPES, CPrinter, ctype, stride_table, time_loop_header
+from .cprinter import (BFLOAT16_C, INDEX_CTYPES, CPrinter, ctype, stride_table,
+                       time_loop_header)
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
@@ -72,7 +73,9 @@ class CBackend:
         self.dims = {d.symbol: d for d in program.dims}
         self.index = INDEX_CTYPES[program.index_types.wide]   # loop counters and offsets
         self.printer = self.printer_class(program.dtype, stride_table(program.arrays))
-        self.ctypes = {a.name: ctype(a.dtype) for a in program.arrays}
+        self.printer.stored = self.stored = {a.name: a.store for a in program.arrays if a.store}
+        self.ctypes = {a.name: self.printer.element_type(a.name, a.dtype)
+                       for a in program.arrays}
 
     #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
     cache_blocking = True
@@ -120,13 +123,32 @@ class CBackend:
     def expr(self, e) -> str:
         return self.printer.doprint(e)
 
+    def refusal(self) -> str | None:
+        """Why this backend cannot run the program (None: it can)."""
+        return None
+
+    #: per 16-bit storage format, a translation unit the compiler must build to store it
+    STORAGE_PROBES = {"float16": "_Float16 sg_h; float sg_widen(void) { return (float)sg_h; }\n"}
+
+    def storage_probes(self) -> dict:
+        """Format -> probe source, for the formats this program stores."""
+        return {f: self.STORAGE_PROBES[f] for f in sorted(set(self.stored.values()))
+                if f in self.STORAGE_PROBES}
+
     # -- pieces ----------------------------------------------------------------------------
     def includes(self):
-        return [c.Include("math.h"), c.Include("stdlib.h"), c.Include("omp.h")]
+        return [c.Include("math.h"), c.Include("stdlib.h"), c.Include("omp.h")] + \
+            self.storage_includes()
+
+    def storage_includes(self):
+        """What 16-bit storage needs: the bfloat16 conversions (``BFLOAT16_C``)."""
+        if "bfloat16" not in self.stored.values():
+            return []
+        return [c.Include("stdint.h"), c.Line(BFLOAT16_C)]
 
     def param_type(self, p) -> str:
         if p.kind == "array":
-            return f"{ctype(p.dtype)} *restrict"
+            return f"{self.printer.FORMATS[p.store][0] if p.store else ctype(p.dtype)} *restrict"
         if p.kind == "scalar":
             return f"const {ctype(p.dtype)}"
         return _PARAM_TYPES[p.kind]
@@ -150,7 +172,7 @@ class CBackend:
             lines += self.strides(a)
             origin = self.printer.index_expr(lay.origin[1])
             start = lay.vec if origin == "0" else f"{lay.vec} + {origin}"
-            lines.append(c.Initializer(c.Value(f"{ctype(a.dtype)} *restrict", a.name), start))
+            lines.append(c.Initializer(c.Value(f"{self.ctypes[a.name]} *restrict", a.name), start))
         return lines
 
     def prologue(self):
@@ -160,7 +182,8 @@ class CBackend:
         rhs = self.expr(assign.rhs)
         if assign.is_local:
             return c.Initializer(c.Value(f"const {ctype(assign.dtype)}", assign.lhs.name), rhs)
-        return c.Assign(self.expr(assign.lhs), rhs)
+        name = assign.lhs.base.name
+        return c.Assign(self.printer.target(assign.lhs), self.printer.rounded(name, rhs))
 
     def loop_pragmas(self, kernel, depth):
         """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost); none for a nest that
@@ -255,8 +278,12 @@ class CBackend:
         """Pragmas before each loop over a point's cell corners."""
         return []
 
-    def atomic_add(self, target, value):
-        """``target += value`` safe against other points adding to the same node."""
+    def atomic_add(self, target, value, fmt=None):
+        """``target += value`` safe against other points adding to the same node (in a 16-bit
+        format ``fmt``: the sum rounded once; bfloat16 has no C type to update atomically)."""
+        if fmt == "bfloat16":
+            return [c.Pragma("omp critical (sg_bfloat16)"),
+                    c.Statement(f"{target} = sg_bf16_store(sg_bf16_load({target}) + {value})")]
         return [c.Pragma("omp atomic update"), c.Statement(f"{target} += {value}")]
 
     def locate(self, k):
@@ -297,13 +324,16 @@ class CBackend:
         loc, real = self.program.sparse_locals, ctype(self.program.dtype)
         value, body = self.expr(k.expr), self.locate(k)
         if k.kind == "inject":
-            action = self.atomic_add(self.expr(k.target), f"{loc.weight}*({value})")
+            name = k.target.base.name
+            action = self.atomic_add(self.printer.target(k.target), f"{loc.weight}*({value})",
+                                     self.stored.get(name))
         else:
             body.append(c.Initializer(c.Value(real, loc.total), "0"))
             action = [c.Statement(f"{loc.total} += {loc.weight}*({value})")]
         body.append(self.corners(k, action))
         if k.kind == "interpolate":
-            body.append(c.Assign(self.expr(k.target), loc.total))
+            body.append(c.Assign(self.printer.target(k.target),
+                                 self.printer.rounded(k.target.base.name, loc.total)))
         return body
 
     def sparse_loop(self, k):

@@ -19,6 +19,20 @@ def ctype(dtype) -> str:
     return "float" if np.dtype(dtype) == np.float32 else "double"
 
 
+#: C conversions of bfloat16 (the high 16 bits of a float32), rounding to nearest even and
+#: keeping NaNs NaN; OpenACC marks them device routines
+BFLOAT16_C = r"""
+static inline float sg_bf16_load(const uint16_t b)
+{ union { uint32_t i; float f; } v; v.i = (uint32_t)b << 16; return v.f; }
+static inline uint16_t sg_bf16_store(const float f)
+{
+  union { uint32_t i; float f; } v; v.f = f;
+  if ((v.i & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.i >> 16) | 0x40u);
+  return (uint16_t)((v.i + 0x7fffu + ((v.i >> 16) & 1u)) >> 16);
+}
+"""
+
+
 def time_loop_header(prog) -> tuple[str, str, str]:
     """Start, condition and update of the time loop: up from time_m, or down from time_M
     for an operator that writes ``.backward``."""
@@ -41,7 +55,17 @@ def stride_table(arrays) -> dict:
 
 
 class CPrinter(C99CodePrinter):
-    """Prints IR expressions; ``Indexed`` accesses become flat offsets from each array's origin."""
+    """Prints IR expressions; ``Indexed`` accesses become flat offsets from each array's origin.
+
+    An array stored in a 16-bit format is read widened to the arithmetic's type and written
+    rounded to nearest: ``FORMATS`` holds, per format, the element type and the conversions.
+    gcc >= 12 has ``_Float16`` (IEEE binary16, F16C instructions on x86); bfloat16 is the top
+    half of a float32, converted by bit operations (``BFLOAT16_C``) where no type exists.
+    """
+
+    #: format -> (C element type, widening load, rounding store); {} is the value's text
+    FORMATS = {"float16": ("_Float16", "(float){}", "(_Float16)({})"),
+               "bfloat16": ("uint16_t", "sg_bf16_load({})", "sg_bf16_store({})")}
 
     def __init__(self, dtype, strides):
         single = np.dtype(dtype) == np.float32
@@ -49,6 +73,31 @@ class CPrinter(C99CodePrinter):
         self.single = single
         self.strides = strides   # array name -> list of stride expressions (C text)
         self.rows = None         # the nest's row pointers while one is printed (c_rows)
+        self.stored = {}         # array name -> its 16-bit storage format (ArrayParam.store)
+
+    def element_type(self, name: str, dtype) -> str:
+        """The C type of one stored element of array ``name`` (arithmetic type ``dtype``)."""
+        fmt = self.stored.get(name)
+        return self.FORMATS[fmt][0] if fmt else ctype(dtype)
+
+    def widened(self, name: str, text: str) -> str:
+        """A read of array ``name`` (C text ``text``) in the arithmetic's type."""
+        fmt = self.stored.get(name)
+        return self.FORMATS[fmt][1].format(text) if fmt else text
+
+    def rounded(self, name: str, text: str) -> str:
+        """Value ``text`` as stored in array ``name``."""
+        fmt = self.stored.get(name)
+        return self.FORMATS[fmt][2].format(text) if fmt else text
+
+    def target(self, expr) -> str:
+        """An access as the place a store (or an atomic update) writes."""
+        row = self.rows.access(self, expr) if self.rows is not None else None
+        return row or self.access(expr.base.name, self.flat_index(expr))
+
+    def _print_Rounded(self, expr):
+        load, store = self.FORMATS[expr.fmt][1:]
+        return load.format(store.format(self._print(expr.args[0])))
 
     def literal(self, value) -> str:
         v = float(value)
@@ -110,8 +159,7 @@ class CPrinter(C99CodePrinter):
         return f"{name}[{flat}]"
 
     def _print_Indexed(self, expr):
-        row = self.rows.access(self, expr) if self.rows is not None else None
-        return row or self.access(expr.base.name, self.flat_index(expr))
+        return self.widened(expr.base.name, self.target(expr))
 
     def index_expr(self, expr) -> str:
         """An integer expression of the layout (strides, origins, counts)."""

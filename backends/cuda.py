@@ -180,10 +180,10 @@ class SlotPrinter(CPrinter):
         super().__init__(dtype, strides)
         self.slots = slots   # array name -> {slot symbol: whether the kernel writes it}
 
-    def _print_Indexed(self, expr):
+    def target(self, expr):
         name = expr.base.name
         if name not in self.slots:
-            return super()._print_Indexed(expr)
+            return super().target(expr)
         rest = self.offset(expr.indices[1:], self.strides[name][1:])
         return self.access(slot_pointer(name, expr.indices[0]), rest)
 
@@ -374,7 +374,7 @@ class CudaBackend(CBackend):
             out += [_Arg(f"sg_base{i}", "const sg_int", f"sg_b{i}") for i in range(len(k.dims))]
         return out
 
-    def atomic_add(self, target, value):
+    def atomic_add(self, target, value, fmt=None):
         return [c.Statement(f"atomicAdd(&{target}, ({ctype(self.program.dtype)})({value}))")]
 
     def sparse_pragmas(self, kernel):

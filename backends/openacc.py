@@ -136,6 +136,7 @@ class OpenACCBackend(CBackend):
         bases = {a.name: (a.layout.vec, None if a.sparse else a.layout.origin[0])
                  for a in program.arrays}
         self.printer = _BasePrinter(program.dtype, self.printer.strides, bases)
+        self.printer.stored = self.stored
 
     # -- data ------------------------------------------------------------------------------
     def array_views(self):
@@ -188,7 +189,16 @@ class OpenACCBackend(CBackend):
 
     # -- pragma hooks ------------------------------------------------------------------------
     def includes(self):
-        return [c.Include(h) for h in ("math.h", "stddef.h", "stdlib.h", "time.h", "openacc.h")]
+        return [c.Include(h) for h in ("math.h", "stddef.h", "stdlib.h", "time.h", "openacc.h")] \
+            + self.storage_includes()
+
+    def storage_includes(self):
+        """The bfloat16 conversions as device routines, where an array is stored so."""
+        found = super().storage_includes()
+        if not found:
+            return []
+        routines = found[1].text.replace("static inline", "#pragma acc routine seq\nstatic inline")
+        return [found[0], c.Line(routines)]
 
     def signature(self, export="STENCILGEN_EXPORT "):
         return super().signature(export)
@@ -213,7 +223,17 @@ class OpenACCBackend(CBackend):
     def corner_pragmas(self):
         return [c.Pragma("acc loop seq")]
 
-    def atomic_add(self, target, value):
+    def refusal(self):
+        """OpenACC has no atomic update of a bfloat16 element (no such C type)."""
+        stored = [k.target.base.name for k in self.program.kernels if k.is_sparse
+                  and k.kind == "inject" and self.stored.get(k.target.base.name) == "bfloat16"]
+        if stored:
+            return (f"injecting into {stored[0]}, stored as bfloat16, needs an atomic update "
+                    "that OpenACC does not have; store it as float16, or use the C or CUDA "
+                    "backend")
+        return super().refusal()
+
+    def atomic_add(self, target, value, fmt=None):
         return [c.Pragma("acc atomic update"), c.Statement(f"{target} += {value}")]
 
     clock = "stencilgen_wtime()"

@@ -8,7 +8,8 @@ import numpy as np
 import sympy
 
 from ..names import NameRegistry
-from .nodes import ArrayLayout, ArrayParam, IndexTypes, Parameter, Program, Section
+from .nodes import (ArrayLayout, ArrayParam, IndexTypes, Parameter, Program, Section,
+                    element_size)
 
 
 def _index(name: str) -> sympy.Symbol:
@@ -51,7 +52,7 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
                        origin=(names.fresh(f"{a.name}_o"), origin),
                        count=(names.fresh(f"{a.name}_len"), count),
                        padding=(0,) * len(own),
-                       alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
+                       alignment=element_size(a), nt=nt)
 
 
 def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout:
@@ -69,7 +70,7 @@ def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout
                        count=(names.fresh(f"{a.name}_len"), count),
                        npoint=npoint, coords=coords,
                        device_coords=names.fresh(f"d_{coords}"), padding=(),
-                       alignment=int(np.dtype(a.dtype).itemsize), nt=nt)
+                       alignment=element_size(a), nt=nt)
 
 
 def _parameters(prog: Program, timers: str, checks: str, tuning: str,
@@ -78,7 +79,7 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
     params = []
     for a in prog.arrays:
         lay = a.layout
-        params.append(Parameter(lay.vec, "array", a.dtype, ("data", a.name)))
+        params.append(Parameter(lay.vec, "array", a.dtype, ("data", a.name), a.store))
         if a.sparse:
             params += [Parameter(lay.coords, "coords", np.float64, ("coords", a.name)),
                        Parameter(lay.npoint, "index", None, ("npoint", a.name))]

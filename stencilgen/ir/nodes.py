@@ -73,6 +73,8 @@ class ArrayParam:
     axes: tuple[int, ...] = ()     # the loop dimensions it spans where fewer than all (strides 0
                                    # along the others: a Function without a grid, e.g. c(x))
     layout: ArrayLayout | None = None
+    store: str | None = None       # a 16-bit storage format (STORAGE_FORMATS): loads widen to
+                                   # ``dtype``, stores round to nearest; None: stored as dtype
 
     @property
     def base(self) -> sympy.IndexedBase:
@@ -109,6 +111,34 @@ class Subsampling:
     user: str
     symbol: sympy.Symbol | None = None
     constant: str | None = None    # the Constant the factor is (apply may override it by name)
+
+
+#: the 16-bit formats an array may be stored in while its arithmetic runs in ``dtype``
+STORAGE_FORMATS = ("float16", "bfloat16")
+
+
+def element_size(a) -> int:
+    """Bytes of one stored element of array ``a``."""
+    return 2 if a.store else int(np.dtype(a.dtype).itemsize)
+
+
+class Rounded(sympy.Function):
+    """``x`` rounded to nearest in a 16-bit storage format and widened back: what a store
+    keeps of ``x`` (compensated stepping stores the difference)."""
+
+    nargs = 1
+    fmt = ""
+
+
+class RoundedFloat16(Rounded):
+    fmt = "float16"
+
+
+class RoundedBfloat16(Rounded):
+    fmt = "bfloat16"
+
+
+ROUNDED = {"float16": RoundedFloat16, "bfloat16": RoundedBfloat16}
 
 
 class Remainder(sympy.Function):
@@ -284,6 +314,7 @@ class Parameter:
     kind: str
     dtype: type | None = None
     role: tuple = ()
+    store: str | None = None   # an array's 16-bit storage format (ArrayParam.store)
 
 
 @dataclass(frozen=True)

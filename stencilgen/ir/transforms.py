@@ -7,10 +7,10 @@ from dataclasses import replace
 import sympy
 
 from ..names import NameRegistry
-from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, real_type
+from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, element_size, real_type
 from .accesses import access_map, shift_accesses
 from .optimize import (InvariantHoister, Local, ScalarHoister, count_bytes, count_flops, cse,
-                       itemsize, simplify_stencil, _varies)
+                       simplify_stencil, _varies)
 
 
 def _arrays_read(expr) -> set:
@@ -195,7 +195,7 @@ def _count_kernel(k, arrays):
         sparse = {a.name for a in arrays if a.sparse}
         reads = _sparse_access_map([k.expr], dims, sparse)
         writes = _sparse_access_map([k.target], dims, sparse)
-        sizes = {a.name: (itemsize(a.dtype), 0 if a.sparse else len(dims)) for a in arrays}
+        sizes = {a.name: (element_size(a), 0 if a.sparse else len(dims)) for a in arrays}
         corners = 2 ** len(dims)
         per_corner = count_flops(k.expr) + len(dims) + 1   # the weight product and the sum
         return replace(k, reads=reads, writes=writes, flops=corners * per_corner,
@@ -203,7 +203,7 @@ def _count_kernel(k, arrays):
     guard = [k.guard] if k.guard is not None else []
     reads = access_map([a.rhs for a in k.body] + guard, dims)
     writes = access_map([a.lhs for a in k.body if not a.is_local], dims)
-    sizes = {a.name: (itemsize(a.dtype), len(dims)) for a in arrays}
+    sizes = {a.name: (element_size(a), len(dims)) for a in arrays}
     return replace(k, reads=reads, writes=writes, flops=sum(count_flops(a.rhs) for a in k.body),
                    bytes=count_bytes(reads, writes, sizes))
 
