@@ -396,7 +396,8 @@ class CBackend:
         for i, name in enumerate(prog.checks):
             vec = prog.array(name).layout.vec
             loop = c.For("long sg_i = 0", "sg_i < sg_len", "sg_i += 1",
-                         c.Statement(f"sg_n += !isfinite({vec}[sg_from + sg_i])"))
+                         c.Statement(f"sg_n += !isfinite("
+                                     f"{self.printer.widened(name, f'{vec}[sg_from + sg_i]')})"))
             # the range is read into scalars here: on a device, the caller's array is not there
             blocks.append(c.Block([c.Initializer(c.Value("const long", "sg_from"),
                                                  f"{ck}[{3 * i}]"),

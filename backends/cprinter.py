@@ -99,6 +99,9 @@ class CPrinter(C99CodePrinter):
         load, store = self.FORMATS[expr.fmt][1:]
         return load.format(store.format(self._print(expr.args[0])))
 
+    # sympy's printer skips methods named after intermediate Function subclasses
+    _print_RoundedFloat16 = _print_RoundedBfloat16 = _print_Rounded
+
     def literal(self, value) -> str:
         v = float(value)
         if self.single:

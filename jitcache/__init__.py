@@ -13,8 +13,8 @@ from .cache import LOCK_TIMEOUT, SETTING, BuildResult, build, cache_key, clear, 
 from .errors import (BackdoorError, CacheDirError, CacheWarning, CompilationError,
                      CompilerKilledError, CompilerNotFoundError, EditedSourceWarning,
                      JitCacheError, LockTimeoutError)
-from .toolchains import (Toolchain, gcc, gcc_offloads, gcc_openacc, nvcc, nvcc_archs, nvhpc,
-                         openacc)
+from .toolchains import (Toolchain, compile_failure, gcc, gcc_offloads, gcc_openacc, nvcc,
+                         nvcc_archs, nvhpc, openacc)
 
 
 def default_cache_dir() -> str:
@@ -25,7 +25,7 @@ def default_cache_dir() -> str:
 
 
 __all__ = [
-    "Toolchain", "gcc", "nvcc", "nvcc_archs", "openacc", "gcc_openacc", "nvhpc", "gcc_offloads",
+    "Toolchain", "compile_failure", "gcc", "nvcc", "nvcc_archs", "openacc", "gcc_openacc", "nvhpc", "gcc_offloads",
     "build", "BuildResult", "cache_key", "entries", "clear", "default_cache_dir",
     "JitCacheError", "CompilerNotFoundError", "CompilationError", "BackdoorError",
     "EditedSourceWarning", "CompilerKilledError", "CacheDirError", "LockTimeoutError",

@@ -335,3 +335,21 @@ def gcc_openacc(cflags: str | Iterable[str] | None = None, cc: str | None = None
     where = f"offload to {NVPTX}" if offloads else "host"
     return Toolchain(name=f"GCC (OpenACC, {where})", cc=path, cflags=tuple(flags),
                      ldflags=("-shared", "-fPIC"), libraries=("m",), source_suffix=".c")
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(toolchain: "Toolchain", source: str) -> str:
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="stencilgen-probe-") as tmp:
+        src = os.path.join(tmp, "probe" + toolchain.source_suffix)
+        with open(src, "w") as fh:
+            fh.write(source)
+        cmd = toolchain.command(src, os.path.join(tmp, "probe.so"))
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    return "" if done.returncode == 0 else (done.stderr or done.stdout).strip()
+
+
+def compile_failure(toolchain: "Toolchain", source: str) -> str:
+    """The compiler's log where ``toolchain`` cannot build the translation unit ``source``
+    into a library ("" where it can); each pair is tried once per process."""
+    return _probe(toolchain, source)

@@ -11,6 +11,7 @@ from .functions import DiscreteFunction
 from .grid import as_int
 from .sparse import check_coordinates
 from .storage import Storage
+from . import precision
 
 
 def _steering(prog) -> set:
@@ -324,6 +325,8 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
             _time_bounds(prog, kwargs, op_name, args, lengths)
     geometry = _geometry(prog, bindings, overrides)
     for s in prog.scalars:
+        if s.role[0] == "scale":
+            continue
         value = _scalar(s, bindings, geometry, kwargs, overrides, op_name)
         label = s.role[1] if s.role[0] == "constant" else s.name
         try:
@@ -332,4 +335,21 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
             raise InvalidArgument(f"apply: {label}={value!r} is not a number") from None
         if not math.isfinite(args[s.name]):
             raise InvalidArgument(f"apply: {label}={value!r} is not finite")
+    _scales(prog, bindings, overrides, args)
     return args, keep
+
+
+def _scales(prog, bindings, overrides, args):
+    """The run-time scales of 16-bit fields (``stencilgen.precision``), chosen at the first
+    apply that needs them."""
+    for s in prog.scalars:
+        if s.role[0] != "scale":
+            continue
+        members = [overrides[r.name].field if r.name in overrides else r
+                   for r in bindings.scales[s.name]]
+        names = {a.name for a in prog.arrays if a.scale is not None and str(a.scale) == s.name}
+        functions = {n: overrides.get(a.user, bindings.functions.get(n))
+                     for n, a in ((a.name, a) for a in prog.arrays if not a.temporary)}
+        args[s.name] = precision.choose_scale(
+            s.name, members,
+            lambda: precision.largest_increment(prog, names, functions, args))

@@ -13,7 +13,9 @@ from .ir import layout as lay
 from .ir.pretty import show
 from .ir.schedule import classify, schedule
 from .ir.transforms import count_kernels, hoist_invariants, optimize_kernels, size_temporaries
-from .lowering import (check_equations, expand_derivatives, index_equations, register_names)
+from .ir.scaling import fold_scales
+from .lowering import (check_equations, compensate, expand_derivatives, index_equations,
+                       register_names)
 from .names import NameRegistry
 
 
@@ -33,8 +35,10 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
     eqs = _logged("derivative expansion", name, expand_derivatives(eqs, grid, names))
+    eqs = compensate(eqs, names)
     stencils, bindings = index_equations(eqs, grid, names)
     stencils = _logged("indexing", name, stencils)
+    stencils = _logged("scale folding", name, fold_scales(stencils))
     stencils = _logged("classification", name, classify(stencils))
     stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names, flops_per_byte))
     stencils = _logged("temporary sizing", name, size_temporaries(stencils))

@@ -21,6 +21,7 @@ from .grid import Grid, as_int, check_dtype
 from .indexing import function_at
 from .staggering import HALF, natural_index, staggered_dims
 from .storage import Storage
+from . import precision
 
 
 @dataclass(eq=False)
@@ -38,6 +39,10 @@ class FieldData:
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
     time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
+    store: str | None = None       # 16-bit storage format ("float16", "bfloat16"), None: dtype
+    scale: float | None = None     # stored = value / scale (a power of two); None: not chosen
+    compensated: bool = False      # a companion field keeps what each store rounds off
+    companion: object = None       # that field (a TimeFunction), made with the record
     _storage: Storage | None = dc_field(default=None, repr=False)
 
     @property
@@ -59,7 +64,8 @@ class FieldData:
     def storage(self) -> Storage:
         """The values, on the host and (after a GPU apply) on the GPU (``storage.py``)."""
         if self._storage is None:
-            self._storage = Storage(self.name, self.shape_with_halo, self.dtype, self.halo)
+            self._storage = Storage(self.name, self.shape_with_halo,
+                                    precision.host_dtype(self.store, self.dtype), self.halo)
         return self._storage
 
     @property
@@ -189,9 +195,9 @@ class DiscreteFunction(Differentiable, AppliedUndef):
             return
         view = self.data
         arr = np.asarray(value)
-        if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind not in "biuf" and arr.dtype != view.dtype:
             raise InvalidArgument(f"{self.name}.data: got data of dtype {arr.dtype}; "
-                                  f"give real numbers (stored as {np.dtype(self.dtype).name})")
+                                  f"give real numbers (stored as {view.dtype.name})")
         try:
             np.broadcast_shapes(arr.shape, view.shape)
         except ValueError:
@@ -204,6 +210,32 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         view[...] = arr
 
     data_domain = data
+
+    # -- storage ------------------------------------------------------------------------
+    @property
+    def storage_format(self) -> str:
+        """What each value is stored as: "float32", "float64", "float16" or "bfloat16"."""
+        return self.field.store or np.dtype(self.dtype).name
+
+    @property
+    def storage_scale(self) -> float:
+        """``data`` holds the field divided by this power of two (16-bit storage keeps its
+        values in range so; 1.0 otherwise, and until a first apply chooses it)."""
+        return 1.0 if self.field.scale is None else self.field.scale
+
+    @property
+    def compensation(self):
+        """The TimeFunction of compensated stepping (what the stores rounded off), or None."""
+        return self.field.companion
+
+    @property
+    def data_unscaled(self) -> np.ndarray:
+        """The domain's values in the arithmetic's type, the scale (and a compensation)
+        applied: a copy (``data`` is the stored array)."""
+        out = np.asarray(self.data, dtype=self.dtype)
+        if self.field.companion is not None:
+            out = out + np.asarray(self.field.companion.data, dtype=self.dtype)
+        return out * self.dtype(self.storage_scale)
 
     @property
     def data_ro_domain(self) -> np.ndarray:
@@ -246,8 +278,10 @@ class Function(DiscreteFunction):
 
     @classmethod
     def _make_record(cls, name=None, grid=None, space_order=1, dtype=None, shape=None,
-                     dimensions=None, staggered=None, **unknown) -> FieldData:
+                     dimensions=None, staggered=None, storage=None, storage_scale=None,
+                     **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
+        dtype, store = precision.storage_format(storage, dtype, owner)
         grid = _own_grid(owner, grid, shape, dimensions, dtype)
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
@@ -255,10 +289,14 @@ class Function(DiscreteFunction):
                           "space_order/2 points wide)",
                           lambda v: v in (0, 1) or (2 <= v <= 32 and v % 2 == 0))
         dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
+        if store is not None and dtype is not np.float32:
+            raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
+                                  f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
                          halo=((so + 1) // 2,) * grid.dim,
                          staggered=staggered_dims(grid, staggered, owner),
-                         stagger_given=staggered is not None)
+                         stagger_given=staggered is not None, store=store,
+                         scale=precision.check_scale(storage_scale, store, owner))
 
 
 class TimeFunction(Function):
@@ -268,7 +306,8 @@ class TimeFunction(Function):
 
     @classmethod
     def _make_record(cls, name=None, grid=None, space_order=1, time_order=1, save=None,
-                     time_dim=None, dtype=None, staggered=None, **unknown) -> FieldData:
+                     time_dim=None, dtype=None, staggered=None, compensated=False,
+                     **unknown) -> FieldData:
         owner = f"TimeFunction {name!r}"
         if not isinstance(grid, Grid) or "shape" in unknown or "dimensions" in unknown:
             raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid) "
@@ -283,6 +322,16 @@ class TimeFunction(Function):
                                        lambda v: v > record.time_order)
         record.time_dim = _check_time_dim(owner, time_dim, grid, record.save)
         record.is_time = True
+        if compensated not in (True, False):
+            raise InvalidArgument(f"{owner}: compensated must be True or False")
+        if compensated and record.store is None:
+            raise InvalidArgument(f"{owner}: compensated=True keeps what 16-bit stores round "
+                                  "off; give storage=numpy.float16 or 'bfloat16' too")
+        if compensated:
+            record.compensated = True
+            record.companion = TimeFunction(
+                name=f"{name}_rounding", grid=grid, space_order=space_order, time_order=time_order,
+                save=save, time_dim=time_dim, staggered=staggered, storage=record.store)
         return record
 
     @classmethod

@@ -19,8 +19,8 @@ from .dimensions import stepping_dimension, time_dimension
 from .equations import Eq, SparseEq
 from .errors import HaloError, InvalidEquation
 from .functions import Constant, DiscreteFunction, FieldData, Function
-from .ir.nodes import (ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils, Subsampling,
-                       TimeIndex)
+from .ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils,
+                       Subsampling, TimeIndex)
 from .indexing import GridIndex
 from .names import NameRegistry
 from .relocation import at_nodes, at_place
@@ -32,8 +32,9 @@ class TempFunction(Function):
     """A grid array the compiler introduces (gradient temporaries, hoisted invariants)."""
 
     @classmethod
-    def _make_record(cls, name=None, grid=None, dtype=None, staggered=()) -> FieldData:
-        return FieldData(name=name, grid=grid, space_order=2, dtype=dtype,
+    def _make_record(cls, name=None, grid=None, dtype=None, staggered=(),
+                     storage=None) -> FieldData:
+        return FieldData(name=name, grid=grid, space_order=2, dtype=dtype, store=storage,
                          halo=(0,) * grid.dim, staggered=staggered)
 
 
@@ -150,7 +151,7 @@ class _Expander:
         places = {d: location(expr, d) for d in self.grid.dimensions}
         staggered = tuple(d for d, p in places.items() if p is not None and p[0] != 0)
         temp = TempFunction(name=self.names.counted("r"), grid=self.grid, dtype=self.grid.dtype,
-                            staggered=staggered)
+                            staggered=staggered, storage=_temp_store(expr))
         self.names.bind(temp.field, temp.name)
         return temp
 
@@ -166,6 +167,41 @@ class _Expander:
         if isinstance(expr, DiscreteFunction) or not expr.args or not expr.has(Derivative):
             return expr
         return expr.func(*[self(a) for a in expr.args])
+
+
+def _temp_store(expr) -> str | None:
+    """A temporary's storage: the 16-bit format of the fields in time it is made of, where
+    they share one (a derivative of a float16 wavefield is stored as float16)."""
+    formats = {f.field.store for f in expr.atoms(DiscreteFunction) if f.field.is_time}
+    return formats.pop() if len(formats) == 1 else None
+
+
+def compensate(eqs, names: NameRegistry) -> list[Eq]:
+    """Compensated stepping (Gao and Harms): where a field keeps a companion of what its
+    16-bit stores round off, its reads at the point it writes add the companion back, and the
+    companion stores what this store rounds off (exact in float32: the two values are close)."""
+    out = []
+    for eq in eqs:
+        lhs = eq.lhs
+        comp = getattr(getattr(lhs, "field", None), "companion", None)
+        if comp is None or isinstance(eq, SparseEq):
+            out.append(eq)
+            continue
+        names.user(comp.field, comp.name)
+        space = lhs.args[1:]
+        reads = {f: f + comp.func(*f.args) for f in eq.rhs.atoms(DiscreteFunction)
+                 if f.field is lhs.field and f.args[1:] == space}
+        rhs = eq.rhs.xreplace(reads)
+        rest = comp.func(*lhs.args)
+        out += [eq.with_rhs(rhs), _with_lhs(eq, rest, rhs - ROUNDED[lhs.field.store](rhs))]
+    return out
+
+
+def _with_lhs(eq, lhs, rhs):
+    import copy
+    new = copy.copy(eq)
+    new.lhs, new.rhs = lhs, rhs
+    return new
 
 
 def expand_derivatives(eqs, grid, names) -> list[Eq]:
@@ -223,6 +259,7 @@ class Bindings:
     functions: dict = field(default_factory=dict)   # array C name -> DiscreteFunction
     constants: dict = field(default_factory=dict)   # scalar C name -> Constant
     factors: dict = field(default_factory=dict)     # factor C name -> ConditionalDimension
+    scales: dict = field(default_factory=dict)      # scale C name -> [FieldData] sharing it
 
 
 def _loop_dim(d, names: NameRegistry) -> LoopDim:
@@ -236,8 +273,9 @@ def _loop_dim(d, names: NameRegistry) -> LoopDim:
 class _Indexer:
     """The state of one indexing pass: arrays, scalars and time slots met so far."""
 
-    def __init__(self, grid, names: NameRegistry):
+    def __init__(self, grid, names: NameRegistry, groups=None):
         self.grid, self.names = grid, names
+        self.groups = groups or {}     # FieldData -> its scale scalar's C name
         self.dims = tuple(_loop_dim(d, names) for d in grid.dimensions)
         self.time = sympy.Symbol(names.cname(time_dimension()), integer=True)
         self.point = sympy.Symbol(names.fresh("p"), integer=True)
@@ -266,10 +304,20 @@ class _Indexer:
                 name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else len(self.dims),
                 time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
                 temporary=temporary, sparse=sparse, halo=halo,
-                axes=() if axes == tuple(range(len(self.dims))) else axes)
+                axes=() if axes == tuple(range(len(self.dims))) else axes,
+                store=rec.store, scale=self.scale_of(rec, temporary))
             if not temporary:
                 self.bindings.functions[cname] = f.origin
         return self.arrays[rec]
+
+    def scale_of(self, rec, temporary):
+        """A field's scale: its group's run-time scale (fields in time stored in 16 bits),
+        the power of two it was given (others), None for a temporary (from its equation)."""
+        if temporary:
+            return None
+        if rec in self.groups:
+            return sympy.Symbol(self.groups[rec], positive=True)
+        return sympy.Rational(rec.scale) if rec.scale is not None else sympy.S.One
 
     def axes(self, f) -> tuple:
         """The loop dimensions ``f`` spans, by position (all, but for a Function built
@@ -530,9 +578,38 @@ def _time_step(eqs) -> int:
     return -1 if -1 in shifts else 1
 
 
+def scale_groups(eqs, names: NameRegistry) -> dict:
+    """FieldData -> the C name of its run-time scale, for the 16-bit fields in time: one
+    scale for the fields an equation couples (SA-TTI's p and m), so it cancels there."""
+    parent: dict = {}
+
+    def root(r):
+        while parent[r] is not r:
+            r = parent[r]
+        return r
+    for e in eqs:
+        if isinstance(e, SparseEq) and e.kind == "interpolate":
+            continue
+        found = [f.field for f in {e.lhs} | e.rhs.atoms(DiscreteFunction)
+                 if isinstance(f, DiscreteFunction) and f.field.is_time and f.field.store
+                 and not isinstance(f, TempFunction)]
+        for r in found:
+            parent.setdefault(r, r)
+        for r in found[1:]:
+            parent[root(r)] = root(found[0])
+    heads = {}
+    for r in sorted(parent, key=lambda r: r.name):
+        heads.setdefault(root(r), names.fresh(f"scale_{root(r).name}"))
+    return {r: heads[root(r)] for r in parent}
+
+
 def index_equations(eqs, grid, names: NameRegistry):
     """The equations on arrays, as ``Stencils``, and the ``Bindings`` of their parameters."""
-    ix = _Indexer(grid, names)
+    groups = scale_groups(eqs, names)
+    ix = _Indexer(grid, names, groups)
+    for rec, name in groups.items():
+        ix.scalar(name, grid.dtype, ("scale",))
+        ix.bindings.scales.setdefault(name, []).append(rec)
     indexed = tuple(ix(e) for e in eqs)
     arrays = tuple(ix.arrays.values())
     return Stencils(eqs=indexed, dims=ix.dims, time=ix.time, point=ix.point, arrays=arrays,

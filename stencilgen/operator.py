@@ -20,7 +20,7 @@ from . import platform as targets
 from .arguments import bind
 from .compiler import compile_program
 from .configuration import configuration
-from .errors import ExecutionError, InvalidArgument
+from .errors import ExecutionError, InvalidArgument, InvalidOperator
 from .functions import DiscreteFunction
 from .profiling import PerformanceSummary, summarize
 
@@ -56,6 +56,9 @@ class Operator:
         options.check_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(
             self.program, options=targets.emit_options(self._target.name))
+        refused = self._emitter.refusal()
+        if refused:
+            raise InvalidOperator(f"Operator `{name}`: {refused}")
         self.ccode = self._emitter.emit()
         self.codegen_seconds = _time.perf_counter() - start
         log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
@@ -80,7 +83,21 @@ class Operator:
                 return False
             return self._build_and_load()
 
+    def _check_storage(self):
+        """A clear error where the compiler cannot store a 16-bit format the program uses."""
+        tc = self._toolchain()
+        for fmt, probe in self._emitter.storage_probes().items():
+            failed = jitcache.compile_failure(tc, probe)
+            if failed:
+                users = ", ".join(a.user for a in self.program.arrays if a.store == fmt)
+                raise InvalidOperator(
+                    f"Operator `{self.name}` stores {users} as {fmt}, which the "
+                    f"{self._target.name} compiler {tc.cc} ({tc.version()}) cannot build (it "
+                    f"needs _Float16: gcc >= 12 on x86-64 or aarch64); store them as float32 "
+                    f"or bfloat16, or use another compiler. The compiler said:\n{failed[-1500:]}")
+
     def _build_and_load(self):
+        self._check_storage()
         b = jitcache.build(self.ccode, self._toolchain(), self.name,
                            cache_dir=configuration["cache-dir"],
                            backdoor=configuration["jit-backdoor"],

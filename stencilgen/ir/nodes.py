@@ -75,6 +75,8 @@ class ArrayParam:
     layout: ArrayLayout | None = None
     store: str | None = None       # a 16-bit storage format (STORAGE_FORMATS): loads widen to
                                    # ``dtype``, stores round to nearest; None: stored as dtype
+    scale: sympy.Expr | None = sympy.S.One   # stored = value / scale: a power of two, or a
+                                   # "scale" scalar's symbol; None: a temporary's, from its eq
 
     @property
     def base(self) -> sympy.IndexedBase:
