@@ -160,7 +160,46 @@ static int sg_out_of_bounds(const char *kernel, int *status)
 """
 
 
-class CheckedPrinter(CPrinter):
+#: per 16-bit format: its header, NaN/Inf test on the bits (exponent all ones) and the atomic
+#: add of a float whose sum is rounded once (a compare-and-swap loop on the 16-bit word: an
+#: atomicAdd of the increment rounded first would round twice)
+_FORMAT_PRELUDE = r"""#include <%(header)s>
+static __device__ __forceinline__ bool sg_finite(const %(type)s v)
+{ return (%(bits)s(v) & %(exponent)s) != %(exponent)s; }
+static __device__ __forceinline__ void sg_atomic_add(%(type)s *target, const float v)
+{
+  unsigned short *word = (unsigned short *)target;
+  unsigned short seen = *word, old;
+  do {
+    old = seen;
+    seen = atomicCAS(word, old, %(bits)s(%(store)s(%(load)s(%(word)s(old)) + v)));
+  } while (seen != old);
+}
+"""
+_FORMAT_NAMES = {
+    "float16": {"header": "cuda_fp16.h", "bits": "__half_as_ushort", "exponent": "0x7c00u",
+                "word": "__ushort_as_half"},
+    "bfloat16": {"header": "cuda_bf16.h", "bits": "__bfloat16_as_ushort", "exponent": "0x7f80u",
+                 "word": "__ushort_as_bfloat16"},
+}
+
+
+class CudaPrinter(CPrinter):
+    """The shared printer with CUDA's 16-bit types (``cuda_fp16.h``, ``cuda_bf16.h``): loads
+    widen to float, stores round to nearest even."""
+
+    FORMATS = {"float16": ("__half", "__half2float({})", "__float2half_rn({})"),
+               "bfloat16": ("__nv_bfloat16", "__bfloat162float({})", "__float2bfloat16_rn({})")}
+
+
+def format_prelude(fmt: str) -> str:
+    """What kernels storing in ``fmt`` need: the header, the NaN/Inf test, the atomic add."""
+    elem, load, store = CudaPrinter.FORMATS[fmt]
+    return _FORMAT_PRELUDE % dict(_FORMAT_NAMES[fmt], type=elem, load=load.split("(")[0],
+                                  store=store.split("(")[0])
+
+
+class CheckedPrinter(CudaPrinter):
     """The shared printer, with each array subscript wrapped in a device-side bounds check."""
 
     def __init__(self, dtype, strides, names):
@@ -172,7 +211,7 @@ class CheckedPrinter(CPrinter):
                 "__LINE__)]")
 
 
-class SlotPrinter(CPrinter):
+class SlotPrinter(CudaPrinter):
     """The shared printer, reading a time-buffered array through the kernel's pointer to the
     slot (``sg_u_t0[...]`` for ``u[t0][...]``)."""
 
@@ -295,6 +334,8 @@ class CudaBackend(CBackend):
     tuning_margin = 0.0
     source_suffix = ".cu"
     openmp_threads = False   # no OpenMP team in the calling process
+    printer_class = CudaPrinter
+    STORAGE_PROBES = {}      # nvcc always has cuda_fp16.h and cuda_bf16.h
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
@@ -304,6 +345,7 @@ class CudaBackend(CBackend):
         if options.debug:
             self.printer = CheckedPrinter(program.dtype, self.printer.strides,
                                           [a.name for a in program.arrays])
+            self.printer.stored = self.stored
 
     # -- what kernels take --------------------------------------------------------------------
     residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.places)
@@ -322,7 +364,7 @@ class CudaBackend(CBackend):
         return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
 
     def _array_args(self, a, const, slots=None) -> list[_Arg]:
-        lay, real = a.layout, ctype(a.dtype)
+        lay, real = a.layout, self.ctypes[a.name]
         strides = [_Arg(n, "const sg_int", self._device_stride(a, n)) for n, _ in lay.strides if n]
         if slots:
             # one pointer per time slot, computed on the host; the time stride is not needed
@@ -375,6 +417,10 @@ class CudaBackend(CBackend):
         return out
 
     def atomic_add(self, target, value, fmt=None):
+        """``target += value`` against other points adding there (a 16-bit ``fmt``: the sum
+        rounded once, ``format_prelude``)."""
+        if fmt:
+            return [c.Statement(f"sg_atomic_add(&{target}, (float)({value}))")]
         return [c.Statement(f"atomicAdd(&{target}, ({ctype(self.program.dtype)})({value}))")]
 
     def sparse_pragmas(self, kernel):
@@ -408,6 +454,7 @@ class CudaBackend(CBackend):
         views, saved = self.slot_views(k), self.printer
         if views:
             self.printer = SlotPrinter(self.program.dtype, saved.strides, views)
+            self.printer.stored = self.stored
         try:
             yield
         finally:
@@ -486,7 +533,7 @@ class CudaBackend(CBackend):
         the pointer to its first domain point."""
         lines = []
         for a in self.program.arrays:
-            lay, real = a.layout, ctype(a.dtype)
+            lay, real = a.layout, self.ctypes[a.name]
             lines += [str(s) for s in self.strides(a)]
             lines += [f"const long {n} = {self.printer.index_expr(v)};"
                       for n, v in (lay.count, lay.origin)]
@@ -738,6 +785,7 @@ class CudaBackend(CBackend):
                   "#include <stddef.h>\n")
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
+        header += "".join(format_prelude(f) for f in sorted(set(self.stored.values())))
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
         if self.options.debug:
