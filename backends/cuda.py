@@ -17,7 +17,7 @@ import cgen as c
 import sympy
 
 from .c import CBackend
-from . import device_layout, interrupt
+from . import cuda_pairs, device_layout, interrupt
 from .device_layout import DeviceLayout
 from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -443,10 +443,18 @@ class CudaBackend(CBackend):
     def points(self, k) -> int:
         """The most consecutive points along the outermost dimension a thread of ``k`` may
         compute: two where the kernel reads nothing it writes (a point computed twice stores
-        the same values); four ran slower than two on every workload measured."""
-        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads:
+        the same values); four ran slower than two on every workload measured. A paired
+        kernel computes its two along the innermost dimension instead."""
+        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads \
+                or self.paired(k):
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
+
+    def paired(self, k):
+        """The ``cuda_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
+        if ("pairs", k.name) not in self._slots:
+            self._slots[("pairs", k.name)] = cuda_pairs.plan(self, k)
+        return self._slots[("pairs", k.name)]
 
     @contextmanager
     def _printing(self, k):
@@ -473,11 +481,18 @@ class CudaBackend(CBackend):
         # limit, each starting at sg_base<axis>), which saves the integer work of grid-stride
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
         n, decls, inside = len(k.dims), [], []
-        body = self.guarded(k, [self.statement(a) for a in k.body])
+        pairs = self.paired(k)
+        body = cuda_pairs.body(self, k, pairs) if pairs else \
+            self.guarded(k, [self.statement(a) for a in k.body])
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
             here = f"{start} + sg_base{i} + {_thread('xyz'[i])}"
+            if pairs and depth == n - 1:   # two points a thread from an even index
+                decls.append(c.Initializer(c.Value("const sg_int", cuda_pairs.START),
+                                           cuda_pairs.first(start, _thread("x"))))
+                inside.append(f"{cuda_pairs.START} <= {stop}")
+                continue
             if depth or n == 1:
                 decls.append(c.Initializer(c.Value("const sg_int", name), here))
                 inside.append(f"{name} <= {stop}")
@@ -591,6 +606,8 @@ class CudaBackend(CBackend):
         else:
             sizes = ["1" if k.fixed_at(depth) is not None else _size(self.dims[s], k.span(depth))
                      for depth, s in reversed(list(enumerate(k.dims)))]
+            if self.paired(k):   # threads along x: pairs of points
+                sizes[0] = cuda_pairs.pair_count(sizes[0])
         if k.sequential:
             # a nest that must run in order: one thread walks it, outermost loop first
             ones = ", ".join("1" for _ in k.dims)
@@ -613,8 +630,9 @@ class CudaBackend(CBackend):
     def launch_shapes(self) -> dict:
         def describe(k, shape):
             r = min(shape[0], self.points(k))
-            return f"{r} point{'s' if r > 1 else ''} per thread, " \
-                f"{'x'.join(map(str, shape[1:]))} threads"
+            where = " (paired along the innermost dimension)" if self.paired(k) else ""
+            return f"{2 if where else r} point{'s' if r > 1 or where else ''} per thread" \
+                f"{where}, {'x'.join(map(str, shape[1:]))} threads"
         return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
