@@ -335,6 +335,9 @@ class CudaBackend(CBackend):
     source_suffix = ".cu"
     openmp_threads = False   # no OpenMP team in the calling process
     printer_class = CudaPrinter
+    #: whether grid nests over 16-bit arrays compute two points a thread from paired loads
+    #: (``cuda_pairs``); False: one point a thread, each 16-bit read alone
+    pair_loads = True
     STORAGE_PROBES = {}      # nvcc always has cuda_fp16.h and cuda_bf16.h
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
@@ -357,8 +360,10 @@ class CudaBackend(CBackend):
 
     def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:
         """The layout of the device copy the entry point expects for array ``a`` whose host
-        shape is ``shape`` (halo widths ``halo``)."""
-        return field_layout(shape, itemsize, halo[-1] if self.pitched(a) and halo else None)
+        shape is ``shape`` (halo widths ``halo``), in elements of its stored size (that of a
+        16-bit format where it has one, whatever ``itemsize`` the host array has)."""
+        size = 2 if a.store else itemsize
+        return field_layout(shape, size, halo[-1] if self.pitched(a) and halo else None)
 
     def _device_stride(self, a, name) -> str:
         return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
