@@ -17,7 +17,7 @@ import cgen as c
 import sympy
 
 from .c import CBackend
-from . import device_layout, interrupt
+from . import cuda_pairs, device_layout, interrupt
 from .device_layout import DeviceLayout
 from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -160,7 +160,46 @@ static int sg_out_of_bounds(const char *kernel, int *status)
 """
 
 
-class CheckedPrinter(CPrinter):
+#: per 16-bit format: its header, NaN/Inf test on the bits (exponent all ones) and the atomic
+#: add of a float whose sum is rounded once (a compare-and-swap loop on the 16-bit word: an
+#: atomicAdd of the increment rounded first would round twice)
+_FORMAT_PRELUDE = r"""#include <%(header)s>
+static __device__ __forceinline__ bool sg_finite(const %(type)s v)
+{ return (%(bits)s(v) & %(exponent)s) != %(exponent)s; }
+static __device__ __forceinline__ void sg_atomic_add(%(type)s *target, const float v)
+{
+  unsigned short *word = (unsigned short *)target;
+  unsigned short seen = *word, old;
+  do {
+    old = seen;
+    seen = atomicCAS(word, old, %(bits)s(%(store)s(%(load)s(%(word)s(old)) + v)));
+  } while (seen != old);
+}
+"""
+_FORMAT_NAMES = {
+    "float16": {"header": "cuda_fp16.h", "bits": "__half_as_ushort", "exponent": "0x7c00u",
+                "word": "__ushort_as_half"},
+    "bfloat16": {"header": "cuda_bf16.h", "bits": "__bfloat16_as_ushort", "exponent": "0x7f80u",
+                 "word": "__ushort_as_bfloat16"},
+}
+
+
+class CudaPrinter(CPrinter):
+    """The shared printer with CUDA's 16-bit types (``cuda_fp16.h``, ``cuda_bf16.h``): loads
+    widen to float, stores round to nearest even."""
+
+    FORMATS = {"float16": ("__half", "__half2float({})", "__float2half_rn({})"),
+               "bfloat16": ("__nv_bfloat16", "__bfloat162float({})", "__float2bfloat16_rn({})")}
+
+
+def format_prelude(fmt: str) -> str:
+    """What kernels storing in ``fmt`` need: the header, the NaN/Inf test, the atomic add."""
+    elem, load, store = CudaPrinter.FORMATS[fmt]
+    return _FORMAT_PRELUDE % dict(_FORMAT_NAMES[fmt], type=elem, load=load.split("(")[0],
+                                  store=store.split("(")[0])
+
+
+class CheckedPrinter(CudaPrinter):
     """The shared printer, with each array subscript wrapped in a device-side bounds check."""
 
     def __init__(self, dtype, strides, names):
@@ -172,7 +211,7 @@ class CheckedPrinter(CPrinter):
                 "__LINE__)]")
 
 
-class SlotPrinter(CPrinter):
+class SlotPrinter(CudaPrinter):
     """The shared printer, reading a time-buffered array through the kernel's pointer to the
     slot (``sg_u_t0[...]`` for ``u[t0][...]``)."""
 
@@ -295,6 +334,11 @@ class CudaBackend(CBackend):
     tuning_margin = 0.0
     source_suffix = ".cu"
     openmp_threads = False   # no OpenMP team in the calling process
+    printer_class = CudaPrinter
+    #: whether grid nests over 16-bit arrays compute two points a thread from paired loads
+    #: (``cuda_pairs``); False: one point a thread, each 16-bit read alone
+    pair_loads = True
+    STORAGE_PROBES = {}      # nvcc always has cuda_fp16.h and cuda_bf16.h
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
@@ -304,6 +348,7 @@ class CudaBackend(CBackend):
         if options.debug:
             self.printer = CheckedPrinter(program.dtype, self.printer.strides,
                                           [a.name for a in program.arrays])
+            self.printer.stored = self.stored
 
     # -- what kernels take --------------------------------------------------------------------
     residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.places)
@@ -315,14 +360,16 @@ class CudaBackend(CBackend):
 
     def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:
         """The layout of the device copy the entry point expects for array ``a`` whose host
-        shape is ``shape`` (halo widths ``halo``)."""
-        return field_layout(shape, itemsize, halo[-1] if self.pitched(a) and halo else None)
+        shape is ``shape`` (halo widths ``halo``), in elements of its stored size (that of a
+        16-bit format where it has one, whatever ``itemsize`` the host array has)."""
+        size = 2 if a.store else itemsize
+        return field_layout(shape, size, halo[-1] if self.pitched(a) and halo else None)
 
     def _device_stride(self, a, name) -> str:
         return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
 
     def _array_args(self, a, const, slots=None) -> list[_Arg]:
-        lay, real = a.layout, ctype(a.dtype)
+        lay, real = a.layout, self.ctypes[a.name]
         strides = [_Arg(n, "const sg_int", self._device_stride(a, n)) for n, _ in lay.strides if n]
         if slots:
             # one pointer per time slot, computed on the host; the time stride is not needed
@@ -375,6 +422,10 @@ class CudaBackend(CBackend):
         return out
 
     def atomic_add(self, target, value, fmt=None):
+        """``target += value`` against other points adding there (a 16-bit ``fmt``: the sum
+        rounded once, ``format_prelude``)."""
+        if fmt:
+            return [c.Statement(f"sg_atomic_add(&{target}, (float)({value}))")]
         return [c.Statement(f"atomicAdd(&{target}, ({ctype(self.program.dtype)})({value}))")]
 
     def sparse_pragmas(self, kernel):
@@ -397,10 +448,18 @@ class CudaBackend(CBackend):
     def points(self, k) -> int:
         """The most consecutive points along the outermost dimension a thread of ``k`` may
         compute: two where the kernel reads nothing it writes (a point computed twice stores
-        the same values); four ran slower than two on every workload measured."""
-        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads:
+        the same values); four ran slower than two on every workload measured. A paired
+        kernel computes its two along the innermost dimension instead."""
+        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads \
+                or self.paired(k):
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
+
+    def paired(self, k):
+        """The ``cuda_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
+        if ("pairs", k.name) not in self._slots:
+            self._slots[("pairs", k.name)] = cuda_pairs.plan(self, k)
+        return self._slots[("pairs", k.name)]
 
     @contextmanager
     def _printing(self, k):
@@ -408,6 +467,7 @@ class CudaBackend(CBackend):
         views, saved = self.slot_views(k), self.printer
         if views:
             self.printer = SlotPrinter(self.program.dtype, saved.strides, views)
+            self.printer.stored = self.stored
         try:
             yield
         finally:
@@ -426,11 +486,18 @@ class CudaBackend(CBackend):
         # limit, each starting at sg_base<axis>), which saves the integer work of grid-stride
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
         n, decls, inside = len(k.dims), [], []
-        body = self.guarded(k, [self.statement(a) for a in k.body])
+        pairs = self.paired(k)
+        body = cuda_pairs.body(self, k, pairs) if pairs else \
+            self.guarded(k, [self.statement(a) for a in k.body])
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
             here = f"{start} + sg_base{i} + {_thread('xyz'[i])}"
+            if pairs and depth == n - 1:   # two points a thread from an even index
+                decls.append(c.Initializer(c.Value("const sg_int", cuda_pairs.START),
+                                           cuda_pairs.first(start, _thread("x"))))
+                inside.append(f"{cuda_pairs.START} <= {stop}")
+                continue
             if depth or n == 1:
                 decls.append(c.Initializer(c.Value("const sg_int", name), here))
                 inside.append(f"{name} <= {stop}")
@@ -486,7 +553,7 @@ class CudaBackend(CBackend):
         the pointer to its first domain point."""
         lines = []
         for a in self.program.arrays:
-            lay, real = a.layout, ctype(a.dtype)
+            lay, real = a.layout, self.ctypes[a.name]
             lines += [str(s) for s in self.strides(a)]
             lines += [f"const long {n} = {self.printer.index_expr(v)};"
                       for n, v in (lay.count, lay.origin)]
@@ -544,6 +611,8 @@ class CudaBackend(CBackend):
         else:
             sizes = ["1" if k.fixed_at(depth) is not None else _size(self.dims[s], k.span(depth))
                      for depth, s in reversed(list(enumerate(k.dims)))]
+            if self.paired(k):   # threads along x: pairs of points
+                sizes[0] = cuda_pairs.pair_count(sizes[0])
         if k.sequential:
             # a nest that must run in order: one thread walks it, outermost loop first
             ones = ", ".join("1" for _ in k.dims)
@@ -566,8 +635,9 @@ class CudaBackend(CBackend):
     def launch_shapes(self) -> dict:
         def describe(k, shape):
             r = min(shape[0], self.points(k))
-            return f"{r} point{'s' if r > 1 else ''} per thread, " \
-                f"{'x'.join(map(str, shape[1:]))} threads"
+            where = " (paired along the innermost dimension)" if self.paired(k) else ""
+            return f"{2 if where else r} point{'s' if r > 1 or where else ''} per thread" \
+                f"{where}, {'x'.join(map(str, shape[1:]))} threads"
         return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
@@ -738,6 +808,7 @@ class CudaBackend(CBackend):
                   "#include <stddef.h>\n")
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
+        header += "".join(format_prelude(f) for f in sorted(set(self.stored.values())))
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
         if self.options.debug:

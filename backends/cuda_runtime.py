@@ -10,21 +10,25 @@ from __future__ import annotations
 NAME = "stencilgen_cuda_runtime"
 MAX_DIMS = 8
 
-# element types of strided copies: numpy's kind and size -> the code passed, the C++ type
+# element types of strided copies: numpy's kind and size (bfloat16, ml_dtypes' type of kind
+# "V", by its name) -> the code passed, the C++ type
 TYPES = {"f4": ("f", "float"), "f8": ("d", "double"), "f2": ("e", "__half"),
+         "bfloat16": ("E", "__nv_bfloat16"),
          "i4": ("i", "int"), "i8": ("l", "long long"), "i2": ("h", "short"),
          "i1": ("b", "signed char"), "u1": ("B", "unsigned char"), "b1": ("?", "bool")}
-TARGETS = ("f4", "f8", "f2")   # the types a field may hold
+TARGETS = ("f4", "f8", "f2", "bfloat16")   # the types a field may hold
 
 
 def type_code(dtype) -> str | None:
     """The code of numpy type ``dtype`` in strided copies (None: not supported)."""
-    found = TYPES.get(f"{dtype.kind}{dtype.itemsize}")
+    key = "bfloat16" if dtype.name == "bfloat16" else f"{dtype.kind}{dtype.itemsize}"
+    found = TYPES.get(key)
     return found[0] if found else None
 
 _SOURCE = r"""
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <stdio.h>
 
 static char sg_rt_text[2048];
@@ -91,14 +95,20 @@ extern "C" int sg_rt_device(int *id)
   return 0;
 }
 
-/* conversions, __half through float */
+/* conversions, __half and __nv_bfloat16 through float (rounded to nearest even) */
 template <typename D> struct sg_rt_to {
   template <typename S> static __device__ D from(const S v) { return (D)v; }
 };
 template <> struct sg_rt_to<__half> {
-  template <typename S> static __device__ __half from(const S v) { return __float2half((float)v); }
+  template <typename S> static __device__ __half from(const S v)
+  { return __float2half_rn((float)v); }
+};
+template <> struct sg_rt_to<__nv_bfloat16> {
+  template <typename S> static __device__ __nv_bfloat16 from(const S v)
+  { return __float2bfloat16_rn((float)v); }
 };
 static __device__ float sg_rt_wide(const __half v) { return __half2float(v); }
+static __device__ float sg_rt_wide(const __nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename S> static __device__ S sg_rt_wide(const S v) { return v; }
 
 struct sg_rt_shape { long n[%(dims)d]; long s[%(dims)d]; long d[%(dims)d]; int ndim; };
@@ -143,7 +153,8 @@ static int sg_rt_from(void *dst, const void *src, const char src_type, const sg_
 }
 
 /* A strided copy on the GPU between two arrays of ndim dimensions (element strides), the
-   source converted to the destination's type ('f' float or 'd' double). */
+   source converted to the destination's type ('f' float, 'd' double, 'e' __half or
+   'E' __nv_bfloat16). */
 extern "C" int sg_rt_strided_copy(void *dst, const long *dst_strides, const char dst_type,
                                   const void *src, const long *src_strides,
                                   const char src_type, const long *shape, const int ndim)
@@ -167,6 +178,8 @@ extern "C" int sg_rt_strided_copy(void *dst, const long *dst_strides, const char
     return sg_rt_from<double>(dst, src, src_type, sh, n);
   if (dst_type == 'e')
     return sg_rt_from<__half>(dst, src, src_type, sh, n);
+  if (dst_type == 'E')
+    return sg_rt_from<__nv_bfloat16>(dst, src, src_type, sh, n);
   snprintf(sg_rt_text, sizeof(sg_rt_text), "strided copy: unsupported target type '%%c'",
            dst_type);
   return 1;

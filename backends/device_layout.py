@@ -8,6 +8,10 @@ Host and device differ only in where rows start: element k of host row r (``r*wi
 is element ``front + r*pitch + k`` on the device, the pitch the width rounded up to 128 bytes
 and the front chosen once so that ``front + halo`` is a multiple of it. Every named stride of
 the host layout is a whole number of rows, so its device value is ``stride / width * pitch``.
+
+Rows of 16-bit elements keep ``PAIR_PAD`` more elements before the first row and after every
+row: CUDA kernels read them in aligned pairs (``cuda_pairs``), which reach up to two elements
+beyond what the stencil reads, and those must stay inside the allocation.
 """
 from __future__ import annotations
 
@@ -16,6 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 
 SEGMENT = 128   # bytes: the L2 cache line; a row's interior starts on one
+PAIR_PAD = 2    # elements a row of 16-bit values keeps free on each side for paired reads
+
+
+def pad(itemsize: int) -> int:
+    """Elements kept free before and after each row of elements of ``itemsize`` bytes."""
+    return PAIR_PAD if itemsize == 2 else 0
 
 
 @dataclass(frozen=True)
@@ -56,11 +66,13 @@ class Pitched:
 def declarations(a, size_last: str, index_expr) -> list[str]:
     """The device layout of grid array ``a`` as C declarations (after the host layout's)."""
     p, lay = Pitched(a.name), a.layout
-    per = SEGMENT // np.dtype(a.dtype).itemsize
+    size = 2 if a.store else np.dtype(a.dtype).itemsize   # a 16-bit format, or the dtype's
+    per, free = SEGMENT // size, pad(size)
     halo = lay.halo[-1]
+    more = f" + {free}" if free else ""
     lines = [f"const long {p.width} = 2*{halo} + {size_last};",
-             f"const long {p.front} = ({per} - {halo} % {per}) % {per};",
-             f"const long {p.pitch} = ({p.width} + {per - 1})/{per}*{per};",
+             f"const long {p.front} = ({per} - ({halo}{more}) % {per}) % {per}{more};",
+             f"const long {p.pitch} = ({p.width}{more} + {per - 1})/{per}*{per};",
              f"const long {p.rows} = {lay.count[0]}/{p.width};",
              f"const long {p.length} = {p.front} + {p.rows}*{p.pitch};"]
     lines += [f"const long {p.stride(n)} = {n}/{p.width}*{p.pitch};"
@@ -93,9 +105,9 @@ class DeviceLayout:
         shape = tuple(int(n) for n in shape)
         if halo_last is None or not shape:
             return cls(shape, itemsize, 0, shape[-1] if shape else 1)
-        per = SEGMENT // itemsize
-        pitch = -(-shape[-1] // per) * per
-        return cls(shape, itemsize, (per - halo_last % per) % per, pitch)
+        per, free = SEGMENT // itemsize, pad(itemsize)
+        pitch = -(-(shape[-1] + free) // per) * per
+        return cls(shape, itemsize, (per - (halo_last + free) % per) % per + free, pitch)
 
     @property
     def width(self) -> int:
