@@ -16,8 +16,9 @@ Workloads (space order 8 by default, -nt time steps, 2000 by default):
             Default 31^3 + 10 (3D): by step 2000 the sponge has taken nearly all of the wave
             (the header says how much is left), the final energy error is a residue's.
 Each runs once with float32 storage (the reference) and then with float16 and bfloat16
-storage of the wavefields and of the medium's parameters (as the demos' --storage does), each
-without and with compensated stepping; dt is the same for all (from the parameters as given).
+storage of the wavefields and of the medium's parameters (as the demos' --storage does;
+``--medium float32`` keeps the medium in float32), each without and with compensated
+stepping; dt is the same for all (from the parameters as given).
 Printed per workload, a row per storage: bytes per grid point per time step (what the
 performance summary counts), the shot record's relative L2 error ||rec - rec32|| / ||rec32||,
 the energy error of the final wavefield |E - E32| / E32 with E = sum(u^2) (TTI: P^2 + M^2)
@@ -97,20 +98,21 @@ def _layers(shape, so: int, nbl: int, storage, velocities=(1.5, 2.5, 3.5)):
                                  storage=storage)
 
 
-def _acoustic(shape, nt, so, nbl, backend, storage, compensated):
-    model = _layers(shape, so, nbl, storage)
+def _acoustic(shape, nt, so, nbl, backend, storage, compensated, medium):
+    model = _layers(shape, so, nbl, medium)
     shot = _shot(model, model.critical_dt, nt)
-    op, u = seismic.acoustic_operator(model, shot, backend=backend, compensated=compensated,
-                                      name="PrecisionAcoustic")
+    op, u = seismic.acoustic_operator(model, shot, backend=backend, storage=storage or "float32",
+                                      compensated=compensated, name="PrecisionAcoustic")
     return op, shot, [u], model.critical_dt
 
 
-def _tti(shape, nt, so, nbl, backend, storage, compensated):
+def _tti(shape, nt, so, nbl, backend, storage, compensated, medium):
     model = _layers(shape, so, nbl, None, tti_demo.VELOCITY)
-    medium = tti_demo.make_medium(model, so, storage)
-    dt = tti_critical_dt(medium, so)
+    params = tti_demo.make_medium(model, so, medium)
+    dt = tti_critical_dt(params, so)
     shot = _shot(model, dt, nt)
-    op, P, M = sa_tti_operator(medium, so, shot=shot, backend=backend, compensated=compensated,
+    op, P, M = sa_tti_operator(params, so, shot=shot, backend=backend,
+                               storage=storage or "float32", compensated=compensated,
                                name="PrecisionTTI")
     return op, shot, [P, M], dt
 
@@ -126,12 +128,13 @@ def _energy(fields, slot: int) -> tuple[float, list]:
 
 def run_case(workload: str, shape, nt: int = 2000, so: int = 8, nbl: int = 10,
              backend: str = "c", storage: str = "float32", compensated: bool = False,
-             chunks: int = CHUNKS) -> Run:
-    """One shot of ``workload`` with its wavefields and medium stored as ``storage``, run as
-    ``chunks`` applies (the energy is taken after each; the steps are the same)."""
+             chunks: int = CHUNKS, medium32: bool = False) -> Run:
+    """One shot of ``workload`` with its wavefields and medium stored as ``storage`` (the
+    medium as float32 with ``medium32``), run as ``chunks`` applies (the energy is taken
+    after each; the steps are the same)."""
     store = None if storage == "float32" else storage
     op, shot, fields, dt = WORKLOADS[workload](tuple(shape), nt, so, nbl, backend, store,
-                                               compensated)
+                                               compensated, None if medium32 else store)
     bounds = [nt * k // chunks for k in range(chunks + 1)]
     energies, summaries, seconds = [], [], 0.0
     for lo, hi in zip(bounds, bounds[1:]):
@@ -160,15 +163,17 @@ def compare(run: Run, ref: Run, storage: str, compensated: bool) -> Row:
 
 
 def study(workload: str, shape, nt: int = 2000, so: int = 8, nbl: int = 10,
-          backend: str = "c", cases=CASES) -> list[Row]:
-    """The table of ``workload``: the float32 reference's row, then one per case."""
+          backend: str = "c", cases=CASES, medium32: bool = False) -> list[Row]:
+    """The table of ``workload``: the float32 reference's row, then one per case (the
+    medium stored as the wavefields, or as float32 with ``medium32``)."""
     ref = run_case(workload, shape, nt, so, nbl, backend)
     rows = [compare(ref, ref, "float32", False)]
     for storage, compensated in cases:
         if storage == "float32":
             continue
         try:
-            run = run_case(workload, shape, nt, so, nbl, backend, storage, compensated)
+            run = run_case(workload, shape, nt, so, nbl, backend, storage, compensated,
+                           medium32=medium32)
         except InvalidOperator as e:      # e.g. OpenACC cannot inject into bfloat16
             nan = math.nan
             rows.append(Row(storage, compensated, nan, nan, nan, nan, nan, 0.0, nan, nan,
@@ -207,15 +212,20 @@ def main(argv=None) -> int:
                    help="sponge points per side; default acoustic 20, tti 10")
     p.add_argument("--backend", choices=("c", "openacc", "cuda"), default="c")
     p.add_argument("--workloads", nargs="+", choices=tuple(WORKLOADS), default=list(WORKLOADS))
+    p.add_argument("--medium", choices=("same", "float32"), default="same",
+                   help="what the medium's parameters are stored as: as the wavefields (as "
+                        "the demos do; default), or float32 (the wavefields' error alone)")
     args = p.parse_args(argv)
     configuration["log-level"] = "WARNING"
     for name in args.workloads:
         shape = tuple(args.shape or SHAPES[name])
         nbl = NBL[name] if args.nbl is None else args.nbl
         t0 = time.perf_counter()
-        rows = study(name, shape, args.nt, args.space_order, nbl, args.backend)
+        rows = study(name, shape, args.nt, args.space_order, nbl, args.backend,
+                     medium32=args.medium == "float32")
         print(f"\n{name}: grid {shape} + {nbl} sponge points per side, space order "
-              f"{args.space_order}, {args.nt} steps, backend {args.backend} "
+              f"{args.space_order}, {args.nt} steps, backend {args.backend}, medium stored "
+              f"{'as the wavefields' if args.medium == 'same' else 'as float32'} "
               f"({time.perf_counter() - t0:.0f} s); the final float32 energy is "
               f"{100 * rows[0].final_share:.3g} % of its largest\n")
         print("\n".join(table(rows)))

@@ -4,6 +4,7 @@
     python demos/acoustic/run.py -d 301 201 --outdir out      # 2D: 3 km x 2 km, layered
     python demos/acoustic/run.py -d 64 64 64 -so 8             # 3D
     python demos/acoustic/run.py -d 201 201 -nt 500 --no-plot
+    python demos/acoustic/run.py -d 301 201 --storage float16 --compensated
 
 Units: lengths in metres, velocity in km/s (= m/ms), hence time in milliseconds and frequency
 in kHz. The model (``demos/seismic``) has three horizontal layers, v = 1.5, 2.5, 3.5 km/s, with
@@ -29,6 +30,12 @@ times ray theory predicts for the direct wave and each interface) and
 matplotlib is optional: without it the script says how to get it and still runs. Progress is
 printed per chunk of time steps; the performance report, summed over the chunks, is printed at
 log level PERF, which this script selects unless STENCILGEN_LOGGING is set.
+
+``--storage float16`` (or ``bfloat16``) stores u, m and damp in 16 bits, the arithmetic staying
+float32: half the bytes per point; u's scale (a power of two) is chosen at the first apply
+from the source's largest increment. ``--compensated`` keeps what u's stores round off in a
+companion field (6 more bytes per point, a few times less error: benchmarks/precision.py).
+The report names the storage and the bytes per point the performance summary counts.
 
 The script needs only ``stencilgen`` and the ``demos/seismic`` package next to it: it runs from a
 checkout (``python demos/acoustic/run.py``) and after ``pip install .`` in a checkout.

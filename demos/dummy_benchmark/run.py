@@ -4,6 +4,7 @@
     python demos/dummy_benchmark/run.py                                  # 64^3, 100 steps
     python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda
     python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda --chunks 10
+    python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda --storage float16
 
 The propagator is ``demos/seismic/tti.py`` (Bube et al. 2016: two fields P and M, nested
 staggered derivatives, space order 8 by default). The medium is constant, V = 1.5 km/s,
@@ -12,10 +13,14 @@ as a real model would be; there are no absorbing boundaries, as in the benchmark
 follows. Spacing 10 m; dt is 0.8 times the stability limit derived in ``tti_stability_limit``
 and is printed. P starts as a Gaussian bump at the centre, so every step does real arithmetic.
 
+``--storage float16`` or ``bfloat16`` stores P, M and the medium in 16 bits (float32
+arithmetic), ``--compensated`` adds the companion fields of compensated stepping.
+
 Printed: the jit-compiled (or fetched) line, the code-generation time, the run time,
 ``Global performance: [OI=..., X GFlops/s, Y GPts/s]`` and a line per section (log level PERF,
 selected unless STENCILGEN_LOGGING is set), then max |P| and whether the fields are finite.
 GPts/s counts grid points times time steps per second, so it compares across space orders.
+Last, the storage and the bytes per grid point per step the performance summary counts.
 """
 from __future__ import annotations
 

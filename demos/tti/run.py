@@ -3,6 +3,7 @@
 
     python demos/tti/run.py -d 301 201                # 2D: 3 km x 2 km
     python demos/tti/run.py -d 101 81 81 -so 8        # 3D
+    python demos/tti/run.py -d 301 201 --storage float16 --compensated   # P, M, medium in 16 bits
 
 The propagator is ``demos/seismic/tti.py`` (Bube et al. 2016), the same as the benchmark's,
 here with a sponge of ``--nbl`` points per side. The model has three flat layers, top down:
