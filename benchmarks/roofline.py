@@ -3,6 +3,7 @@
     python benchmarks/roofline.py --backend c --tti 128 128 128 --acoustic 256 256 256 --nt 20
     python benchmarks/roofline.py --backend cuda --tti 412 423 476 --acoustic 512 512 512 --nt 200
     python benchmarks/roofline.py --backend c cuda --plot roofline.png   # and the chart
+    python benchmarks/roofline.py --backend cuda --storage float32 float16 bfloat16  # 16 bits
 
 The roofline is measured in the same run: an Operator of the same backend copying one float32
 time slot into the other (``u.forward = u``) on the larger grid moves 8 bytes per point and
@@ -13,7 +14,9 @@ array it touches read once and written once, from the performance summary) then 
 Each Operator is applied once to warm up (JIT build, first-touch, device copies) and then
 timed; the figures are the kernels' times from the performance summary. ``--plot`` draws
 each nest as a point (flop/B, GFlops/s, as printed) under each backend's roofline: the
-measured bandwidth and the compute ceiling (``charts.py``).
+measured bandwidth and the compute ceiling (``charts.py``). ``--storage`` runs both
+workloads with their fields (wavefields, medium, temporaries) stored in each format named,
+arithmetic in float32, and prints each one's speed-up over the first.
 """
 from __future__ import annotations
 
@@ -67,17 +70,21 @@ def vendor_copy_bandwidth(shape, repeats=20):
     return 2.0 * a.nbytes * repeats / seconds / 1e9
 
 
-def tti(backend, shape, nt):
-    op, P, M, medium, dt = tti_setup(shape, 8, np.float32, backend)
+def _storage(name):
+    return None if name == "float32" else name
+
+
+def tti(backend, shape, nt, storage="float32"):
+    op, P, M, medium, dt = tti_setup(shape, 8, np.float32, backend, storage=_storage(storage))
     op.apply(time_m=1, time_M=2, dt=dt)
     return op.apply(time_m=1, time_M=nt, dt=dt)
 
 
-def acoustic(backend, shape, nt):
+def acoustic(backend, shape, nt, storage="float32"):
     """The acoustic demo's propagator (sponge of 40 points included in ``shape``), a source."""
     nbl = 40
     model = seismic.layered_model(tuple(n - 2 * nbl for n in shape), 10.0, nbl=nbl,
-                                  space_order=8, dtype=np.float32)
+                                  space_order=8, dtype=np.float32, storage=_storage(storage))
     ta = seismic.TimeAxis(start=0.0, stop=(nt + 1) * model.critical_dt, step=model.critical_dt,
                           num=nt + 2)
     shot = seismic.make_shot(model, ta, 0.010, seismic.source_at(model),
@@ -95,8 +102,12 @@ def measure(backend, args):
     # the roofline is the better of the two copies: what the memory can deliver
     bw = max(own, vendor or 0.0)
     rows, nests = [], []
-    for name, shape, run in (("SA-TTI", args.tti, tti), ("acoustic", args.acoustic, acoustic)):
-        s = run(backend, shape, args.nt)
+    runs = [(f"SA-TTI {st}" if len(args.storage) > 1 else "SA-TTI", args.tti, tti, st)
+            for st in args.storage]
+    runs += [(f"acoustic {st}" if len(args.storage) > 1 else "acoustic", args.acoustic,
+              acoustic, st) for st in args.storage]
+    for name, shape, run, storage in runs:
+        s = run(backend, shape, args.nt, storage)
         # each nest's share of the roofline: its compulsory bytes over what the copy moves in
         # its time
         nests += [(name, e, e.traffic / (e.time * bw * 1e9) if e.time else 0.0)
@@ -112,12 +123,22 @@ def measure(backend, args):
     return bw, what, rows, nests
 
 
+def speedups(rows):
+    """Per workload and storage, GPts/s over that workload's first storage's."""
+    first, out = {}, []
+    for r in rows:
+        workload = r[0].split()[0]
+        first.setdefault(workload, r[3])
+        out.append((r[0], r[5], r[3], r[3] / first[workload]))
+    return out
+
+
 def report(backend, what, rows, nests):
     print(f"\nbackend {backend}: {what}")
-    print(f"{'workload':14s} {'grid':>12s} {'nt':>4s} {'GPts/s':>8s} {'GFlops/s':>9s} "
+    print(f"{'workload':18s} {'grid':>12s} {'nt':>4s} {'GPts/s':>8s} {'GFlops/s':>9s} "
           f"{'B/pt':>6s} {'roof GPts/s':>11s} {'% roof':>7s}")
     for r in rows:
-        print(f"{r[0]:14s} {r[1]:>12s} {r[2]:4d} {r[3]:8.3f} {r[4]:9.1f} {r[5]:6.0f} "
+        print(f"{r[0]:18s} {r[1]:>12s} {r[2]:4d} {r[3]:8.3f} {r[4]:9.1f} {r[5]:6.0f} "
               f"{r[6]:11.2f} {100 * r[7]:6.1f}%")
     print(f"\n{'workload':14s} {'nest':>10s} {'time s':>8s} {'GPts/s':>8s} {'B/pt':>6s} "
           f"{'% roof':>7s} {'flop/B':>8s} {'GFlops/s':>10s}")
@@ -148,6 +169,9 @@ def main(argv=None):
     p.add_argument("--acoustic", nargs=3, type=int, default=[256, 256, 256])
     p.add_argument("--nt", type=int, default=20)
     p.add_argument("--plot", metavar="FILE.png", help="also draw the roofline chart there")
+    p.add_argument("--storage", nargs="+", default=["float32"],
+                   choices=["float32", "float16", "bfloat16"],
+                   help="what the fields are stored as (several: each, and the speed-ups)")
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the compute ceiling (default: the GPU's datasheet fp32 peak, or an "
                         "estimate of this CPU's)")
@@ -159,6 +183,10 @@ def main(argv=None):
     for backend in args.backend:
         bw, what, rows, nests = measure(backend, args)
         report(backend, what, rows, nests)
+        if len(args.storage) > 1:
+            print(f"\n{'workload':18s} {'B/pt':>6s} {'GPts/s':>8s} {'x first':>8s}")
+            for name, bpt, rate, ratio in speedups(rows):
+                print(f"{name:18s} {bpt:6.0f} {rate:8.3f} {ratio:8.2f}")
         roofs[backend] = (bw,) + tuple(peak(backend, args.peak_gflops))
         points += [(f"{w} {e.name}", backend, e.oi, e.gflopss) for w, e, _ in nests]
     drawn = []

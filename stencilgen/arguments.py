@@ -81,7 +81,8 @@ def _storage(arr, bindings, overrides, temps, shape, args, keep):
         full = tuple(n + 2 * h for n, h in zip(shape, arr.halo))
         st = temps.get(arr.name)
         if st is None or st.shape != full:
-            st = temps[arr.name] = Storage(arr.name, full, arr.dtype, arr.halo)
+            st = temps[arr.name] = Storage(arr.name, full,
+                                           precision.host_dtype(arr.store, arr.dtype), arr.halo)
         return st, arr.halo
     f = bindings.functions[arr.name]
     if arr.user in overrides:

@@ -14,8 +14,8 @@ from .ir.pretty import show
 from .ir.schedule import classify, schedule
 from .ir.transforms import count_kernels, hoist_invariants, optimize_kernels, size_temporaries
 from .ir.scaling import fold_scales
-from .lowering import (check_equations, compensate, expand_derivatives, index_equations,
-                       register_names)
+from .lowering import (check_equations, compensate, compensation_stores, expand_derivatives,
+                       index_equations, register_names)
 from .names import NameRegistry
 
 
@@ -34,8 +34,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     """
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
-    eqs = _logged("derivative expansion", name, expand_derivatives(eqs, grid, names))
-    eqs = compensate(eqs, names)
+    eqs = expand_derivatives(compensate(eqs, names), grid, names)
+    eqs = _logged("derivative expansion", name, compensation_stores(eqs))
     stencils, bindings = index_equations(eqs, grid, names)
     stencils = _logged("indexing", name, stencils)
     stencils = _logged("scale folding", name, fold_scales(stencils))

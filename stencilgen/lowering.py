@@ -176,25 +176,52 @@ def _temp_store(expr) -> str | None:
     return formats.pop() if len(formats) == 1 else None
 
 
+def _companion(eq):
+    comp = getattr(getattr(eq.lhs, "field", None), "companion", None)
+    return None if isinstance(eq, SparseEq) else comp
+
+
 def compensate(eqs, names: NameRegistry) -> list[Eq]:
-    """Compensated stepping (Gao and Harms): where a field keeps a companion of what its
-    16-bit stores round off, its reads at the point it writes add the companion back, and the
-    companion stores what this store rounds off (exact in float32: the two values are close)."""
+    """Compensated stepping (Gao and Harms), first half: where a field keeps a companion of
+    what its 16-bit stores round off, the time-stepping sum (its reads at the point it
+    writes, outside space derivatives) adds the companion back. Space derivatives read the
+    stored values alone: a correction at one point of their stencil only would add noise."""
     out = []
     for eq in eqs:
-        lhs = eq.lhs
-        comp = getattr(getattr(lhs, "field", None), "companion", None)
-        if comp is None or isinstance(eq, SparseEq):
-            out.append(eq)
-            continue
-        names.user(comp.field, comp.name)
-        space = lhs.args[1:]
-        reads = {f: f + comp.func(*f.args) for f in eq.rhs.atoms(DiscreteFunction)
-                 if f.field is lhs.field and f.args[1:] == space}
-        rhs = eq.rhs.xreplace(reads)
-        rest = comp.func(*lhs.args)
-        out += [eq.with_rhs(rhs), _with_lhs(eq, rest, rhs - ROUNDED[lhs.field.store](rhs))]
+        comp = _companion(eq)
+        if comp is not None:
+            names.user(comp.field, comp.name)
+            eq = eq.with_rhs(_add_companion(eq.rhs, eq.lhs, comp))
+        out.append(eq)
     return out
+
+
+def compensation_stores(eqs) -> list[Eq]:
+    """Second half, after derivative expansion (so both stores share its temporaries): the
+    companion stores what the field's store rounds off (exact in float32: the two values
+    are close)."""
+    out = []
+    for eq in eqs:
+        out.append(eq)
+        comp = _companion(eq)
+        if comp is not None:
+            rounded = ROUNDED[eq.lhs.field.store](eq.rhs)
+            out.append(_with_lhs(eq, comp.func(*eq.lhs.args), eq.rhs - rounded))
+    return out
+
+
+def _add_companion(expr, lhs, comp):
+    """``expr`` with each read of ``lhs``'s field at its point, outside space derivatives,
+    plus the companion there."""
+    if isinstance(expr, Derivative) and not expr.dim.is_Time:
+        return expr
+    if isinstance(expr, DiscreteFunction):
+        if expr.field is lhs.field and expr.args[1:] == lhs.args[1:]:
+            return expr + comp.func(*expr.args)
+        return expr
+    if not expr.args:
+        return expr
+    return expr.func(*[_add_companion(a, lhs, comp) for a in expr.args])
 
 
 def _with_lhs(eq, lhs, rhs):

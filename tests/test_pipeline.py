@@ -15,8 +15,8 @@ from stencilgen.compiler import compile_program
 from stencilgen.names import NameRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
-PASSES = ["derivative expansion", "indexing", "classification", "invariant hoisting",
-          "temporary sizing", "scheduling", "kernel optimisation", "counting", "layout",
+PASSES = ["derivative expansion", "indexing", "scale folding", "classification",
+          "invariant hoisting", "temporary sizing", "scheduling", "kernel optimisation", "counting", "layout",
           "index types", "sections"]
 
 

@@ -124,12 +124,9 @@ def field_values(f, slot: int) -> np.ndarray:
     """Time slot ``slot`` of TimeFunction ``f`` in physical units: what ``f.data`` holds
     times its storage scale, plus what compensated stepping kept (16-bit storage), else
     ``f.data[slot]`` itself."""
-    if f.storage_scale == 1 and f.compensation is None:
+    if f.storage_format in ("float32", "float64"):
         return f.data[slot]
-    out = np.asarray(f.data[slot], dtype=np.float32)
-    if f.compensation is not None:
-        out = out + np.asarray(f.compensation.data[slot], dtype=np.float32)
-    return out * np.float32(f.storage_scale)
+    return f.data_unscaled[slot]
 
 
 def bytes_per_point(summary) -> float:
