@@ -149,8 +149,13 @@ def largest_increment(prog, targets: set, functions: dict, values: dict) -> floa
 
 
 def _holds_data(rec) -> bool:
+    """Whether a field holds values (an apply's fresh device copy of zeros does not count)."""
     st = rec._storage
-    return st is not None and (st.copy is not None or (st.nbytes > 0 and bool(np.any(st.host()))))
+    if st is None:
+        return False
+    if st.copy is not None and st.newer == "device":
+        return True
+    return st.nbytes > 0 and bool(np.any(st._host))
 
 
 def choose_scale(name: str, members: list, increment) -> float:

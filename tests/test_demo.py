@@ -106,6 +106,10 @@ def test_script_respects_user_log_level(isolated_config):
     (["-nt", "0"], "0 must be at least 1"),
     (["-so", "7"], "use an even number from 2 to 32"),
     (["--dtype", "float16"], "invalid choice"),
+    (["--storage", "float8"], "invalid choice"),
+    (["--compensated"], "give --storage float16 or --storage bfloat16 too"),
+    (["--storage", "float16", "--dtype", "float64"],
+     "float16 storage computes in float32; leave --dtype float64 out"),
 ])
 def test_bad_arguments_are_argparse_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -136,6 +140,42 @@ def test_main_in_process(shape, capsys, stencilgen_log, monkeypatch):
     assert dt == pytest.approx(_shot_dt(len(shape)), rel=1e-5)
     amplitude, finite = _final(out)
     assert finite and 0 < amplitude <= 1.0
+
+
+STORAGE = re.compile(r"^Storage (?P<fmt>\w+)(?P<comp>, compensated)?(?: \(u stored in units of "
+                     r"2\*\*(?P<exp>-?\d+)\))?: (?P<bytes>\S+) bytes per grid point per time "
+                     r"step", re.M)
+
+
+def test_storage_flag_is_reported_and_halves_the_bytes(capsys):
+    """--storage float16 stores u, m and damp in 16 bits: the header and the storage line name
+    it with u's scale, the run stays close to float32's (max |u| within 1 %), and the bytes per
+    point the summary counts (u at three times, m, damp: 20 in float32; plus the sparse
+    kernels' share) drop by 10, the companion (u's roundings at three times) adding 6."""
+    found = {}
+    for argv in ([], ["--storage", "float16"], ["--storage", "float16", "--compensated"]):
+        assert demo.main(["-d", "30", "26", "-nt", "60", "--nbl", "6", "--no-plot",
+                          "--backend", "c", *argv]) == 0
+        out = capsys.readouterr().out
+        line = STORAGE.search(out)
+        assert line, out
+        amplitude, finite = _final(out)
+        assert finite
+        found[" ".join(argv)] = (line, amplitude, out)
+    line, reference, out = found[""]
+    assert line["fmt"] == "float32" and line["exp"] is None and not line["comp"]
+    assert "space order 8, float32" in out
+    float32 = float(line["bytes"])
+    assert 20 < float32 < 21
+    for argv, label, saved in (("--storage float16", "storage float16,", 10),
+                               ("--storage float16 --compensated",
+                                "storage float16 (compensated),", 4)):
+        line, amplitude, out = found[argv]
+        assert line["fmt"] == "float16" and bool(line["comp"]) == ("compensated" in argv)
+        assert f"space order 8, {label} float32 arithmetic" in out
+        assert line["exp"] is not None and f"u stored in units of 2**{line['exp']}" in out
+        assert float(line["bytes"]) == pytest.approx(float32 - saved, abs=0.25)
+        assert amplitude == pytest.approx(reference, rel=1e-2)
 
 
 def test_capsys_sees_the_report(capsys, monkeypatch):
@@ -204,3 +244,24 @@ def test_energy_check_detects_an_unstable_time_step():
     demo.initial_condition(model, u)
     result = demo.run(model, op, u, 100)
     assert not result.finite or result.max_amplitude > 1e6
+
+
+def test_sa_tti_benchmark_takes_the_storage(capsys):
+    """demos/dummy_benchmark with --storage bfloat16 --compensated: P, M and the medium in 16
+    bits, named in the report, max |P| within 1 % of float32's after 30 steps, fewer bytes."""
+    spec = importlib.util.spec_from_file_location(
+        "stencilgen_demo_sa_tti", ROOT / "demos" / "dummy_benchmark" / "run.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    peak = re.compile(r"max \|P\| = (\S+), finite: yes")
+    found = {}
+    for argv in ([], ["--storage", "bfloat16", "--compensated"]):
+        assert bench.main(["-d", "24", "20", "22", "-tn", "30", "--backend", "c", *argv]) == 0
+        out = capsys.readouterr().out
+        line = STORAGE.search(out)       # P holds its data before the run: scale 1
+        assert line and peak.search(out), out
+        found[bool(argv)] = (float(peak.search(out)[1]), float(line["bytes"]), out)
+    assert "30 time steps, storage bfloat16 (compensated), float32 arithmetic" in found[True][2]
+    assert "Storage bfloat16, compensated" in found[True][2]
+    assert found[True][0] == pytest.approx(found[False][0], rel=1e-2)
+    assert found[True][1] < found[False][1]

@@ -440,8 +440,8 @@ def test_gpu_blow_up_is_counted_as_for_float32(fmt):
                       backend=backend)
         with pytest.warns(NumericalWarning) as record:
             op.apply(time_M=9, dt=0.1)
-        texts[backend] = str(record[0].message)
-        assert np.count_nonzero(np.isinf(_values(u)[1])) > 0
+        texts[backend] = str(record[0].message).replace(f"_{backend}`", "`")
+        assert np.count_nonzero(np.isinf(_values(u))) > 0
         u.data[:] = 0.5
         with warnings.catch_warnings():
             warnings.simplefilter("error", NumericalWarning)

@@ -4,6 +4,7 @@
     python demos/acoustic/run.py -d 301 201 --outdir out      # 2D: 3 km x 2 km, layered
     python demos/acoustic/run.py -d 64 64 64 -so 8             # 3D
     python demos/acoustic/run.py -d 201 201 -nt 500 --no-plot
+    python demos/acoustic/run.py -d 301 201 --storage float16 --compensated
 
 Units: lengths in metres, velocity in km/s (= m/ms), hence time in milliseconds and frequency
 in kHz. The model (``demos/seismic``) has three horizontal layers, v = 1.5, 2.5, 3.5 km/s, with
@@ -29,6 +30,12 @@ times ray theory predicts for the direct wave and each interface) and
 matplotlib is optional: without it the script says how to get it and still runs. Progress is
 printed per chunk of time steps; the performance report, summed over the chunks, is printed at
 log level PERF, which this script selects unless STENCILGEN_LOGGING is set.
+
+``--storage float16`` (or ``bfloat16``) stores u, m and damp in 16 bits, the arithmetic staying
+float32: half the bytes per point; u's scale (a power of two) is chosen at the first apply
+from the source's largest increment. ``--compensated`` keeps what u's stores round off in a
+companion field (6 more bytes per point, a few times less error: benchmarks/precision.py).
+The report names the storage and the bytes per point the performance summary counts.
 
 The script needs only ``stencilgen`` and the ``demos/seismic`` package next to it: it runs from a
 checkout (``python demos/acoustic/run.py``) and after ``pip install .`` in a checkout.
@@ -147,10 +154,12 @@ PICTURES = ("shot_record.png", "wavefield_snapshot.png")
 
 
 def make_shot_model(shape, spacing: float = SPACING, nbl: int = NBL, space_order: int = 8,
-                    dtype=np.float32, velocities=LAYER_VELOCITIES) -> seismic.Model:
-    """The layered model (interfaces evenly in depth) padded by ``nbl`` sponge points."""
+                    dtype=np.float32, velocities=LAYER_VELOCITIES,
+                    storage=None) -> seismic.Model:
+    """The layered model (interfaces evenly in depth) padded by ``nbl`` sponge points; m and
+    damp stored as ``storage`` (None: dtype; numpy.float16 or "bfloat16")."""
     return seismic.layered_model(shape, spacing, velocities=velocities, nbl=nbl,
-                                 space_order=space_order, dtype=dtype)
+                                 space_order=space_order, dtype=dtype, storage=storage)
 
 
 def default_duration(model: seismic.Model, f0: float, source_depth: float) -> float:
@@ -168,10 +177,12 @@ def default_duration(model: seismic.Model, f0: float, source_depth: float) -> fl
 
 def build_shot(model: seismic.Model, f0: float = F0, nrec: int | None = None,
                nt: int | None = None, space_order: int | None = None,
-               backend: str | None = None, name: str = "Acoustic"):
+               backend: str | None = None, name: str = "Acoustic", storage=None,
+               compensated: bool = False):
     """The shot (source at the top centre, receiver line), u and the Operator: (shot, op, u).
 
-    ``nt`` time samples (= time steps run); by default ``default_duration`` / dt.
+    ``nt`` time samples (= time steps run); by default ``default_duration`` / dt. u is stored
+    as ``storage`` (default: as the model's m), ``compensated`` if asked.
     """
     dt = model.critical_dt
     src = seismic.source_at(model)
@@ -183,7 +194,7 @@ def build_shot(model: seismic.Model, f0: float = F0, nrec: int | None = None,
         time = seismic.TimeAxis(start=0.0, stop=(nt - 1) * dt, step=dt, num=int(nt))
     shot = seismic.make_shot(model, time, f0, src, rec)
     op, u = seismic.acoustic_operator(model, shot, space_order=space_order, backend=backend,
-                                      name=name)
+                                      name=name, storage=storage, compensated=compensated)
     return shot, op, u
 
 
@@ -253,6 +264,7 @@ def parser() -> argparse.ArgumentParser:
                    "number of time steps (= receiver samples); default: until the reflection "
                    "from the deepest interface is back at the receivers",
                    so_help="space order of the Laplacian, even, 2..32; default 8")
+    cli.add_storage(p, "u, m and damp")
     p.add_argument("--nbl", type=cli.nonnegative, default=NBL,
                    help=f"absorbing layer width in grid points per side; default {NBL}")
     p.add_argument("--f0", type=cli.frequency, default=F0,
@@ -274,6 +286,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = parser()
     args = p.parse_args(argv)
     cli.check_dims(p, args)
+    cli.check_storage(p, args)
     return args
 
 
@@ -283,16 +296,17 @@ def main(argv=None) -> int:
     shape = tuple(args.shape)
     ndim = len(shape)
     model = make_shot_model(shape, nbl=args.nbl, space_order=args.space_order,
-                            dtype=DTYPES[args.dtype])
+                            dtype=DTYPES[args.dtype], storage=cli.storage(args))
     layers = ", ".join(f"{v:g}" for v in _layer_velocities(model))
     tops = ", ".join(f"{z:g}" for z in _interfaces(model))
     print(f"Acoustic {ndim}D: shape {shape} + {args.nbl} absorbing points per side (grid "
           f"{model.grid.shape}), spacing {SPACING:g} m, extent {model.extent} m, space order "
-          f"{args.space_order}, {args.dtype}")
+          f"{args.space_order}, {cli.storage_label(args)}")
     print(f"Model: layers v = {layers} km/s, interfaces at depth {tops or 'none'} m")
     s_sum = seismic.laplacian_weight_sum(args.space_order)
     shot, op, u = build_shot(model, f0=args.f0, nrec=args.nrec, nt=args.nt,
-                             space_order=args.space_order, backend=args.backend)
+                             space_order=args.space_order, backend=args.backend,
+                             compensated=args.compensated)
     dt, nt = shot.time.step, shot.nt
     print(f"dt = {dt:.6g} ms (CFL: {model.safety:g} * 2 / (v_max * sqrt(sum_d S / h_d**2)) "
           f"with S = sum|w| = {s_sum:.4g}, h_min = {min(model.spacing):g} m, v_max = "
@@ -308,6 +322,7 @@ def main(argv=None) -> int:
     result = run_shot(model, shot, op, u)
     print(f"Final wavefield u(t = {nt * dt:.6g} ms): max |u| = {result.max_amplitude:.6e}, "
           f"finite: {'yes' if result.finite else 'NO'}")
+    print(cli.traffic_line(args, result.summary, u))
     if not args.plot:
         print("--no-plot: no pictures written")
     elif not seismic.have_matplotlib():

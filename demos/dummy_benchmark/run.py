@@ -4,6 +4,7 @@
     python demos/dummy_benchmark/run.py                                  # 64^3, 100 steps
     python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda
     python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda --chunks 10
+    python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda --storage float16
 
 The propagator is ``demos/seismic/tti.py`` (Bube et al. 2016: two fields P and M, nested
 staggered derivatives, space order 8 by default). The medium is constant, V = 1.5 km/s,
@@ -12,10 +13,14 @@ as a real model would be; there are no absorbing boundaries, as in the benchmark
 follows. Spacing 10 m; dt is 0.8 times the stability limit derived in ``tti_stability_limit``
 and is printed. P starts as a Gaussian bump at the centre, so every step does real arithmetic.
 
+``--storage float16`` or ``bfloat16`` stores P, M and the medium in 16 bits (float32
+arithmetic), ``--compensated`` adds the companion fields of compensated stepping.
+
 Printed: the jit-compiled (or fetched) line, the code-generation time, the run time,
 ``Global performance: [OI=..., X GFlops/s, Y GPts/s]`` and a line per section (log level PERF,
 selected unless STENCILGEN_LOGGING is set), then max |P| and whether the fields are finite.
 GPts/s counts grid points times time steps per second, so it compares across space orders.
+Last, the storage and the bytes per grid point per step the performance summary counts.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Grid  # noqa: E402
 from demos.seismic import cli  # noqa: E402
+from demos.seismic.propagators import field_values  # noqa: E402
 from demos.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, tti_critical_dt,  # noqa: E402
                                tti_medium, tti_stability_limit)
 
@@ -47,15 +53,19 @@ def parser() -> argparse.ArgumentParser:
                    help="run the steps as K applies of nt/K steps each, after a first apply "
                         "of nt/K steps (the fields stay on the GPU between them), and print "
                         "the kernel and with-setup figures of the K")
+    cli.add_storage(p, "P, M and the medium's parameters")
     return p
 
 
-def setup(shape, space_order=8, dtype=np.float32, backend=None):
-    """(op, P, M, medium, dt): the benchmark's Operator, fields and time step."""
+def setup(shape, space_order=8, dtype=np.float32, backend=None, storage=None,
+          compensated=False):
+    """(op, P, M, medium, dt): the benchmark's Operator, fields and time step; the fields
+    and the medium stored as ``storage`` (None: dtype; numpy.float16 or "bfloat16")."""
     shape = tuple(int(n) for n in shape)
     grid = Grid(shape=shape, extent=tuple(SPACING * (n - 1) for n in shape), dtype=dtype)
-    medium = tti_medium(grid, space_order, **DUMMY_MEDIUM)
-    op, P, M = sa_tti_operator(medium, space_order, backend=backend, name="SATTIBenchmark")
+    medium = tti_medium(grid, space_order, storage=storage, **DUMMY_MEDIUM)
+    op, P, M = sa_tti_operator(medium, space_order, backend=backend, name="SATTIBenchmark",
+                               compensated=compensated)
     centre = [o + e / 2 for o, e in zip(grid.origin, grid.extent)]
     axes = [np.arange(n) * h - c for n, h, c in zip(grid.shape, grid.spacing, centre)]
     r2 = sum(a ** 2 for a in np.meshgrid(*axes, indexing="ij"))
@@ -93,13 +103,15 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     cli.check_dims(p, args)
+    cli.check_storage(p, args)
     cli.perf_logging()
     shape = tuple(args.shape)
     dtype = cli.DTYPES[args.dtype]
     print(f"SA-TTI dummy benchmark: shape {shape}, spacing {SPACING:g} m, space order "
-          f"{args.space_order}, {args.nt} time steps, {args.dtype}")
+          f"{args.space_order}, {args.nt} time steps, {cli.storage_label(args)}")
     t0 = time.perf_counter()
-    op, P, M, medium, dt = setup(shape, args.space_order, dtype, args.backend)
+    op, P, M, medium, dt = setup(shape, args.space_order, dtype, args.backend,
+                                 cli.storage(args), args.compensated)
     limit = tti_stability_limit(medium.grid.spacing, medium.vmax, medium.epsmax, args.space_order)
     print(f"Medium: V = {DUMMY_MEDIUM['V']} km/s, epsilon = {DUMMY_MEDIUM['epsilon']}, delta = "
           f"{DUMMY_MEDIUM['delta']}, f = {DUMMY_MEDIUM['f']}, theta = pi/6, phi = pi/4, b = 1")
@@ -113,12 +125,14 @@ def main(argv=None) -> int:
     else:
         last, summary = args.nt, op.apply(time_m=1, time_M=args.nt, dt=dt)
     slot = (last + 1) % 3
-    finite = bool(np.all(np.isfinite(P.data[slot])) and np.all(np.isfinite(M.data[slot])))
+    final = field_values(P, slot)
+    finite = bool(np.all(np.isfinite(final)) and np.all(np.isfinite(M.data[slot])))
     ran = f"Ran {last} steps ({last * dt:.6g} ms)"
     if not args.chunks:
         ran += f" in {summary.globals.time:.3f} s: {summary.globals.gpointss:.3f} GPts/s"
-    print(f"{ran}; max |P| = {float(np.abs(P.data[slot]).max()):.4e}, "
+    print(f"{ran}; max |P| = {float(np.abs(final).max()):.4e}, "
           f"finite: {'yes' if finite else 'NO'}")
+    print(cli.traffic_line(args, summary, P))
     return 0 if finite and math.isfinite(summary.globals.time) else 1
 
 

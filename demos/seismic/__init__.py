@@ -8,15 +8,17 @@ from .geometry import Shot, make_shot, receiver_line, source_at
 from .model import (SAFETY, Model, damping_profile, homogeneous_model, laplacian_weight_sum,
                     layered_model, layered_velocity, stability_limit)
 from .plotting import MATPLOTLIB_HINT, have_matplotlib, plot_shot_record, plot_snapshot
-from .propagators import (FinalWavefield, ShotResult, acoustic_operator, acoustic_pde, combine_summaries,
-                          default_progress, run_chunked, run_shot)
+from .propagators import (FinalWavefield, ShotResult, acoustic_operator, acoustic_pde,
+                          bytes_per_point, combine_summaries, default_progress, field_values,
+                          run_chunked, run_shot)
 from .traveltimes import direct_times, reflection_times
 from .wavelets import TimeAxis, ricker, time_axis
 
 __all__ = [
     "FinalWavefield", "MATPLOTLIB_HINT", "SAFETY", "Model", "Shot", "ShotResult", "TimeAxis",
     "acoustic_operator", "run_shot",
-    "acoustic_pde", "combine_summaries", "damping_profile", "default_progress",
+    "acoustic_pde", "bytes_per_point", "combine_summaries", "damping_profile",
+    "default_progress", "field_values",
     "direct_times", "have_matplotlib", "homogeneous_model", "laplacian_weight_sum",
     "layered_model", "layered_velocity", "make_shot", "plot_shot_record", "plot_snapshot",
     "receiver_line", "reflection_times", "ricker", "run_chunked", "source_at",

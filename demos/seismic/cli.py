@@ -75,6 +75,57 @@ def add_common(p: argparse.ArgumentParser, shape, nt_help: str, nt_default=None,
                    help="floating-point type of the fields; default float32")
 
 
+STORAGES = ("float32", "float16", "bfloat16")
+
+
+def add_storage(p: argparse.ArgumentParser, what: str) -> None:
+    """--storage and --compensated: the fields (``what``) stored in 16 bits, float32 arithmetic."""
+    p.add_argument("--storage", choices=STORAGES, default="float32",
+                   help=f"what {what} are stored as; float16 and bfloat16 halve the bytes per "
+                        "point, the arithmetic stays float32 (loads widen, stores round); "
+                        "default float32")
+    p.add_argument("--compensated", action="store_true",
+                   help="compensated stepping: the wavefields keep what their 16-bit stores "
+                        "round off in a companion field of the same format (more bytes, less "
+                        "error); needs --storage float16 or bfloat16")
+
+
+def check_storage(p: argparse.ArgumentParser, args) -> None:
+    """--compensated needs 16-bit storage, and 16-bit storage computes in float32."""
+    if args.compensated and args.storage == "float32":
+        p.error("argument --compensated: keeps what 16-bit stores round off; give --storage "
+                "float16 or --storage bfloat16 too")
+    if args.storage != "float32" and getattr(args, "dtype", "float32") != "float32":
+        p.error(f"argument --storage: {args.storage} storage computes in float32; leave "
+                f"--dtype {args.dtype} out")
+
+
+def storage(args):
+    """The ``storage=`` argument of the fields: None for float32, else the format's name."""
+    return None if args.storage == "float32" else args.storage
+
+
+def storage_label(args) -> str:
+    """``storage float16 (compensated), float32 arithmetic``, or the dtype's name."""
+    if args.storage == "float32":
+        return getattr(args, "dtype", "float32")
+    extra = " (compensated)" if args.compensated else ""
+    return f"storage {args.storage}{extra}, float32 arithmetic"
+
+
+def traffic_line(args, summary, field) -> str:
+    """``Storage float16, compensated (P stored in units of 2**-2): 14.1 bytes per grid
+    point...``: the storage the run used, the wavefield's scale, the summary's byte count."""
+    from .propagators import bytes_per_point
+    name = args.storage if args.storage != "float32" else getattr(args, "dtype", "float32")
+    comp = ", compensated" if args.compensated else ""
+    scale = field.storage_scale
+    scaled = f" ({field.name} stored in units of 2**{int(math.log2(scale))})" if scale != 1 \
+        else ""
+    return (f"Storage {name}{comp}{scaled}: {bytes_per_point(summary):.1f} bytes per grid "
+            "point per time step (compulsory traffic, as the performance summary counts)")
+
+
 def add_shot_flags(p: argparse.ArgumentParser, nbl: int, f0: float) -> None:
     """--nbl, --f0, --outdir, --no-plot: the sponge, the wavelet and the pictures."""
     p.add_argument("--nbl", type=nonnegative, default=nbl,

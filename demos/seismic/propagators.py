@@ -21,12 +21,17 @@ def acoustic_pde(model, u):
 
 
 def acoustic_operator(model, shot=None, space_order: int | None = None,
-                      backend: str | None = None, name: str = "Acoustic"):
+                      backend: str | None = None, name: str = "Acoustic",
+                      storage=None, compensated: bool = False):
     """The wavefield ``u`` and the Operator that steps the acoustic PDE with the sponge,
     injecting ``shot.src * dt**2 / m`` into u.forward and recording ``rec`` = u; returns
-    (op, u)."""
+    (op, u). ``storage``: what u is stored as (default: the model's ``storage``, if any);
+    ``compensated``: u keeps what its 16-bit stores round off (compensated stepping)."""
     so = model.space_order if space_order is None else space_order
-    u = TimeFunction(name="u", grid=model.grid, time_order=2, space_order=so)
+    if storage is None:
+        storage = getattr(model, "storage", None)
+    u = TimeFunction(name="u", grid=model.grid, time_order=2, space_order=so, storage=storage,
+                     compensated=compensated)
     eqs = [Eq(u.forward, solve(acoustic_pde(model, u), u.forward))]
     if shot is not None:
         dt = model.grid.stepping_dim.spacing
@@ -115,12 +120,31 @@ def run_chunked(op, time_m: int, time_M: int, dt: float, chunks: int = 10,
 
 # -- one shot -------------------------------------------------------------------------------
 
+def field_values(f, slot: int) -> np.ndarray:
+    """Time slot ``slot`` of TimeFunction ``f`` in physical units: what ``f.data`` holds
+    times its storage scale, plus what compensated stepping kept (16-bit storage), else
+    ``f.data[slot]`` itself."""
+    if f.storage_scale == 1 and f.compensation is None:
+        return f.data[slot]
+    out = np.asarray(f.data[slot], dtype=np.float32)
+    if f.compensation is not None:
+        out = out + np.asarray(f.compensation.data[slot], dtype=np.float32)
+    return out * np.float32(f.storage_scale)
+
+
+def bytes_per_point(summary) -> float:
+    """The bytes a run moved per grid point and time step, as the summary counts them (each
+    array's element size: 2 for a 16-bit field)."""
+    g = summary.globals
+    return g.traffic / g.points if g.points else 0.0
+
+
 class FinalWavefield:
     """Properties of a run's last wavefield, for results holding ``u`` and ``final_slot``."""
 
     @property
     def wavefield(self) -> np.ndarray:
-        return self.u.data[self.final_slot]
+        return field_values(self.u, self.final_slot)
 
     @property
     def max_amplitude(self) -> float:
@@ -163,16 +187,18 @@ def run_shot(model: object, shot: object, op, u,
     chunks = min(10, max(1, nt // 50)) if chunks is None else chunks
     snapshot_step = max(1, nt // 2) if snapshot_step is None else snapshot_step
     u.data[:] = 0
+    if u.compensation is not None:
+        u.compensation.data[:] = 0
     shot.rec.data[:] = 0
     kept = {}
 
     def keep(step):
         if step == snapshot_step:
-            kept["u"] = u.data[step % 3].copy()
+            kept["u"] = np.array(field_values(u, step % 3))
 
     summary = run_chunked(op, 0, nt - 1, dt, chunks=chunks, progress=progress,
                                   on_chunk=keep, split_at=(snapshot_step,))
-    snapshot = kept.get("u", u.data[nt % 3].copy())
+    snapshot = kept.get("u", np.array(field_values(u, nt % 3)))
     when = snapshot_step if "u" in kept else nt
     return ShotResult(model=model, shot=shot, u=u, summary=summary, snapshot=snapshot,
                       snapshot_time=when * dt, final_slot=nt % 3)

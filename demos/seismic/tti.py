@@ -40,7 +40,10 @@ DUMMY_MEDIUM = dict(V=1.5, b=1.0, epsilon=0.1, delta=0.05, theta=math.pi / 6,
 
 @dataclass(eq=False)
 class TTIMedium:
-    """The TTI parameters as Functions on one grid (``qinv`` = w/Q and ``damp`` optional)."""
+    """The TTI parameters as Functions on one grid (``qinv`` = w/Q and ``damp`` optional),
+    stored as ``storage`` (None: the grid's dtype; or 16 bits with scale 1: every parameter
+    lies well inside float16's range in km/s, g/cc and radians); ``limits``: the largest V
+    and epsilon as given (16-bit storage rounds them, and dt must not depend on that)."""
 
     grid: object
     V: Function
@@ -52,19 +55,23 @@ class TTIMedium:
     f: float
     qinv: Function | None = None
     damp: Function | None = None
+    storage: object = None
+    limits: tuple | None = None
 
     @property
     def vmax(self) -> float:
-        return float(np.max(self.V.data))
+        return self.limits[0] if self.limits else float(np.max(self.V.data))
 
     @property
     def epsmax(self) -> float:
-        return float(np.max(self.epsilon.data))
+        return self.limits[1] if self.limits else float(np.max(self.epsilon.data))
 
 
 def tti_medium(grid, space_order: int, V=1.5, b=1.0, epsilon=0.1, delta=0.05,
-               theta=math.pi / 6, phi=math.pi / 4, f=0.85, qinv=None, damp=None) -> TTIMedium:
-    """Functions filled from scalars or arrays of the grid's shape (halos edge-padded).
+               theta=math.pi / 6, phi=math.pi / 4, f=0.85, qinv=None, damp=None,
+               storage=None) -> TTIMedium:
+    """Functions filled from scalars or arrays of the grid's shape (halos edge-padded), stored
+    as ``storage`` (None, numpy.float16 or "bfloat16").
 
     Checks that the medium is physical: V > 0, b > 0, epsilon >= delta, 0 < f <= 1 and
     f + 2 epsilon > 0 (so that eta is real and eta <= 1)."""
@@ -72,7 +79,7 @@ def tti_medium(grid, space_order: int, V=1.5, b=1.0, epsilon=0.1, delta=0.05,
         raise ValueError(f"tti_medium: f = 1 - Vs^2/Vp^2 = {f} must be in (0, 1]")
 
     def make(name, value):
-        fn = Function(name=name, grid=grid, space_order=space_order)
+        fn = Function(name=name, grid=grid, space_order=space_order, storage=storage)
         arr = np.broadcast_to(np.asarray(value, dtype=np.float64), grid.shape)
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"tti_medium: {name} has non-finite values")
@@ -94,7 +101,8 @@ def tti_medium(grid, space_order: int, V=1.5, b=1.0, epsilon=0.1, delta=0.05,
     ph = make("phi", phi)[0] if grid.dim == 3 else None
     q = make("qinv", qinv)[0] if qinv is not None else None
     dm = make("damp", damp)[0] if damp is not None else None
-    return TTIMedium(grid, V, b, eps, dlt, th, ph, float(f), q, dm)
+    return TTIMedium(grid, V, b, eps, dlt, th, ph, float(f), q, dm, storage,
+                     (float(np.max(v)), float(np.max(e))))
 
 
 def symmetry_axis(medium: TTIMedium):
@@ -196,12 +204,15 @@ def tti_critical_dt(medium: TTIMedium, space_order: int, safety: float = SAFETY)
 
 
 def sa_tti_operator(medium: TTIMedium, space_order: int, shot=None, backend=None,
-                    name: str = "SATTI"):
+                    name: str = "SATTI", storage=None, compensated: bool = False):
     """(op, P, M): the SA-TTI time stepper; with a shot, ``src * dt^2 V^2 / b`` is injected
-    into P.forward and ``rec`` records P."""
+    into P.forward and ``rec`` records P. P and M are stored as ``storage`` (default: the
+    medium's), with ``compensated`` stepping if asked (16-bit storage)."""
     grid = medium.grid
-    P = TimeFunction(name="P", grid=grid, time_order=2, space_order=space_order)
-    M = TimeFunction(name="M", grid=grid, time_order=2, space_order=space_order)
+    if storage is None:
+        storage = medium.storage
+    P, M = (TimeFunction(name=n, grid=grid, time_order=2, space_order=space_order,
+                         storage=storage, compensated=compensated) for n in "PM")
     eqs = sa_tti_equations(P, M, medium)
     if shot is not None:
         dt = grid.stepping_dim.spacing

@@ -3,6 +3,7 @@
 
     python demos/tti/run.py -d 301 201                # 2D: 3 km x 2 km
     python demos/tti/run.py -d 101 81 81 -so 8        # 3D
+    python demos/tti/run.py -d 301 201 --storage float16 --compensated   # P, M, medium in 16 bits
 
 The propagator is ``demos/seismic/tti.py`` (Bube et al. 2016), the same as the benchmark's,
 here with a sponge of ``--nbl`` points per side. The model has three flat layers, top down:
@@ -54,13 +55,15 @@ def layer_index(model) -> np.ndarray:
     return np.broadcast_to(k, grid.shape)
 
 
-def make_medium(model, space_order: int):
-    """The TTI parameters of the layers on the model's padded grid (V from the model)."""
+def make_medium(model, space_order: int, storage=None):
+    """The TTI parameters of the layers on the model's padded grid (V from the model), stored
+    as ``storage`` (None: the grid's dtype; numpy.float16 or "bfloat16")."""
     k = layer_index(model)
     pick = lambda values: np.asarray(values, dtype=np.float64)[k]  # noqa: E731
     return tti_medium(model.grid, space_order, V=model.vp, b=1.0 / pick(DENSITY),
                       epsilon=pick(EPSILON), delta=pick(DELTA),
-                      theta=np.radians(pick(THETA_DEG)), phi=0.0, f=0.85, damp=model.damp.data)
+                      theta=np.radians(pick(THETA_DEG)), phi=0.0, f=0.85, damp=model.damp.data,
+                      storage=storage)
 
 
 def expected_arrivals(model, shot):
@@ -85,6 +88,7 @@ def parser() -> argparse.ArgumentParser:
     cli.add_common(p, (201, 151), "number of time steps; default: until the reflection from "
                    "the second interface is back at the receivers")
     cli.add_shot_flags(p, NBL, F0)
+    cli.add_storage(p, "P, M and the medium's parameters")
     p.add_argument("--clip", type=cli.percentile, default=98.0,
                    help="colour range of the shot record: this percentile of |P|; default 98")
     return p
@@ -94,14 +98,15 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     cli.check_dims(p, args)
+    cli.check_storage(p, args)
     cli.perf_logging()
     shape, so = tuple(args.shape), args.space_order
     model = seismic.layered_model(shape, SPACING, velocities=VELOCITY, nbl=args.nbl,
                                   space_order=so, dtype=cli.DTYPES[args.dtype])
-    medium = make_medium(model, so)
+    medium = make_medium(model, so, cli.storage(args))
     dt = tti_critical_dt(medium, so)
     print(f"SA-TTI {len(shape)}D: shape {shape} + {args.nbl} absorbing points per side, spacing "
-          f"{SPACING:g} m, space order {so}, {args.dtype}")
+          f"{SPACING:g} m, space order {so}, {cli.storage_label(args)}")
     for i, z in enumerate((0.0,) + tuple(model.layers[1])):
         print(f"  layer from {z:6.0f} m: V = {VELOCITY[i]} km/s, rho = {DENSITY[i]}, epsilon = "
               f"{EPSILON[i]}, delta = {DELTA[i]}, theta = {THETA_DEG[i]:g} deg")
@@ -117,10 +122,12 @@ def main(argv=None) -> int:
           f"km/s, epsilon_max = {medium.epsmax:g}); {time.num} steps simulate "
           f"{time.num * dt:.6g} ms")
     shot = seismic.make_shot(model, time, args.f0, src, rec)
-    op, P, M = sa_tti_operator(medium, so, shot=shot, backend=args.backend, name="SATTIShot")
+    op, P, M = sa_tti_operator(medium, so, shot=shot, backend=args.backend, name="SATTIShot",
+                               compensated=args.compensated)
     result = seismic.run_shot(model, shot, op, P)
     finite = result.finite and bool(np.all(np.isfinite(M.data)))
     print(f"Final P: max |P| = {result.max_amplitude:.6e}, finite: {'yes' if finite else 'NO'}")
+    print(cli.traffic_line(args, result.summary, P))
     if not args.plot:
         print("--no-plot: no pictures written")
     elif not seismic.have_matplotlib():

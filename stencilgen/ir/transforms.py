@@ -80,6 +80,13 @@ def _unmark(expr, marks, table, dims):
     return expr.xreplace(subs) if subs else expr
 
 
+def _common_store(expr, arrays) -> str | None:
+    """The 16-bit format of every array ``expr`` reads, where they share one: an invariant
+    of float16 fields is kept in float16 too (else it would cost the bytes they save)."""
+    found = {a.store for a in arrays if a.name in _arrays_read(expr)}
+    return found.pop() if len(found) == 1 else None
+
+
 def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 0) -> Stencils:
     """Costly time-invariant subexpressions of the time loop -> arrays computed before it.
 
@@ -108,7 +115,8 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
     for canon, rng in stored.items():
         name = names.counted("inv")
         arr = ArrayParam(name=name, user=name, dtype=st.dtype, ndim=len(dims), temporary=True,
-                         halo=tuple(max(lo, hi) for lo, hi in rng))
+                         halo=tuple(max(lo, hi) for lo, hi in rng),
+                         store=_common_store(canon, st.arrays))
         arrays.append(arr)
         table[canon] = arr.base
         new_eqs.append(IndexedEq(arr.base[dims], canon, False, extent=rng))
