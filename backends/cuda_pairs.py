@@ -47,9 +47,10 @@ def _offset(acc, dim):
 def _eligible(be, k) -> bool:
     """Whether the kind of nest ``k`` may run paired (else the scalar kernel)."""
     n = len(getattr(k, "dims", ()))
-    return be.pair_loads and not (k.is_sparse or k.sequential or k.guard is not None or be.options.debug
-                or not n or k.fixed_at(n - 1) is not None
-                or k.dims[-1] != be.program.dims[-1].symbol or be.slots(k).rereads)
+    return be.pair_loads and not (
+        k.is_sparse or k.sequential or k.guard is not None or be.options.debug or not n
+        or k.fixed_at(n - 1) is not None or k.dims[-1] != be.program.dims[-1].symbol
+        or be.slots(k).rereads)
 
 
 def plan(be, k) -> Plan | None:
