@@ -140,11 +140,14 @@ class CBackend:
         return [c.Include("math.h"), c.Include("stdlib.h"), c.Include("omp.h")] + \
             self.storage_includes()
 
+    #: per 16-bit format, the C functions its loads and stores call
+    CONVERSIONS = {"bfloat16": BFLOAT16_C}
+
     def storage_includes(self):
-        """What 16-bit storage needs: the bfloat16 conversions (``BFLOAT16_C``)."""
-        if "bfloat16" not in self.stored.values():
-            return []
-        return [c.Include("stdint.h"), c.Line(BFLOAT16_C)]
+        """What 16-bit storage needs: the conversions of the formats stored."""
+        found = [self.CONVERSIONS[f] for f in sorted(set(self.stored.values()))
+                 if self.CONVERSIONS.get(f)]
+        return [c.Include("stdint.h")] + [c.Line(text) for text in found] if found else []
 
     def param_type(self, p) -> str:
         if p.kind == "array":
@@ -280,10 +283,12 @@ class CBackend:
 
     def atomic_add(self, target, value, fmt=None):
         """``target += value`` safe against other points adding to the same node (in a 16-bit
-        format ``fmt``: the sum rounded once; bfloat16 has no C type to update atomically)."""
+        format ``fmt``: the sum rounded once; bfloat16, held as its bits, in a critical
+        section)."""
         if fmt == "bfloat16":
-            return [c.Pragma("omp critical (sg_bfloat16)"),
-                    c.Statement(f"{target} = sg_bf16_store(sg_bf16_load({target}) + {value})")]
+            _, load, store = self.printer.FORMATS[fmt]
+            total = store.format(f"{load.format(target)} + {value}")
+            return [c.Pragma(f"omp critical (sg_{fmt})"), c.Statement(f"{target} = {total}")]
         return [c.Pragma("omp atomic update"), c.Statement(f"{target} += {value}")]
 
     def locate(self, k):

@@ -195,10 +195,8 @@ class OpenACCBackend(CBackend):
     def storage_includes(self):
         """The bfloat16 conversions as device routines, where an array is stored so."""
         found = super().storage_includes()
-        if not found:
-            return []
-        routines = found[1].text.replace("static inline", "#pragma acc routine seq\nstatic inline")
-        return [found[0], c.Line(routines)]
+        return found[:1] + [c.Line(line.text.replace(
+            "static inline", "#pragma acc routine seq\nstatic inline")) for line in found[1:]]
 
     def signature(self, export="STENCILGEN_EXPORT "):
         return super().signature(export)
