@@ -348,9 +348,9 @@ def _scales(prog, bindings, overrides, args):
             continue
         members = [overrides[r.name].field if r.name in overrides else r
                    for r in bindings.scales[s.name]]
-        names = {a.name for a in prog.arrays if a.scale is not None and str(a.scale) == s.name}
-        functions = {n: overrides.get(a.user, bindings.functions.get(n))
-                     for n, a in ((a.name, a) for a in prog.arrays if not a.temporary)}
+        names = {a.name for a in prog.arrays if getattr(a.scale, "name", None) == s.name}
+        functions = {a.name: overrides.get(a.user, bindings.functions.get(a.name))
+                     for a in prog.arrays if not a.temporary}
         args[s.name] = precision.choose_scale(
             s.name, members,
             lambda: precision.largest_increment(prog, names, functions, args))

@@ -16,7 +16,8 @@ import sympy
 
 from . import logger as log
 from .errors import InvalidArgument
-from .ir.nodes import STORAGE_FORMATS
+from .ir.nodes import STORAGE_FORMATS, Rounded
+from .ir.optimize import Literal, Local
 
 #: the stored value a wavefield's largest injected increment maps to: float16's largest value
 #: is 65504 = 2**16, so a wave a few hundred increments strong still fits, and values 1e-6 of
@@ -108,8 +109,9 @@ def _bound(e, ranges: dict, values: dict) -> tuple[float, float]:
     """(lower, upper) bounds of |e| from each array's range of |values| and the scalars'."""
     if isinstance(e, sympy.Indexed):
         return ranges[e.base.name]
-    if e.is_Number:
-        return abs(float(e)), abs(float(e))
+    if e.is_Number or isinstance(e, Literal):
+        v = abs(float(getattr(e, "value", e)))
+        return v, v
     if isinstance(e, sympy.Symbol):
         v = abs(float(values.get(e.name, 1.0)))
         return v, v
@@ -123,7 +125,7 @@ def _bound(e, ranges: dict, values: dict) -> tuple[float, float]:
         if n >= 0:
             return lo ** n, hi ** n
         return (hi ** n if hi > 0 else math.inf), (lo ** n if lo > 0 else math.inf)
-    if len(parts) == 1 and type(e).__name__ in ("Local", "RoundedFloat16", "RoundedBfloat16"):
+    if len(parts) == 1 and isinstance(e, (Local, Rounded)):
         return parts[0]
     return 0.0, math.inf
 
@@ -138,6 +140,9 @@ def _magnitudes(values) -> tuple[float, float]:
 def largest_increment(prog, targets: set, functions: dict, values: dict) -> float:
     """A bound of what the program's injections add to arrays ``targets`` at one point in one
     step, in the field's own units (scales taken as 1)."""
+    values = dict(values)
+    for a in prog.prologue:   # scalars the compiler hoisted out of the loops (dt**2, ...)
+        values[a.lhs.name] = _bound(a.rhs, {}, values)[1]
     found = 0.0
     for k in prog.kernels:
         if not (k.is_sparse and k.kind == "inject" and k.target.base.name in targets):
