@@ -449,9 +449,8 @@ class CudaBackend(CBackend):
         """The most consecutive points along the outermost dimension a thread of ``k`` may
         compute: two where the kernel reads nothing it writes (a point computed twice stores
         the same values); four ran slower than two on every workload measured. A paired
-        kernel computes its two along the innermost dimension instead."""
-        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads \
-                or self.paired(k):
+        kernel computes two along the innermost dimension at each of them."""
+        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads:
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
 
@@ -635,8 +634,10 @@ class CudaBackend(CBackend):
     def launch_shapes(self) -> dict:
         def describe(k, shape):
             r = min(shape[0], self.points(k))
-            where = " (paired along the innermost dimension)" if self.paired(k) else ""
-            return f"{2 if where else r} point{'s' if r > 1 or where else ''} per thread" \
+            where = f" ({r} along the outermost, 2 along the innermost dimension)" \
+                if self.paired(k) else ""
+            n = 2 * r if where else r
+            return f"{n} point{'s' if n > 1 else ''} per thread" \
                 f"{where}, {'x'.join(map(str, shape[1:]))} threads"
         return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
