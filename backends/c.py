@@ -127,11 +127,13 @@ class CBackend:
         """Why this backend cannot run the program (None: it can)."""
         return None
 
-    #: per 16-bit storage format, a translation unit the compiler must build to store it
-    STORAGE_PROBES = {"float16": "_Float16 sg_h; float sg_widen(void) { return (float)sg_h; }\n"}
+    #: per 16-bit storage format, a translation unit the compiler must build to store it, and
+    #: what that takes
+    STORAGE_PROBES = {"float16": ("_Float16 sg_h; float sg_widen(void) { return (float)sg_h; }\n",
+                                  "_Float16: gcc >= 12 on x86-64 or aarch64")}
 
     def storage_probes(self) -> dict:
-        """Format -> probe source, for the formats this program stores."""
+        """Format -> (probe source, what it needs), for the formats this program stores."""
         return {f: self.STORAGE_PROBES[f] for f in sorted(set(self.stored.values()))
                 if f in self.STORAGE_PROBES}
 

@@ -348,9 +348,13 @@ def _scales(prog, bindings, overrides, args):
             continue
         members = [overrides[r.name].field if r.name in overrides else r
                    for r in bindings.scales[s.name]]
-        names = {a.name for a in prog.arrays if getattr(a.scale, "name", None) == s.name}
-        functions = {a.name: overrides.get(a.user, bindings.functions.get(a.name))
-                     for a in prog.arrays if not a.temporary}
         args[s.name] = precision.choose_scale(
-            s.name, members,
-            lambda: precision.largest_increment(prog, names, functions, args))
+            s.name, members, lambda: _largest_increment(prog, s.name, bindings, overrides, args))
+
+
+def _largest_increment(prog, scale, bindings, overrides, args) -> float:
+    """``precision.largest_increment`` into the arrays of run-time scale ``scale``."""
+    names = {a.name for a in prog.arrays if getattr(a.scale, "name", None) == scale}
+    functions = {a.name: overrides.get(a.user, bindings.functions.get(a.name))
+                 for a in prog.arrays if not a.temporary}
+    return precision.largest_increment(prog, names, functions, args)

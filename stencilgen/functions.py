@@ -41,8 +41,8 @@ class FieldData:
     time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
     store: str | None = None       # 16-bit storage format ("float16", "bfloat16"), None: dtype
     scale: float | None = None     # stored = value / scale (a power of two); None: not chosen
-    compensated: bool = False      # a companion field keeps what each store rounds off
-    companion: object = None       # that field (a TimeFunction), made with the record
+    companion: object = None       # compensated=True: the TimeFunction keeping what each
+                                   # 16-bit store rounds off
     _storage: Storage | None = dc_field(default=None, repr=False)
 
     @property
@@ -328,7 +328,6 @@ class TimeFunction(Function):
             raise InvalidArgument(f"{owner}: compensated=True keeps what 16-bit stores round "
                                   "off; give storage=numpy.float16 or 'bfloat16' too")
         if compensated:
-            record.compensated = True
             record.companion = TimeFunction(
                 name=f"{name}_rounding", grid=grid, space_order=space_order, time_order=time_order,
                 save=save, time_dim=time_dim, staggered=staggered, storage=record.store)

@@ -225,9 +225,9 @@ def _add_companion(expr, lhs, comp):
 
 
 def _with_lhs(eq, lhs, rhs):
-    import copy
-    new = copy.copy(eq)
-    new.lhs, new.rhs = lhs, rhs
+    """A copy of ``eq`` (its subdomain, conditions) writing ``rhs`` into ``lhs``."""
+    new = eq.with_rhs(rhs)
+    new.lhs = lhs
     return new
 
 

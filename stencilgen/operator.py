@@ -86,15 +86,15 @@ class Operator:
     def _check_storage(self):
         """A clear error where the compiler cannot store a 16-bit format the program uses."""
         tc = self._toolchain()
-        for fmt, probe in self._emitter.storage_probes().items():
+        for fmt, (probe, needs) in self._emitter.storage_probes().items():
             failed = jitcache.compile_failure(tc, probe)
             if failed:
                 users = ", ".join(a.user for a in self.program.arrays if a.store == fmt)
                 raise InvalidOperator(
                     f"Operator `{self.name}` stores {users} as {fmt}, which the "
                     f"{self._target.name} compiler {tc.cc} ({tc.version()}) cannot build (it "
-                    f"needs _Float16: gcc >= 12 on x86-64 or aarch64); store them as float32 "
-                    f"or bfloat16, or use another compiler. The compiler said:\n{failed[-1500:]}")
+                    f"needs {needs}); store them as float32 or bfloat16, or use another "
+                    f"compiler. The compiler said:\n{failed[-1500:]}")
 
     def _build_and_load(self):
         self._check_storage()

@@ -63,7 +63,8 @@ def _equation(eq: IndexedEq, scales: dict) -> IndexedEq:
         scales[name] = factor        # a temporary holds its expression as it comes
         return replace(eq, rhs=rhs)
     target = sympy.S.One if eq.sparse_kind == "interpolate" else scales.get(name, 1)
-    guard = None if eq.guard is None else _fold(*reversed(_push(eq.guard, scales)))
+    # a condition compares values: _push leaves it over them, its factor 1
+    guard = None if eq.guard is None else _push(eq.guard, scales)[0]
     return replace(eq, rhs=_fold(factor / target, rhs), guard=guard)
 
 
