@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import cgen as c
 
-from . import c_blocking, c_fusion, interrupt
+from . import c_blocking, c_fusion, split, interrupt
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
 from .cprinter import (BFLOAT16_C, INDEX_CTYPES, CPrinter, ctype, stride_table,
@@ -125,6 +125,9 @@ class CBackend:
 
     def refusal(self) -> str | None:
         """Why this backend cannot run the program (None: it can)."""
+        if self.program.split and self.language != "C":
+            return (f"a grid split over MPI ranks runs on the C backend in this version, not "
+                    f"the {self.language} one; pass backend='c' (or STENCILGEN_BACKEND=c)")
         return None
 
     #: per 16-bit storage format, a translation unit the compiler must build to store it, and
@@ -159,7 +162,8 @@ class CBackend:
         return _PARAM_TYPES[p.kind]
 
     def signature(self, export=""):
-        args = [c.Value(self.param_type(p), p.name) for p in self.program.parameters()]
+        args = [c.Value("int", f"(*{p.name})(long, long)") if p.kind == "exchange"
+                else c.Value(self.param_type(p), p.name) for p in self.program.parameters()]
         return c.FunctionDeclaration(c.Value(f"{export}int", self.program.entry), args)
 
     def strides(self, a):
@@ -206,13 +210,21 @@ class CBackend:
         return []
 
     def bounds(self, kernel, depth):
-        """First and last point of loop ``depth``, as C text."""
+        """First and last point of loop ``depth``, as C text; on a split grid (MPI) cut to
+        this rank's block (``split.owned``), widened as the kernel is."""
         d = self.dims[kernel.dims[depth]]
         at = kernel.fixed_at(depth)
         if at is not None:
-            return str(at), str(at)
-        (first, lo), (last, hi) = kernel.span(depth)
-        return _moved(getattr(d, first), lo), _moved(getattr(d, last), hi)
+            start = stop = str(at)
+        else:
+            (first, lo), (last, hi) = kernel.span(depth)
+            start, stop = _moved(getattr(d, first), lo), _moved(getattr(d, last), hi)
+        if not self.program.split:
+            return start, stop
+        wlo, whi = kernel.widened[depth] if at is None else (0, 0)
+        own_lo, own_hi = split.owned(self.program, kernel.dims[depth])
+        return (f"sg_maxl({start}, {_moved(own_lo, -wlo)})",
+                f"sg_minl({stop}, {_moved(own_hi, whi)})")
 
     def guarded(self, kernel, statements) -> list:
         """``statements`` under the kernel's condition at each point, where it has one."""
@@ -320,6 +332,9 @@ class CBackend:
         body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
             f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
         inside = " && ".join(f"{d.name} >= {d.lower} && {d.name} <= {d.upper}" for d in dims)
+        if self.program.split:   # a rank adds or gathers only at the points of its block
+            inside += "".join(f" && {d.name} >= {lo} && {d.name} <= {hi}" for d, (lo, hi) in
+                              zip(dims, (split.owned(self.program, d.symbol) for d in dims)))
         inner = c.Block(body + [c.If(inside, c.Block(action))])
         for corner in reversed(loc.corner):
             inner = c.Module(self.corner_pragmas() + [
@@ -357,17 +372,27 @@ class CBackend:
     def fused(self) -> dict:
         """Producer -> consumer of the fused nests (``c_fusion.pairs``), found once."""
         if getattr(self, "_fused", None) is None:
-            self._fused = c_fusion.pairs(self) if self.fuse_temporaries else {}
+            # not on a split grid: a fused producer's blocks would stop at the rank's edge
+            self._fused = c_fusion.pairs(self) \
+                if self.fuse_temporaries and not self.program.split else {}
         return self._fused
 
-    def sections(self, kernels):
+    def sections(self, kernels, time="0"):
+        """The kernels' code in order, each after the halo exchange it needs (MPI) and under
+        its test of the time step."""
         fused = self.fused()
         producers = {k2: k1 for k1, k2 in fused.items()}
-        return [self.when(k, self.timed(
-            k, self.sparse_loop(k) if k.is_sparse else
-            c_fusion.nest(self, producers[k], k) if k in producers else
-            c_blocking.nest(self, k) if self.blocked(k) else self.loop_nest(k)))
-                for k in kernels if k not in fused]
+        out = []
+        for k in kernels:
+            if k in fused:
+                continue
+            code = self.timed(k, self.sparse_loop(k) if k.is_sparse else
+                              c_fusion.nest(self, producers[k], k) if k in producers else
+                              c_blocking.nest(self, k) if self.blocked(k) else
+                              self.loop_nest(k))
+            exchange = split.exchange_before(self.program, k, time)
+            out.append(self.when(k, c.Block(exchange + [code]) if exchange else code))
+        return out
 
     def time_slots(self):
         """The time-slot locals of one step: ``t0 = (time + shift) % modulo``, and the
@@ -386,10 +411,11 @@ class CBackend:
     def sections_in_order(self):
         """Every section, the time-loop ones inside the time loop."""
         prog = self.program
-        parts = self.sections(prog.before)
+        start, end = prog.time_bounds if prog.has_time_loop else ("0", "0")
+        parts = split.start(prog) + self.sections(prog.before, start)
         if prog.has_time_loop:
-            parts.append(self.time_loop(self.sections(prog.steps)))
-        return parts + self.sections(prog.after)
+            parts.append(self.time_loop(self.sections(prog.steps, prog.time.name)))
+        return parts + self.sections(prog.after, end)
 
     def check_pragmas(self, a):
         """Pragmas before the loop that counts NaN/Inf in array ``a``."""
@@ -424,7 +450,7 @@ class CBackend:
         setup = c_fusion.setup(self, fused) if fused else []
         end += [c.Statement("free(sg_fuse)")] if fused else []
         return (start + self.array_views() + self.prologue() + setup + self.sections_in_order()
-                + self.finite_checks() + end + [c.Statement("return 0")])
+                + self.finite_checks() + end + [c.Statement(split.status(self.program))])
 
     def header(self):
         return c.Comment(f"{self.program.name}: generated by stencilgen ({self.language} backend)")
@@ -437,6 +463,8 @@ class CBackend:
             denormals += [c.Line(c_blocking.table()), c.Line()]
         if self.fused():
             denormals += [c.Line(c_fusion.HELPER), c.Line()]
+        if self.program.split:
+            denormals += [c.Line(split.HELPERS), c.Line()]
         denormals += [c.Line(interrupt.handler())]
         return str(c.Module([self.header()] + self.includes() + [c.Line()] + denormals
                             + [fn])) + "\n"

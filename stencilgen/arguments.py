@@ -87,6 +87,9 @@ def _storage(arr, bindings, overrides, temps, shape, args, keep):
     f = bindings.functions[arr.name]
     if arr.user in overrides:
         f = _override(arr, f, overrides[arr.user])
+    if arr.split and f.grid.distributor is not bindings.grid.distributor:
+        raise InvalidArgument(f"apply: {f.name} is not on the split grid of the Operator "
+                              f"({bindings.grid!r}); build it on that grid")
     if arr.sparse:
         check_coordinates(f)
         coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
@@ -102,7 +105,8 @@ def _array_args(prog, bindings, overrides, temps, args, keep, attach):
     lengths, bound = {}, []
     for arr in prog.arrays:
         lay = arr.layout
-        st, halo = _storage(arr, bindings, overrides, temps, bindings.grid.shape, args, keep)
+        st, halo = _storage(arr, bindings, overrides, temps, bindings.grid.shape_local, args,
+                            keep)
         bound.append((arr, st, halo))
         for name, h in zip(lay.halo, halo):
             args[name] = int(h)
@@ -224,6 +228,9 @@ def _bounds(prog, grid, kwargs, args):
             raise InvalidArgument(f"apply: {d.user}_m={lo} and {d.user}_M={hi} must satisfy "
                                   f"0 <= {d.user}_m <= {d.user}_M <= {n - 1}")
         args[d.size], args[d.lower], args[d.upper] = n, lo, hi
+    if prog.split:   # this rank's block: the arrays' sizes, where global indices start
+        for d, lo, n in zip(prog.dims, grid.distributor.starts, grid.shape_local):
+            args[d.size], args[d.first] = n, lo
     _subdomain_ends(prog, grid, args)
 
 

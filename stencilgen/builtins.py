@@ -57,10 +57,10 @@ def initialize_function(function, data, nbl, mapper=None, mode="constant", name=
     values = np.asarray(getattr(data, "data", data))
     widths = _widths(nbl, values.ndim)
     padded = np.pad(values, widths, mode="edge" if mode == "constant" else "symmetric")
-    if padded.shape != function.data.shape:
+    if padded.shape != function.shape:
         raise InvalidArgument(f"initialize_function: data of shape {values.shape} padded by "
                               f"{widths} is {padded.shape}, not {function.name}'s domain "
-                              f"{function.data.shape}")
+                              f"{function.shape}")
     function.data[:] = padded
     if pad_halo:
         function.data_with_halo[:] = np.pad(padded, [(h, h) for h in function.halo], mode="edge")

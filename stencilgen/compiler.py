@@ -9,7 +9,7 @@ from __future__ import annotations
 from backends.reserved import is_reserved
 
 from . import logger as log
-from .ir import layout as lay
+from .ir import halos, layout as lay
 from .ir.pretty import show
 from .ir.schedule import classify, schedule
 from .ir.transforms import count_kernels, hoist_invariants, optimize_kernels, size_temporaries
@@ -48,6 +48,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
             log.info(f"Operator `{name}`: {k.name}: {k.sequential}")
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
+    split = grid.distributor.decomposed if grid.distributor is not None else None
+    program = _logged("halo exchanges", name, halos.plan(program, split, names))
     program = _logged("layout", name, lay.layout(program, names))
     program = _logged("index types", name, lay.index_types(program, narrow_index))
     program = _logged("sections", name, lay.sections(program, names))

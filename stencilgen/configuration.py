@@ -63,6 +63,20 @@ def _seconds(value: Any) -> float:
     return seconds
 
 
+def _mpi_mode(value: Any) -> str:
+    """off, basic (exchange, then compute) or overlap (interior computed while halos fly);
+    1/true/on mean basic, 0/false/off off, "full" (Devito's word) overlap."""
+    text = str(value).strip().lower()
+    if text in ("overlap", "full"):
+        return "overlap"
+    if text == "basic":
+        return "basic"
+    try:
+        return "basic" if _bool(value) else "off"
+    except ValueError:
+        raise ValueError(f"expected 0, 1, basic or overlap, got {value!r}") from None
+
+
 @dataclass(frozen=True)
 class _Setting:
     env: str
@@ -104,6 +118,10 @@ _SETTINGS: dict[str, _Setting] = {
                          "and the time left: log (INFO lines), tqdm (a bar, if installed), off"),
     "progress-after": _Setting("STENCILGEN_PROGRESS_AFTER", _seconds, lambda: 5.0,
                                "seconds a run goes before its first progress report"),
+    "mpi": _Setting("STENCILGEN_MPI", _mpi_mode, lambda: "off",
+                    "split every Grid over MPI.COMM_WORLD (mpirun -n N): 0 (off), 1/basic "
+                    "(exchange halos, then compute), overlap (compute the interior while "
+                    "the halos travel)"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

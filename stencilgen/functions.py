@@ -20,6 +20,7 @@ from .errors import InvalidArgument
 from .grid import Grid, as_int, check_dtype
 from .indexing import function_at
 from .staggering import HALF, natural_index, staggered_dims
+from .distributed_data import DistributedArray
 from .storage import Storage
 from . import precision
 
@@ -53,7 +54,7 @@ class FieldData:
 
     @property
     def shape_with_halo(self) -> tuple[int, ...]:
-        space = tuple(n + 2 * h for n, h in zip(self.grid.shape, self.halo))
+        space = tuple(n + 2 * h for n, h in zip(self.grid.shape_local, self.halo))
         return ((self.time_size,) if self.is_time else ()) + space
 
     def stagger(self, d) -> sympy.Rational:
@@ -174,19 +175,42 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     @property
     def data_with_halo(self) -> np.ndarray:
         """The values, halo included, on the host (copied back from the GPU first where an
-        apply left newer values there); writing through it marks the host copy newer."""
-        return self.field.storage.view()
+        apply left newer values there); writing through it marks the host copy newer. On a
+        split grid, this rank's block and its halo, indexed in the global array with halo
+        (the blocks' halos overlap their neighbours)."""
+        local = self.field.storage.view()
+        if self.grid.distributor is None or self.is_Sparse:   # sparse values: every rank's
+            return local
+        return self._global(local, self.halo)
+
+    def _global(self, local, halo):
+        """``local`` as a DistributedArray: along space axes it starts at the rank's first
+        index in the global array, which has ``halo`` points more each side."""
+        dist = self.grid.distributor
+        time = ((0, self.field.time_size),) if self.field.is_time else ()
+        return DistributedArray.of(local, time + tuple(
+            (lo, n + 2 * h) for lo, n, h in zip(dist.starts, dist.shape, halo)))
+
+    @property
+    def shape_local(self) -> tuple[int, ...]:
+        """The shape of this rank's block (``shape`` where the grid is not split)."""
+        time = (self.field.time_size,) if self.field.is_time else ()
+        return time + self.grid.shape_local
 
     def _domain(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """Where the domain starts in ``data_with_halo``, and its shape."""
+        """Where the domain starts in ``data_with_halo``, and its shape (this rank's)."""
         time = (0,) if self.field.is_time else ()
-        return time + tuple(self.halo), self.shape
+        return time + tuple(self.halo), self.shape_local
 
     @property
     def data(self) -> np.ndarray:
-        """A writable view of the domain, the halo hidden (``data_with_halo`` shows it)."""
+        """A writable view of the domain, the halo hidden (``data_with_halo`` shows it); on a
+        split grid this rank's block, indexed in global terms (``distributed_data``)."""
         start, shape = self._domain()
-        return self.data_with_halo[tuple(slice(a, a + n) for a, n in zip(start, shape))]
+        local = self.field.storage.view()[tuple(slice(a, a + n) for a, n in zip(start, shape))]
+        if self.grid.distributor is None:
+            return local
+        return self._global(local, (0,) * len(self.halo))
 
     @data.setter
     def data(self, value):
@@ -199,14 +223,14 @@ class DiscreteFunction(Differentiable, AppliedUndef):
             raise InvalidArgument(f"{self.name}.data: got data of dtype {arr.dtype}; "
                                   f"give real numbers (stored as {view.dtype.name})")
         try:
-            np.broadcast_shapes(arr.shape, view.shape)
+            np.broadcast_shapes(arr.shape, self.shape)
         except ValueError:
             raise InvalidArgument(f"{self.name}.data: got shape {arr.shape} but the domain has "
-                                  f"shape {view.shape} (data_with_halo: "
-                                  f"{self.data_with_halo.shape})") from None
-        if np.broadcast_shapes(arr.shape, view.shape) != view.shape:
+                                  f"shape {self.shape} (data_with_halo: "
+                                  f"{self.field.shape_with_halo})") from None
+        if np.broadcast_shapes(arr.shape, self.shape) != self.shape:
             raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit the "
-                                  f"domain shape {view.shape}")
+                                  f"domain shape {self.shape}")
         view[...] = arr
 
     data_domain = data

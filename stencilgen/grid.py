@@ -6,7 +6,9 @@ import numpy as np
 from .dimensions import (Dimension, SpaceDimension, space_dimension, stepping_dimension,
                          time_dimension)
 from .subdomains import attach as attach_subdomains, builtin as builtin_subdomains
+from .decomposition import Decomposition
 from .errors import InvalidArgument
+from . import mpi
 
 _DIM_NAMES = ("x", "y", "z")
 SUPPORTED_DTYPES = (np.float32, np.float64)
@@ -81,16 +83,29 @@ class Grid:
     ``dimensions`` are x, y, z unless given (SpaceDimensions, kept in order and name; one
     built with ``spacing=Constant(...)`` differentiates with that Constant's value, as
     Devito); ``subdomains`` adds user SubDomains to ``grid.subdomains`` (Devito 4.8's way).
+    ``comm`` (an mpi4py communicator; MPI.COMM_WORLD by default where STENCILGEN_MPI is on)
+    splits the grid into one block per rank (``topology``: ranks per dimension, chosen when
+    not given; see ``stencilgen.decomposition``).
     """
 
     implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
+    distributor = None   # this rank's block where the grid is split over MPI ranks
 
     def __init__(self, shape, extent=None, origin=None, dimensions=None, dtype=np.float32,
-                 subdomains=None, **unknown):
+                 subdomains=None, comm=None, topology=None, **unknown):
         if unknown:
             raise InvalidArgument(f"Grid: {', '.join(sorted(unknown))} not supported (Grid takes "
-                                  "shape, extent, origin, dimensions, dtype and subdomains)")
+                                  "shape, extent, origin, dimensions, dtype, subdomains, comm "
+                                  "and topology)")
         self._setup(shape, extent, origin, dtype, dimensions, "Grid")
+        comm = comm if comm is not None else mpi.default_comm()
+        if comm is not None:
+            self.distributor = Decomposition.of(self.shape, comm, topology)
+            if self.distributor.size > 1:
+                mpi.abort_on_error()
+        elif topology is not None:
+            raise InvalidArgument("Grid: topology= splits a grid over MPI ranks; give comm= "
+                                  "too, or run with STENCILGEN_MPI=1")
         self._subdomains = builtin_subdomains(self)
         if subdomains is not None:
             self._subdomains.update(attach_subdomains(self, subdomains))
@@ -131,6 +146,16 @@ class Grid:
         return vec
 
     @property
+    def shape_local(self) -> tuple[int, ...]:
+        """The points of this rank's block (the whole shape where the grid is not split)."""
+        return self.shape if self.distributor is None else self.distributor.local_shape
+
+    @property
+    def comm(self):
+        """The communicator the grid is split over, or None."""
+        return None if self.distributor is None else self.distributor.comm
+
+    @property
     def dim(self) -> int:
         return len(self.shape)
 
@@ -161,4 +186,7 @@ class Grid:
     def __repr__(self) -> str:
         if self.implicit:
             return f"the grid of shape {self.shape} on dimensions {self.dimensions}"
-        return f"Grid(shape={self.shape}, extent={self.extent}, dtype={np.dtype(self.dtype).name})"
+        split = "" if self.distributor is None else \
+            f", over {self.distributor.size} ranks as {self.distributor.dims}"
+        return (f"Grid(shape={self.shape}, extent={self.extent}, "
+                f"dtype={np.dtype(self.dtype).name}{split})")

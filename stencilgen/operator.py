@@ -22,11 +22,12 @@ from .compiler import compile_program
 from .configuration import configuration
 from .errors import ExecutionError, InvalidArgument, InvalidOperator
 from .functions import DiscreteFunction
+from .halo_exchange import HaloExchange, SparseSums
 from .profiling import PerformanceSummary, summarize
 
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
            "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "control": ctypes.c_void_p,
-           "index": ctypes.c_long}
+           "index": ctypes.c_long, "exchange": ctypes.c_void_p}
 
 
 class Operator:
@@ -197,7 +198,8 @@ class Operator:
             shapes = self._launch_shapes(args, written, autotune)
             args[prog.tuning] = None if shapes is None else shapes.ctypes.data
             keep.append(shapes)
-            run = self._run(args, written)
+            split = self._split(args, bound, kwargs) if prog.split else None
+            run = self._run(args, written, split)
             del keep
         if run.stopped:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
@@ -208,10 +210,23 @@ class Operator:
             finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
         return summary
 
-    def _run(self, args, written) -> longrun.Run:
+    def _split(self, args, bound, kwargs):
+        """On a split grid: the halo exchange the entry point calls (arrays never written
+        exchanged now) and the receivers' sums over the ranks, their rows cleared."""
+        prog, dist = self.program, self.grid.distributor
+        exchange = HaloExchange(prog, dist, bound)
+        args[prog.exchange] = exchange.pointer
+        functions = {a.name: kwargs.get(a.user, self._bindings.functions.get(a.name))
+                     for a in prog.arrays if a.sparse}
+        sums = SparseSums(prog, dist, functions, args)
+        sums.clear()
+        exchange.start(args[prog.time_bounds[0]] if prog.has_time_loop else 0)
+        return exchange, sums
+
+    def _run(self, args, written, split=None) -> longrun.Run:
         """Call the entry point with ``args`` (Ctrl-C stops it between time steps, a long run
         reports its progress) and note that the storages ``written`` changed where it ran;
-        raises if it failed."""
+        raises if it failed. ``split``: the halo exchange and receivers' sums (MPI)."""
         run = longrun.Run(self.name, self.program, args)
         status = run.call(self._cfunction, self._sigint,
                           [args[p.name] for p in self.program.parameters()])
@@ -220,6 +235,12 @@ class Operator:
         place = self._place()
         for st in written:
             place.written(st)
+        if split is not None:
+            exchange, sums = split
+            exchange.close()
+            if exchange.error is not None:
+                exchange.raise_error(self.name)
+            sums.sum()
         if status != 0:
             text = self._error_text(status) + place.settle(written)
             raise ExecutionError(f"Operator `{self.name}` failed: {text}")

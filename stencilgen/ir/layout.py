@@ -46,7 +46,9 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
         count = (_index(nt) if nt else a.time_size) * _index(strides[0][0])
     else:
         count = stride
-    origin = sum((_index(h) * s for h, s in zip(halo, named)), sympy.Integer(0))
+    # a split array is this rank's block: global index i lies at i - first (MPI)
+    origin = sum(((_index(h) - (_index(d.first) if a.split else 0)) * s
+                  for h, s, d in zip(halo, named, own)), sympy.Integer(0))
     vec = names.fresh(f"{a.name}_vec")
     return ArrayLayout(vec=vec, halo=halo, strides=tuple(strides),
                        origin=(names.fresh(f"{a.name}_o"), origin),
@@ -89,6 +91,8 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
         if lay.nt:
             params.append(Parameter(lay.nt, "index", None, ("time_size", a.name)))
     params += [Parameter(d.size, "index", None, ("size", i)) for i, d in enumerate(prog.dims)]
+    params += [Parameter(d.first, "index", None, ("first", i))
+               for i, d in enumerate(prog.dims) if d.first]
     for i, d in enumerate(prog.dims):
         params += [Parameter(d.lower, "index", None, ("lower", i)),
                    Parameter(d.upper, "index", None, ("upper", i))]
@@ -101,6 +105,8 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
     params.append(Parameter(checks, "checks", None, ("checks",)))
     params.append(Parameter(tuning, "tuning", None, ("tuning",)))
     params.append(Parameter(control, "control", None, ("control",)))
+    if prog.split:
+        params.append(Parameter(prog.exchange, "exchange", None, ("exchange",)))
     return tuple(params)
 
 

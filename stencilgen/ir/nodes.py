@@ -25,10 +25,23 @@ class LoopDim:
     upper: str             # parameter: last point to compute (x_M)
     spacing: str           # scalar: grid spacing (h_x)
     origin: str            # scalar: physical coordinate of the first point (sparse kernels)
+    first: str | None = None   # split grid (MPI): parameter, global index of this rank's
+                               # first point; ``size`` is then the points of its block
 
     @property
     def name(self) -> str:
         return self.symbol.name
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """Halos filled from the neighbouring ranks before kernel ``before`` runs (split grids):
+    per item an array, the time index of the slot (None: no time axis) and the directions
+    (-1, 0 or +1 per dimension) its reads reach into."""
+
+    hook: int
+    before: str
+    items: tuple[tuple[str, object, tuple], ...]
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,8 @@ class ArrayParam:
     temporary: bool = False        # allocated by the Operator, invisible to the user
     sparse: bool = False           # point values (npoint,) or (nt, npoint): no halo, no grid axes
     halo: tuple[int, ...] = ()     # widths the code may read: the function's, or a temporary's reach
+    split: bool = False            # one block per MPI rank, indexed in global terms (its origin
+                                   # moved back by the rank's first index)
     axes: tuple[int, ...] = ()     # the loop dimensions it spans where fewer than all (strides 0
                                    # along the others: a Function without a grid, e.g. c(x))
     layout: ArrayLayout | None = None
@@ -359,6 +374,9 @@ class Program:
     tuning: str = "tuning"         # the launch choice per section (backends that have them)
     control: str = "control"       # the caller's stop flag and step count (a long[2]), or NULL
     subsamplings: tuple[Subsampling, ...] = ()   # factors and the time loop's `time / factor`
+    split: tuple[bool, ...] = ()   # per dimension: split over MPI ranks (() : not split)
+    exchanges: tuple[Exchange, ...] = ()   # halo exchanges before kernels (``ir/halos``)
+    exchange: str = "exchange"     # the caller's function that exchanges: int (*)(long, long)
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""

@@ -1,0 +1,169 @@
+"""The halo exchanges of one apply on a split grid (MPI), and the receivers' sums.
+
+The entry point calls ``exchange(hook, time)`` before each kernel that reads a neighbour's
+values (``ir/halos``); ``HaloExchange`` answers it with non-blocking messages through mpi4py:
+for each direction the reads reach, this rank's halo on that side is received from the
+neighbour there, and its own edge is sent the other way. Messages name the region of the
+array they move (MPI subarray types), so nothing is packed by hand.
+
+Interpolation on a split grid gives each rank the sum over the corners it owns; the ranks'
+sums are added after the run (``SparseSums``), so every rank ends with the whole record.
+"""
+from __future__ import annotations
+
+import ctypes
+from itertools import product
+
+import numpy as np
+import sympy
+
+from .errors import ExecutionError
+from .mpi import import_mpi
+
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_long, ctypes.c_long)
+_DIRECTIONS = tuple(product((-1, 0, 1), repeat=3))
+
+
+def _regions(direction, halo, n):
+    """(received, sent) index ranges of a block with ``halo`` and ``n`` points per dimension:
+    the halo on the side ``direction`` points to, and this rank's edge on the opposite side
+    (what the neighbour there keeps as its halo towards us)."""
+    recv, send = [], []
+    for d, h, m in zip(direction, halo, n):
+        recv.append((0, h) if d < 0 else (h + m, h) if d > 0 else (h, m))
+        send.append((m, h) if d < 0 else (h, h) if d > 0 else (h, m))
+    return recv, send
+
+
+class HaloExchange:
+    """The ``exchange`` argument of one apply: ``pointer`` for the entry point; ``error``
+    holds what went wrong if it returned nonzero."""
+
+    def __init__(self, prog, dist, storages: dict):
+        self.prog, self.dist, self.storages = prog, dist, storages
+        self.MPI = import_mpi()
+        self.error: BaseException | None = None
+        self._types: dict = {}
+        self._slots: dict = {}
+        self._callback = _CALLBACK(self._call)
+        self.messages = 0
+
+    @property
+    def pointer(self) -> int:
+        return ctypes.cast(self._callback, ctypes.c_void_p).value
+
+    def _call(self, hook: int, time: int) -> int:
+        try:
+            self.run(self.prog.exchanges[hook], time)
+            return 0
+        except BaseException as exc:   # noqa: BLE001 - raised again by the Operator
+            self.error = exc
+            return 1
+
+    def _slot_of(self, index, time: int) -> int:
+        """The time slot ``index`` (a ring's slot symbol or an expression in time) is at."""
+        fn = self._slots.get(index)
+        if fn is None:
+            ring = {ti.symbol: ti for ti in self.prog.time_indices}
+            if index in ring:
+                ti = ring[index]
+                fn = (lambda t, s=ti.shift, m=ti.modulo: (t + s) % m)
+            else:
+                fn = sympy.lambdify(self.prog.time, index, "math")
+            self._slots[index] = fn
+        return int(fn(time))
+
+    def _type(self, buf, slot, region):
+        key = (buf.shape, buf.dtype.itemsize, slot, tuple(region))
+        t = self._types.get(key)
+        if t is None:
+            MPI = self.MPI
+            element = MPI.BYTE.Create_contiguous(buf.dtype.itemsize).Commit()
+            lead = () if slot is None else (slot,)
+            sizes = list(buf.shape)
+            sub = ([1] if lead else []) + [n for _, n in region]
+            starts = list(lead) + [a for a, _ in region]
+            t = element.Create_subarray(sizes, sub, starts).Commit()
+            element.Free()
+            self._types[key] = t
+        return t
+
+    def run(self, exchange, time: int) -> None:
+        """Post every message of ``exchange`` at time step ``time``, then wait for them."""
+        comm, requests = self.dist.cart, []
+        for item, (name, index, directions) in enumerate(exchange.items):
+            st = self.storages[name]
+            buf, halo = st.host_buffer(), st.halo
+            n = [s - 2 * h for s, h in zip(buf.shape[-len(halo):], halo)]
+            if index is not None:
+                slots = [self._slot_of(index, time)]
+            else:
+                slots = list(range(buf.shape[0])) if buf.ndim > len(halo) else [None]
+            for slot in slots:
+                for direction in directions:
+                    recv, send = _regions(direction, halo, n)
+                    tag = (item * len(slots) + (slots.index(slot))) * 27 + \
+                        _DIRECTIONS.index(tuple(direction) + (0,) * (3 - len(direction)))
+                    source, dest = (self.dist.neighbour(direction),
+                                    self.dist.neighbour(tuple(-d for d in direction)))
+                    if source is not None:
+                        requests.append(comm.Irecv([buf, 1, self._type(buf, slot, recv)],
+                                                   source, tag))
+                    if dest is not None:
+                        requests.append(comm.Isend([buf, 1, self._type(buf, slot, send)],
+                                                   dest, tag))
+        self.messages += len(requests)
+        self.MPI.Request.Waitall(requests)
+
+    def start(self, time: int) -> None:
+        """The exchanges of arrays the program never writes, once per apply."""
+        for e in self.prog.exchanges:
+            if e.before is None:
+                self.run(e, time)
+
+    def close(self) -> None:
+        for t in self._types.values():
+            t.Free()
+        self._types.clear()
+
+    def raise_error(self, name: str):
+        raise ExecutionError(f"Operator `{name}` failed while exchanging halos with the "
+                             f"neighbouring MPI ranks: {self.error!r}") from self.error
+
+
+class SparseSums:
+    """Interpolation into sparse arrays on a split grid: before the run, ranks other than 0
+    clear the rows the run writes (an increment then counts the old values once); after it,
+    the rows are summed over the ranks."""
+
+    def __init__(self, prog, dist, functions: dict, args: dict):
+        self.dist, self.rows = dist, []
+        t = prog.time
+        span = (args[prog.time_bounds[0]], args[prog.time_bounds[1]]) \
+            if prog.has_time_loop else None
+        for k in prog.kernels:
+            if not (k.is_sparse and k.kind == "interpolate"):
+                continue
+            f = functions[k.target.base.name]
+            data = f.field.storage.host()
+            if data.ndim == 1 or span is None:
+                self.rows.append((f, slice(None)))
+                continue
+            index = k.target.indices[0]
+            at = [int(index.subs(t, s)) for s in span]
+            self.rows.append((f, slice(min(at), max(at) + 1)))
+
+    def clear(self) -> None:
+        if self.dist.cart.Get_rank() != 0:
+            for f, rows in self.rows:
+                f.field.storage.host()[rows] = 0
+                f.field.storage.host_written()
+
+    def sum(self) -> None:
+        MPI = import_mpi()
+        for f, rows in self.rows:
+            host = f.field.storage.host()
+            part = np.ascontiguousarray(host[rows])
+            self.dist.cart.Allreduce(MPI.IN_PLACE, part, op=MPI.SUM)
+            host[rows] = part
+            f.field.storage.host_written()
