@@ -16,6 +16,7 @@ from .cprinter import (BFLOAT16_C, INDEX_CTYPES, CPrinter, ctype, stride_table,
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
+                "regions": "const long *restrict",
                 "timers": "double *restrict", "checks": "long *restrict",
                 "tuning": "const long *restrict", "control": "volatile long *"}
 
@@ -222,9 +223,8 @@ class CBackend:
         if not self.program.split:
             return start, stop
         wlo, whi = kernel.widened[depth] if at is None else (0, 0)
-        own_lo, own_hi = split.owned(self.program, kernel.dims[depth])
-        return (f"sg_maxl({start}, {_moved(own_lo, -wlo)})",
-                f"sg_minl({stop}, {_moved(own_hi, whi)})")
+        lo, hi = split.clip(self.program, kernel.dims[depth])
+        return f"sg_maxl({start}, {_moved(lo, -wlo)})", f"sg_minl({stop}, {_moved(hi, whi)})"
 
     def guarded(self, kernel, statements) -> list:
         """``statements`` under the kernel's condition at each point, where it has one."""
@@ -390,8 +390,8 @@ class CBackend:
                               c_fusion.nest(self, producers[k], k) if k in producers else
                               c_blocking.nest(self, k) if self.blocked(k) else
                               self.loop_nest(k))
-            exchange = split.exchange_before(self.program, k, time)
-            out.append(self.when(k, c.Block(exchange + [code]) if exchange else code))
+            parts = split.nest(self.program, k, time, code)
+            out.append(self.when(k, c.Block(parts) if len(parts) > 1 else code))
         return out
 
     def time_slots(self):

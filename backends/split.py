@@ -1,7 +1,14 @@
-"""C for a grid split over MPI ranks: loop nests cut to the rank's block, and the calls
-that fill halos from the neighbours (the caller's ``exchange`` function, ``Program.exchanges``)
-before the kernels that read them. A failed exchange ends the time loop; the entry point then
-returns EXCHANGE_FAILED."""
+"""C for a grid split over MPI ranks (``Program.split``).
+
+Loop nests run over this rank's block: every nest is cut to ``sg_lo<d>..sg_hi<d>`` (the
+block, widened as the nest is). Before a nest that reads a neighbour's values the entry point
+calls the caller's ``exchange(hook, time)``, which sends and receives the halos; with
+``exchange(-1 - hook, time)`` it waits for them. Between the two the nest runs over region 0
+of the block (the interior, whose reads stay inside it), after the wait over regions 1.. (the
+shell along the split dimensions): the caller fills ``regions`` so that basic mode (the whole
+block in region 0, exchanges that finish before they return) and overlap mode run the same
+code. A failed exchange ends the time loop; the entry point then returns EXCHANGE_FAILED.
+"""
 from __future__ import annotations
 
 import cgen as c
@@ -13,6 +20,17 @@ HELPERS = r"""static inline long sg_maxl(const long a, const long b) { return a 
 static inline long sg_minl(const long a, const long b) { return a < b ? a : b; }"""
 
 
+def region_count(prog) -> int:
+    """The interior and two slabs per split dimension."""
+    return 1 + 2 * sum(prog.split)
+
+
+def clip(prog, symbol) -> tuple[str, str]:
+    """The names of the first and last point of the region a nest runs over along ``symbol``."""
+    i = next(i for i, d in enumerate(prog.dims) if d.symbol == symbol)
+    return f"sg_lo{i}", f"sg_hi{i}"
+
+
 def owned(prog, symbol) -> tuple[str, str]:
     """C text of the first and last global index of this rank's block along ``symbol``."""
     d = next(d for d in prog.dims if d.symbol == symbol)
@@ -20,17 +38,41 @@ def owned(prog, symbol) -> tuple[str, str]:
 
 
 def start(prog) -> list:
-    return [c.Initializer(c.Value("int", FAILED), "0")] if prog.split else []
+    """The failure flag and the block as the region of every nest without an exchange."""
+    if not prog.split:
+        return []
+    return [c.Initializer(c.Value("int", FAILED), "0")] + [
+        c.Initializer(c.Value("const long", name), value) for i, d in enumerate(prog.dims)
+        for name, value in ((f"sg_lo{i}", d.first), (f"sg_hi{i}", f"{d.first} + {d.size} - 1"))]
 
 
-def exchange_before(prog, kernel, time: str) -> list:
-    """The calls that fill the halos ``kernel`` reads, at time step ``time``."""
+def _region(prog, r: str, code):
+    """``code`` over region ``r`` (C text of its index)."""
+    n = len(prog.dims)
+    decls = [c.Initializer(c.Value("const long", f"sg_{end}{i}"),
+                           f"{prog.regions}[2*({r}*{n} + {i}) + {k}]")
+             for i in range(n) for k, end in enumerate(("lo", "hi"))]
+    return c.Block(decls + [code])
+
+
+def nest(prog, kernel, time: str, code) -> list:
+    """``code`` (the nest of ``kernel``) with the exchanges it needs around it, at time step
+    ``time``: posted, the interior computed, waited for, the shell computed."""
     hooks = [e for e in prog.exchanges if e.before == kernel.name]
-    out = [c.Statement(f"if (!{FAILED}) {FAILED} = {prog.exchange}({e.hook}, {time})")
-           for e in hooks]
-    if out and time == prog.time.name:
-        out.append(c.Line(f"if ({FAILED}) break;"))
-    return out
+    if not hooks:
+        return [code]
+
+    def calls(hook_of):
+        out = [c.Statement(f"if (!{FAILED}) {FAILED} = {prog.exchange}({hook_of(e)}, {time})")
+               for e in hooks]
+        return out + ([c.Line(f"if ({FAILED}) break;")] if time == prog.time.name else [])
+    begin, end = calls(lambda e: e.hook), calls(lambda e: -1 - e.hook)
+    if kernel.is_sparse or any(kernel.widened[i] != (0, 0) for i in range(len(kernel.dims))) \
+            or any(f is not None for f in kernel.fixed or ()):
+        return begin + end + [code]   # regions are for plain nests over the block
+    shell = c.For("long sg_region = 1", f"sg_region < {region_count(prog)}", "sg_region += 1",
+                  _region(prog, "sg_region", code))
+    return begin + [_region(prog, "0", code)] + end + [shell]
 
 
 def status(prog) -> str:

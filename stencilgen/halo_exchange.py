@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from itertools import product
+from time import perf_counter
 
 import numpy as np
 import sympy
@@ -36,25 +37,38 @@ def _regions(direction, halo, n):
 
 
 class HaloExchange:
-    """The ``exchange`` argument of one apply: ``pointer`` for the entry point; ``error``
-    holds what went wrong if it returned nonzero."""
+    """The ``exchange`` and ``regions`` arguments of one apply (``pointer``, ``regions``);
+    ``error`` holds what went wrong if the exchange returned nonzero. In ``overlap`` mode a
+    hook's messages are posted by ``exchange(hook)`` and waited for by ``exchange(-1 -
+    hook)``, the interior computed in between; in basic mode the first does both."""
 
-    def __init__(self, prog, dist, storages: dict):
-        self.prog, self.dist, self.storages = prog, dist, storages
+    def __init__(self, prog, dist, storages: dict, overlap: bool):
+        self.prog, self.dist, self.storages, self.overlap = prog, dist, storages, overlap
         self.MPI = import_mpi()
         self.error: BaseException | None = None
         self._types: dict = {}
         self._slots: dict = {}
+        self._pending: dict = {}
         self._callback = _CALLBACK(self._call)
         self.messages = 0
+        self.seconds = {"post": 0.0, "wait": 0.0}
+        self.regions = regions(prog, dist, storages, overlap)
 
     @property
     def pointer(self) -> int:
         return ctypes.cast(self._callback, ctypes.c_void_p).value
 
     def _call(self, hook: int, time: int) -> int:
+        t0 = perf_counter()
         try:
-            self.run(self.prog.exchanges[hook], time)
+            if hook >= 0:
+                self._pending[hook] = self.post(self.prog.exchanges[hook], time)
+                if not self.overlap:
+                    self.MPI.Request.Waitall(self._pending.pop(hook))
+                self.seconds["post"] += perf_counter() - t0
+            else:
+                self.MPI.Request.Waitall(self._pending.pop(-1 - hook, []))
+                self.seconds["wait"] += perf_counter() - t0
             return 0
         except BaseException as exc:   # noqa: BLE001 - raised again by the Operator
             self.error = exc
@@ -88,8 +102,8 @@ class HaloExchange:
             self._types[key] = t
         return t
 
-    def run(self, exchange, time: int) -> None:
-        """Post every message of ``exchange`` at time step ``time``, then wait for them."""
+    def post(self, exchange, time: int) -> list:
+        """Post every message of ``exchange`` at time step ``time``; their requests."""
         comm, requests = self.dist.cart, []
         for item, (name, index, directions) in enumerate(exchange.items):
             st = self.storages[name]
@@ -113,13 +127,13 @@ class HaloExchange:
                         requests.append(comm.Isend([buf, 1, self._type(buf, slot, send)],
                                                    dest, tag))
         self.messages += len(requests)
-        self.MPI.Request.Waitall(requests)
+        return requests
 
     def start(self, time: int) -> None:
         """The exchanges of arrays the program never writes, once per apply."""
         for e in self.prog.exchanges:
             if e.before is None:
-                self.run(e, time)
+                self.MPI.Request.Waitall(self.post(e, time))
 
     def close(self) -> None:
         for t in self._types.values():
@@ -129,6 +143,39 @@ class HaloExchange:
     def raise_error(self, name: str):
         raise ExecutionError(f"Operator `{name}` failed while exchanging halos with the "
                              f"neighbouring MPI ranks: {self.error!r}") from self.error
+
+
+def regions(prog, dist, storages: dict, overlap: bool) -> np.ndarray:
+    """(regions, dimensions, 2) first and last global index of each region of this rank's
+    block a nest with an exchange runs over (``backends/split``): basic mode, the block in
+    region 0 and the others empty; overlap, the interior (``w`` points from the block's
+    edges along each split dimension, ``w`` the widest halo exchanged) and the slabs around
+    it, none sharing a point."""
+    n = len(prog.dims)
+    out = np.zeros((1 + 2 * sum(prog.split), n, 2), dtype=np.int64)
+    out[1:, :, 1] = -1   # empty
+    owned = [list(b) for b in dist.owned]
+    out[0] = owned
+    if not overlap:
+        return out
+    w = [0] * n
+    for e in prog.exchanges:
+        for name, _, _ in e.items:
+            w = [max(a, b) for a, b in zip(w, storages[name].halo)]
+    inner = [[lo + w[i], hi - w[i]] if prog.split[i] else [lo, hi]
+             for i, (lo, hi) in enumerate(owned)]
+    out[0] = inner
+    r = 1
+    for i in (i for i in range(n) if prog.split[i]):
+        lo, hi = owned[i]
+        low = [lo, min(lo + w[i] - 1, hi)]
+        high = [max(hi - w[i] + 1, lo + w[i]), hi]
+        for side in (low, high):
+            # earlier split dimensions: their interior only (their slabs hold the rest)
+            out[r] = [side if j == i else inner[j] if j < i and prog.split[j] else owned[j]
+                      for j in range(n)]
+            r += 1
+    return out
 
 
 class SparseSums:
@@ -167,3 +214,12 @@ class SparseSums:
             self.dist.cart.Allreduce(MPI.IN_PLACE, part, op=MPI.SUM)
             host[rows] = part
             f.field.storage.host_written()
+
+
+def ranks_timed(dist, timers: np.ndarray, wall: float):
+    """Each rank's kernel time; ``timers`` become the slowest rank's per section, and the
+    wall time is the slowest rank's (global figures of a split run)."""
+    MPI = import_mpi()
+    ranks = dist.cart.allgather(float(timers.sum()))
+    dist.cart.Allreduce(MPI.IN_PLACE, timers, op=MPI.MAX)
+    return dist.cart.allreduce(wall, op=MPI.MAX), tuple(ranks)

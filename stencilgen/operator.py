@@ -22,12 +22,14 @@ from .compiler import compile_program
 from .configuration import configuration
 from .errors import ExecutionError, InvalidArgument, InvalidOperator
 from .functions import DiscreteFunction
-from .halo_exchange import HaloExchange, SparseSums
+from .halo_exchange import HaloExchange, SparseSums, ranks_timed
+from . import mpi
 from .profiling import PerformanceSummary, summarize
 
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
            "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "control": ctypes.c_void_p,
-           "index": ctypes.c_long, "exchange": ctypes.c_void_p}
+           "index": ctypes.c_long, "exchange": ctypes.c_void_p,
+           "regions": ctypes.c_void_p}
 
 
 class Operator:
@@ -203,7 +205,10 @@ class Operator:
             del keep
         if run.stopped:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
-        summary = summarize(prog, args, timers, _time.perf_counter() - t0, compiled)
+        wall, ranks = _time.perf_counter() - t0, ()
+        if prog.split:
+            wall, ranks = ranks_timed(self.grid.distributor, timers, wall)
+        summary = summarize(prog, args, timers, wall, compiled, ranks)
         for line in summary.report():
             log.perf(line)
         if checks is not None:
@@ -214,8 +219,9 @@ class Operator:
         """On a split grid: the halo exchange the entry point calls (arrays never written
         exchanged now) and the receivers' sums over the ranks, their rows cleared."""
         prog, dist = self.program, self.grid.distributor
-        exchange = HaloExchange(prog, dist, bound)
+        exchange = HaloExchange(prog, dist, bound, mpi.mode() == "overlap")
         args[prog.exchange] = exchange.pointer
+        args[prog.regions] = exchange.regions.ctypes.data
         functions = {a.name: kwargs.get(a.user, self._bindings.functions.get(a.name))
                      for a in prog.arrays if a.sparse}
         sums = SparseSums(prog, dist, functions, args)

@@ -45,6 +45,8 @@ class PerformanceSummary:
     globals_with_setup: PerfEntry  # wall time of apply, argument processing included
     compiled: bool                # whether this apply ran the compiler
     timesteps: int
+    ranks: tuple = ()             # split grid (MPI): each rank's kernel time; the figures
+                                  # above are global, timed by the slowest rank
 
     def __getitem__(self, key):
         return self.sections[key]
@@ -73,7 +75,17 @@ class PerformanceSummary:
                  f"{self.globals_with_setup.gpointss:.2f} GPts/s]",
                  "Local performance:"]
         lines += [f"  * {s.name} ran in {s.time:.2f} s {s.line()}" for s in self.sections.values()]
+        if self.ranks:
+            lines.append(self.balance())
         return lines
+
+    def balance(self) -> str:
+        """The ranks' kernel times: the load balance of a split grid."""
+        t = self.ranks
+        spread = (max(t) - min(t)) / max(t) if max(t) > 0 else 0.0
+        each = ", ".join(f"{x:.3f}" for x in t) if len(t) <= 8 else f"{min(t):.3f}..{max(t):.3f}"
+        return (f"MPI ranks: {len(t)}, kernel time per rank [{each}] s, slowest/fastest "
+                f"{spread:.1%} apart")
 
 
 @lru_cache(maxsize=256)
@@ -93,8 +105,9 @@ def _steps_run(k, prog, args, steps) -> int:
     return int(np.count_nonzero(np.broadcast_to(test(*values), (steps,))))
 
 
-def summarize(prog, args, timers, wall, compiled) -> PerformanceSummary:
-    """The summary of one run of ``prog`` with arguments ``args`` and section ``timers``."""
+def summarize(prog, args, timers, wall, compiled, ranks=()) -> PerformanceSummary:
+    """The summary of one run of ``prog`` with arguments ``args`` and section ``timers``
+    (on a split grid, the slowest rank's; ``ranks``: each rank's kernel time)."""
     steps = (args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1) if prog.has_time_loop else 1
     extent = [args[d.upper] - args[d.lower] + 1 for d in prog.dims]
     sections = {}
@@ -117,4 +130,4 @@ def summarize(prog, args, timers, wall, compiled) -> PerformanceSummary:
     traffic = sum(s.traffic for s in sections.values())
     glob = PerfEntry("global", float(timers.sum()), flops, float(domain * steps), traffic)
     setup = PerfEntry("global+setup", wall, flops, float(domain * steps), traffic)
-    return PerformanceSummary(prog.name, sections, glob, setup, compiled, steps)
+    return PerformanceSummary(prog.name, sections, glob, setup, compiled, steps, tuple(ranks))

@@ -89,4 +89,5 @@ def plan(prog: Program, split: tuple[bool, ...] | None, names) -> Program:
         if k.name in hooks:
             exchanges.append(Exchange(len(exchanges), k.name, tuple(hooks[k.name])))
     return replace(prog, dims=dims, arrays=arrays, split=tuple(split),
-                   exchanges=tuple(exchanges), exchange=names.fresh("exchange"))
+                   exchanges=tuple(exchanges), exchange=names.fresh("exchange"),
+                   regions=names.fresh("regions"))

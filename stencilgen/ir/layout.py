@@ -106,7 +106,8 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
     params.append(Parameter(tuning, "tuning", None, ("tuning",)))
     params.append(Parameter(control, "control", None, ("control",)))
     if prog.split:
-        params.append(Parameter(prog.exchange, "exchange", None, ("exchange",)))
+        params += [Parameter(prog.exchange, "exchange", None, ("exchange",)),
+                   Parameter(prog.regions, "regions", None, ("regions",))]
     return tuple(params)
 
 

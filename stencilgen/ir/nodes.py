@@ -377,6 +377,7 @@ class Program:
     split: tuple[bool, ...] = ()   # per dimension: split over MPI ranks (() : not split)
     exchanges: tuple[Exchange, ...] = ()   # halo exchanges before kernels (``ir/halos``)
     exchange: str = "exchange"     # the caller's function that exchanges: int (*)(long, long)
+    regions: str = "regions"       # per region of a block, its (first, last) per dimension
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""
