@@ -59,17 +59,20 @@ def abort_on_error() -> None:
         sys.excepthook = _abort_hook(sys.excepthook)
 
 
-def gather(function, root: int = 0):
+def gather(function, root: int | None = 0):
     """The whole of ``function.data`` (every time slot, the global grid) on rank ``root`` as
-    one numpy array, None on the other ranks; the local data itself where the grid is not
-    split."""
+    one numpy array, None on the other ranks (``root=None``: on every rank); a copy of the
+    data itself where the grid is not split."""
     dist = function.grid.distributor
     if dist is None:
         return np.array(function.data)
     local = np.asarray(function.data.local)
-    parts = dist.comm.gather((dist.owned, local), root=root)
-    if dist.comm.Get_rank() != root:
-        return None
+    if root is None:
+        parts = dist.comm.allgather((dist.owned, local))
+    else:
+        parts = dist.comm.gather((dist.owned, local), root=root)
+        if dist.comm.Get_rank() != root:
+            return None
     time = local.shape[:local.ndim - len(dist.shape)]
     out = np.zeros(time + dist.shape, dtype=local.dtype)
     for owned, block in parts:

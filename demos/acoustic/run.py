@@ -293,6 +293,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     cli.perf_logging()
+    rank = cli.mpi_setup(args)   # ranks other than 0 print and draw nothing
     shape = tuple(args.shape)
     ndim = len(shape)
     model = make_shot_model(shape, nbl=args.nbl, space_order=args.space_order,
@@ -303,6 +304,8 @@ def main(argv=None) -> int:
           f"{model.grid.shape}), spacing {SPACING:g} m, extent {model.extent} m, space order "
           f"{args.space_order}, {cli.storage_label(args)}")
     print(f"Model: layers v = {layers} km/s, interfaces at depth {tops or 'none'} m")
+    if cli.mpi_line(model.grid):
+        print(cli.mpi_line(model.grid))
     s_sum = seismic.laplacian_weight_sum(args.space_order)
     shot, op, u = build_shot(model, f0=args.f0, nrec=args.nrec, nt=args.nt,
                              space_order=args.space_order, backend=args.backend,
@@ -323,7 +326,7 @@ def main(argv=None) -> int:
     print(f"Final wavefield u(t = {nt * dt:.6g} ms): max |u| = {result.max_amplitude:.6e}, "
           f"finite: {'yes' if result.finite else 'NO'}")
     print(cli.traffic_line(args, result.summary, u))
-    if not args.plot:
+    if not args.plot or rank:
         print("--no-plot: no pictures written")
     elif not seismic.have_matplotlib():
         print(f"No pictures: {seismic.MATPLOTLIB_HINT}")

@@ -35,6 +35,7 @@ import numpy as np
 # the checkout this script lives in: stencilgen (installed or not) and demos/seismic
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Grid  # noqa: E402
+from stencilgen.mpi import allreduce_max  # noqa: E402
 from demos.seismic import cli  # noqa: E402
 from demos.seismic.propagators import field_values  # noqa: E402
 from demos.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, tti_critical_dt,  # noqa: E402
@@ -105,6 +106,7 @@ def main(argv=None) -> int:
     cli.check_dims(p, args)
     cli.check_storage(p, args)
     cli.perf_logging()
+    cli.mpi_setup(args)
     shape = tuple(args.shape)
     dtype = cli.DTYPES[args.dtype]
     print(f"SA-TTI dummy benchmark: shape {shape}, spacing {SPACING:g} m, space order "
@@ -117,6 +119,8 @@ def main(argv=None) -> int:
           f"{DUMMY_MEDIUM['delta']}, f = {DUMMY_MEDIUM['f']}, theta = pi/6, phi = pi/4, b = 1")
     print(f"dt = {dt:.6g} ms (0.8 x the stability limit {limit:.6g} ms = 2 / (V sqrt(1 + 2 eps) "
           f"sqrt(sum_d (S1 / h_d)^2)), S1 = sum|w| of the staggered d/dx)")
+    if cli.mpi_line(medium.grid):
+        print(cli.mpi_line(medium.grid))
     print(f"Operator built in {time.perf_counter() - t0:.2f} s (code generation "
           f"{op.codegen_seconds:.2f} s), {len(op.program.kernels)} loop nests, "
           f"{sum(k.flops for k in op.program.steps)} flops per point per step")
@@ -127,10 +131,12 @@ def main(argv=None) -> int:
     slot = (last + 1) % 3
     final = field_values(P, slot)
     finite = bool(np.all(np.isfinite(final)) and np.all(np.isfinite(M.data[slot])))
+    finite = allreduce_max(float(not finite), medium.grid) == 0.0   # every rank's
+    peak = allreduce_max(float(np.abs(final).max()) if final.size else 0.0, medium.grid)
     ran = f"Ran {last} steps ({last * dt:.6g} ms)"
     if not args.chunks:
         ran += f" in {summary.globals.time:.3f} s: {summary.globals.gpointss:.3f} GPts/s"
-    print(f"{ran}; max |P| = {float(np.abs(final).max()):.4e}, "
+    print(f"{ran}; max |P| = {peak:.4e}, "
           f"finite: {'yes' if finite else 'NO'}")
     print(cli.traffic_line(args, summary, P))
     return 0 if finite and math.isfinite(summary.globals.time) else 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def percentile(text: str) -> float:
 
 def add_common(p: argparse.ArgumentParser, shape, nt_help: str, nt_default=None,
                so_help: str = "space order, even, 2..32; default 8") -> None:
-    """-d/--shape, -nt/-tn, -so, --backend, --dtype."""
+    """-d/--shape, -nt/-tn, -so, --backend, --dtype, --broken-mpirun."""
     p.add_argument("-d", "--shape", dest="shape", nargs="+", type=grid_points,
                    default=list(shape), metavar="N",
                    help="grid points per dimension (x, [y,] z): 3 values (3D) or 2 (2D); "
@@ -73,6 +74,7 @@ def add_common(p: argparse.ArgumentParser, shape, nt_help: str, nt_default=None,
                         "GPU and nvcc are present, else C)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
                    help="floating-point type of the fields; default float32")
+    add_mpi(p)
 
 
 STORAGES = ("float32", "float16", "bfloat16")
@@ -148,3 +150,55 @@ def perf_logging() -> None:
     import stencilgen
     if "STENCILGEN_LOGGING" not in os.environ:
         stencilgen.configuration["log-level"] = "PERF"
+
+
+def _truth(text: str) -> bool:
+    low = str(text).strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text}: give True or False")
+
+
+def add_mpi(p: argparse.ArgumentParser) -> None:
+    """--broken-mpirun: the workshop's flag for machines whose MPI launcher is broken."""
+    p.add_argument("--broken-mpirun", type=_truth, default=False, metavar="{True,False}",
+                   help="True: do not initialise MPI, run as one process (for machines whose "
+                        "mpirun is broken); False (default): under mpirun -n N (or with "
+                        "STENCILGEN_MPI=1) the grid is split over the N ranks")
+
+
+#: what launchers set in each rank's environment: the number of ranks
+_LAUNCHED = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+
+
+def mpi_setup(args) -> int:
+    """Split the grids over the ranks when launched by mpirun -n N (N > 1) or asked by
+    STENCILGEN_MPI, unless --broken-mpirun True; ranks other than 0 print nothing. Returns
+    this rank's number (0 without MPI)."""
+    from stencilgen import configuration
+    if getattr(args, "broken_mpirun", False):
+        configuration["mpi"] = "off"
+        return 0
+    if configuration["mpi"] == "off":
+        launched = max((int(os.environ.get(k, "1") or 1) for k in _LAUNCHED), default=1)
+        if launched <= 1:
+            return 0
+        configuration["mpi"] = "basic"
+    from stencilgen.mpi import import_mpi
+    rank = import_mpi().COMM_WORLD.Get_rank()
+    if rank:
+        sys.stdout = open(os.devnull, "w")
+        configuration["log-level"] = "WARNING"
+    return rank
+
+
+def mpi_line(grid) -> str | None:
+    """``MPI: 2 ranks, topology (1, 1, 2), rank 0 owns 412x423x238 points`` where split."""
+    from stencilgen.mpi import mode
+    dist = grid.distributor
+    if dist is None:
+        return None
+    return (f"MPI: {dist.size} ranks ({mode()} halo exchange), topology {dist.dims}, "
+            f"rank 0 owns {'x'.join(map(str, dist.local_shape))} points")

@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 
 from stencilgen import Eq, Operator, TimeFunction, solve
+from stencilgen.mpi import allreduce_max, gather
 from stencilgen.profiling import PerfEntry, PerformanceSummary
 
 
@@ -136,20 +137,38 @@ def bytes_per_point(summary) -> float:
     return g.traffic / g.points if g.points else 0.0
 
 
+def global_values(f, slot: int):
+    """``field_values(f, slot)`` of the whole grid: on rank 0 only (None on the others)
+    where the grid is split over MPI ranks."""
+    if f.grid.distributor is None:
+        return np.array(field_values(f, slot))
+    whole = gather(f, root=0)
+    if whole is None:
+        return None
+    values = whole[slot].astype(f.dtype) * f.dtype(f.storage_scale)
+    if f.compensation is not None:
+        values += gather(f.compensation, root=0)[slot].astype(f.dtype) * f.storage_scale
+    return values
+
+
 class FinalWavefield:
-    """Properties of a run's last wavefield, for results holding ``u`` and ``final_slot``."""
+    """Properties of a run's last wavefield, for results holding ``u`` and ``final_slot``
+    (on a split grid, over every rank)."""
 
     @property
     def wavefield(self) -> np.ndarray:
+        """This rank's block of the last wavefield (the whole of it without MPI)."""
         return field_values(self.u, self.final_slot)
 
     @property
     def max_amplitude(self) -> float:
-        return float(np.max(np.abs(self.wavefield)))
+        local = self.wavefield
+        return allreduce_max(float(np.max(np.abs(local))) if local.size else 0.0, self.u.grid)
 
     @property
     def finite(self) -> bool:
-        return bool(np.all(np.isfinite(self.wavefield)))
+        bad = float(not np.all(np.isfinite(self.wavefield)))
+        return allreduce_max(bad, self.u.grid) == 0.0
 
 
 @dataclass
@@ -191,11 +210,11 @@ def run_shot(model: object, shot: object, op, u,
 
     def keep(step):
         if step == snapshot_step:
-            kept["u"] = np.array(field_values(u, step % 3))
+            kept["u"] = global_values(u, step % 3)
 
     summary = run_chunked(op, 0, nt - 1, dt, chunks=chunks, progress=progress,
                                   on_chunk=keep, split_at=(snapshot_step,))
-    snapshot = kept.get("u", np.array(field_values(u, nt % 3)))
+    snapshot = kept["u"] if "u" in kept else global_values(u, nt % 3)
     when = snapshot_step if "u" in kept else nt
     return ShotResult(model=model, shot=shot, u=u, summary=summary, snapshot=snapshot,
                       snapshot_time=when * dt, final_slot=nt % 3)

