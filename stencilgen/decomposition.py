@@ -88,6 +88,9 @@ class Decomposition:
 
     @classmethod
     def of(cls, shape, comm, given=None) -> "Decomposition":
+        if not all(hasattr(comm, m) for m in ("Get_size", "Create_cart")):
+            raise InvalidArgument(f"Grid: comm must be an mpi4py communicator (e.g. "
+                                  f"MPI.COMM_WORLD), got {type(comm).__name__}")
         dims = check_topology(shape, given, comm.Get_size())
         cart = comm.Create_cart(dims, periods=[False] * len(dims), reorder=False)
         blocks = tuple(split(n, d) for n, d in zip(shape, dims))

@@ -123,5 +123,5 @@ def test_interior_leaves_the_edges():
     want[1:-1, 1:-1, 1:-1] = 1.0
     assert np.array_equal(f.data, want)
     assert grid.subdomains["domain"].thickness == ((0, 0),) * 3
-    with pytest.raises(InvalidArgument, match="comm not supported"):
-        Grid(shape=(4, 4), comm=None)
+    with pytest.raises(InvalidArgument, match="mpi4py communicator"):
+        Grid(shape=(4, 4), comm="world")

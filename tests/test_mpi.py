@@ -42,7 +42,8 @@ needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="needs mpi4py and mpiexec
 
 
 def _env():
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
     # Open MPI refuses root unless told (CI containers); MPICH ignores these
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.setdefault("STENCILGEN_CACHE_DIR", configuration["cache-dir"])
