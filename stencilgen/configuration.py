@@ -69,7 +69,7 @@ def _mpi_mode(value: Any) -> str:
     text = str(value).strip().lower()
     if text in ("overlap", "full"):
         return "overlap"
-    if text == "basic":
+    if text in ("basic", "diag", "diag2"):   # Devito's other modes: exchange, then compute
         return "basic"
     try:
         return "basic" if _bool(value) else "off"
@@ -118,8 +118,10 @@ _SETTINGS: dict[str, _Setting] = {
                          "and the time left: log (INFO lines), tqdm (a bar, if installed), off"),
     "progress-after": _Setting("STENCILGEN_PROGRESS_AFTER", _seconds, lambda: 5.0,
                                "seconds a run goes before its first progress report"),
-    "mpi": _Setting("STENCILGEN_MPI", _mpi_mode, lambda: "off",
-                    "split every Grid over MPI.COMM_WORLD (mpirun -n N): 0 (off), 1/basic "
+    "mpi": _Setting("STENCILGEN_MPI", _mpi_mode,
+                    lambda: _mpi_mode(os.environ.get("DEVITO_MPI", "0")),
+                    "split every Grid over MPI.COMM_WORLD (mpirun -n N; DEVITO_MPI where this is "
+                    "unset): 0 (off), 1/basic "
                     "(exchange halos, then compute), overlap (compute the interior while "
                     "the halos travel)"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,

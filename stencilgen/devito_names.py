@@ -40,8 +40,10 @@ ADVICE = {
     "warning": "Devito's logging helpers are not provided: use the logging module",
     "error": "Devito's logging helpers are not provided: use the logging module",
     "CheckpointOperator": _CHECKPOINT, "DevitoCheckpoint": _CHECKPOINT, "Revolver": _CHECKPOINT,
-    "MPI": "MPI is not supported yet: one process runs one grid (on one GPU or all CPU cores)",
-    "CustomTopology": "MPI is not supported yet: one process runs one grid",
+    "MPI": "take it from mpi4py (from mpi4py import MPI); a Grid splits over MPI ranks with "
+           "Grid(..., comm=MPI.COMM_WORLD) or STENCILGEN_MPI=1 (README: MPI)",
+    "CustomTopology": "give the ranks per dimension as Grid(..., topology=(2, '*', 1)) ('*': "
+                      "chosen)",
     "PrecomputedSparseFunction": "use SparseFunction (multilinear interpolation)",
     "PrecomputedSparseTimeFunction": "use SparseTimeFunction (multilinear interpolation)",
     "MatrixSparseTimeFunction": "use SparseTimeFunction (multilinear interpolation)",

@@ -105,5 +105,6 @@ class DistributedArray(HostArray):
             raise InvalidArgument(f"data of shape {value.shape} does not fit a selection of "
                                   f"{len(axes)} dimensions")
         # broadcasting: the value's axes are the selection's trailing ones; length 1 repeats
+        mine = axes[len(axes) - value.ndim:]
         return value[tuple(slice(None) if n == 1 else slice(offset, offset + count)
-                           for n, (offset, count) in zip(value.shape, axes[len(axes) - value.ndim:]))]
+                           for n, (offset, count) in zip(value.shape, mine))]

@@ -222,3 +222,15 @@ def test_dummy_benchmark_split_over_two_ranks_gives_the_same_max():
     assert split_run.count("Ran 12 steps") == 1   # rank 1 prints nothing
     broken = _dummy(["--broken-mpirun", "True"], ranks=2)   # two whole runs, no split
     assert "MPI:" not in broken and _peak(broken) == _peak(alone)
+
+
+@pytest.mark.parametrize("env, want", [({"STENCILGEN_MPI": "1"}, "basic"),
+                                       ({"STENCILGEN_MPI": "full"}, "overlap"),
+                                       ({"DEVITO_MPI": "diag2"}, "basic"),
+                                       ({"DEVITO_MPI": "1", "STENCILGEN_MPI": "0"}, "off")])
+def test_the_mpi_setting_reads_devitos_variable_too(env, want):
+    clean = {k: v for k, v in os.environ.items() if k not in ("STENCILGEN_MPI", "DEVITO_MPI")}
+    done = subprocess.run([sys.executable, "-c", "from stencilgen import configuration as c; "
+                           "print(c['mpi'])"], capture_output=True, text=True,
+                          env=dict(clean, PYTHONPATH=str(ROOT), **env))
+    assert done.stdout.strip() == want, done.stderr

@@ -63,7 +63,8 @@ def make_medium(model, space_order: int, storage=None):
     pick = lambda values: np.asarray(values, dtype=np.float64)[k]  # noqa: E731
     return tti_medium(model.grid, space_order, V=model.vp, b=1.0 / pick(DENSITY),
                       epsilon=pick(EPSILON), delta=pick(DELTA),
-                      theta=np.radians(pick(THETA_DEG)), phi=0.0, f=0.85, damp=gather(model.damp, root=None),
+                      theta=np.radians(pick(THETA_DEG)), phi=0.0, f=0.85,
+                      damp=gather(model.damp, root=None),
                       storage=storage)
 
 
