@@ -43,7 +43,7 @@ def start(prog) -> list:
         return []
     return [c.Initializer(c.Value("int", FAILED), "0")] + [
         c.Initializer(c.Value("const long", name), value) for i, d in enumerate(prog.dims)
-        for name, value in ((f"sg_lo{i}", d.first), (f"sg_hi{i}", f"{d.first} + {d.size} - 1"))]
+        for name, value in zip((f"sg_lo{i}", f"sg_hi{i}"), owned(prog, d.symbol))]
 
 
 def _region(prog, r: str, code):

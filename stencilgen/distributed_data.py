@@ -27,7 +27,8 @@ def _axis(index, start: int, n: int, size: int):
         raise InvalidArgument(
             f"indexing data on a split grid takes integers and slices (global indices), got "
             f"{index!r}; use .data.local for this rank's block in local indices")
-    first, stop, step = index.indices(size)
+    begin, stop, step = index.indices(size)
+    first = begin
     if step < 0:
         raise InvalidArgument("indexing data on a split grid takes slices of positive step; "
                               "use .data.local for this rank's block in local indices")
@@ -35,7 +36,7 @@ def _axis(index, start: int, n: int, size: int):
         first += -(-(start - first) // step) * step
     stop = min(stop, start + n)
     count = max(0, -(-(stop - first) // step))
-    skipped = (first - index.indices(size)[0]) // step
+    skipped = (first - begin) // step
     if count == 0:
         return slice(0, 0), 0, 0
     return slice(first - start, first - start + (count - 1) * step + 1, step), skipped, count

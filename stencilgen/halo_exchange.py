@@ -12,7 +12,6 @@ sums are added after the run (``SparseSums``), so every rank ends with the whole
 from __future__ import annotations
 
 import ctypes
-from itertools import product
 from time import perf_counter
 
 import numpy as np
@@ -22,7 +21,6 @@ from .errors import ExecutionError
 from .mpi import import_mpi
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_long, ctypes.c_long)
-_DIRECTIONS = tuple(product((-1, 0, 1), repeat=3))
 
 
 def _regions(direction, halo, n):
@@ -50,7 +48,6 @@ class HaloExchange:
         self._slots: dict = {}
         self._pending: dict = {}
         self._callback = _CALLBACK(self._call)
-        self.messages = 0
         self.seconds = {"post": 0.0, "wait": 0.0}
         self.regions = regions(prog, dist, storages, overlap)
 
@@ -113,11 +110,12 @@ class HaloExchange:
                 slots = [self._slot_of(index, time)]
             else:
                 slots = list(range(buf.shape[0])) if buf.ndim > len(halo) else [None]
-            for slot in slots:
+            for k, slot in enumerate(slots):
                 for direction in directions:
                     recv, send = _regions(direction, halo, n)
-                    tag = (item * len(slots) + (slots.index(slot))) * 27 + \
-                        _DIRECTIONS.index(tuple(direction) + (0,) * (3 - len(direction)))
+                    # the same on both ends: the item, the slot, the direction in base 3
+                    tag = (item * len(slots) + k) * 27 + \
+                        sum((d + 1) * 3 ** i for i, d in enumerate(direction))
                     source, dest = (self.dist.neighbour(direction),
                                     self.dist.neighbour(tuple(-d for d in direction)))
                     if source is not None:
@@ -126,7 +124,6 @@ class HaloExchange:
                     if dest is not None:
                         requests.append(comm.Isend([buf, 1, self._type(buf, slot, send)],
                                                    dest, tag))
-        self.messages += len(requests)
         return requests
 
     def start(self, time: int) -> None:
@@ -192,8 +189,7 @@ class SparseSums:
             if not (k.is_sparse and k.kind == "interpolate"):
                 continue
             f = functions[k.target.base.name]
-            data = f.field.storage.host()
-            if data.ndim == 1 or span is None:
+            if len(f.field.storage.shape) == 1 or span is None:
                 self.rows.append((f, slice(None)))
                 continue
             index = k.target.indices[0]

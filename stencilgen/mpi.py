@@ -38,7 +38,7 @@ def mode() -> str:
     return "overlap" if configuration["mpi"] == "overlap" else "basic"
 
 
-def _abort_hook(previous):
+def _abort_hook():
     def hook(kind, value, tb):
         text = "".join(traceback.format_exception(kind, value, tb))
         MPI = import_mpi()
@@ -46,8 +46,7 @@ def _abort_hook(previous):
         sys.stderr.write(f"[rank {rank}] {text}")
         sys.stderr.write(f"[rank {rank}] ending the MPI job: this rank failed\n")
         sys.stderr.flush()
-        MPI.COMM_WORLD.Abort(1)
-        previous(kind, value, tb)   # not reached: Abort ends the process
+        MPI.COMM_WORLD.Abort(1)   # ends every rank, this one included
     return hook
 
 
@@ -56,7 +55,7 @@ def abort_on_error() -> None:
     instead of leaving the others waiting for its messages."""
     if not _aborting["installed"]:
         _aborting["installed"] = True
-        sys.excepthook = _abort_hook(sys.excepthook)
+        sys.excepthook = _abort_hook()
 
 
 def gather(function, root: int | None = 0):

@@ -304,8 +304,7 @@ def main(argv=None) -> int:
           f"{model.grid.shape}), spacing {SPACING:g} m, extent {model.extent} m, space order "
           f"{args.space_order}, {cli.storage_label(args)}")
     print(f"Model: layers v = {layers} km/s, interfaces at depth {tops or 'none'} m")
-    if cli.mpi_line(model.grid):
-        print(cli.mpi_line(model.grid))
+    cli.print_mpi(model.grid)
     s_sum = seismic.laplacian_weight_sum(args.space_order)
     shot, op, u = build_shot(model, f0=args.f0, nrec=args.nrec, nt=args.nt,
                              space_order=args.space_order, backend=args.backend,

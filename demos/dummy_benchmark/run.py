@@ -119,8 +119,7 @@ def main(argv=None) -> int:
           f"{DUMMY_MEDIUM['delta']}, f = {DUMMY_MEDIUM['f']}, theta = pi/6, phi = pi/4, b = 1")
     print(f"dt = {dt:.6g} ms (0.8 x the stability limit {limit:.6g} ms = 2 / (V sqrt(1 + 2 eps) "
           f"sqrt(sum_d (S1 / h_d)^2)), S1 = sum|w| of the staggered d/dx)")
-    if cli.mpi_line(medium.grid):
-        print(cli.mpi_line(medium.grid))
+    cli.print_mpi(medium.grid)
     print(f"Operator built in {time.perf_counter() - t0:.2f} s (code generation "
           f"{op.codegen_seconds:.2f} s), {len(op.program.kernels)} loop nests, "
           f"{sum(k.flops for k in op.program.steps)} flops per point per step")

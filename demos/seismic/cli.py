@@ -194,11 +194,10 @@ def mpi_setup(args) -> int:
     return rank
 
 
-def mpi_line(grid) -> str | None:
+def print_mpi(grid) -> None:
     """``MPI: 2 ranks, topology (1, 1, 2), rank 0 owns 412x423x238 points`` where split."""
     from stencilgen.mpi import mode
     dist = grid.distributor
-    if dist is None:
-        return None
-    return (f"MPI: {dist.size} ranks ({mode()} halo exchange), topology {dist.dims}, "
-            f"rank 0 owns {'x'.join(map(str, dist.local_shape))} points")
+    if dist is not None:
+        print(f"MPI: {dist.size} ranks ({mode()} halo exchange), topology {dist.dims}, "
+              f"rank 0 owns {'x'.join(map(str, dist.local_shape))} points")

@@ -113,8 +113,7 @@ def main(argv=None) -> int:
     for i, z in enumerate((0.0,) + tuple(model.layers[1])):
         print(f"  layer from {z:6.0f} m: V = {VELOCITY[i]} km/s, rho = {DENSITY[i]}, epsilon = "
               f"{EPSILON[i]}, delta = {DELTA[i]}, theta = {THETA_DEG[i]:g} deg")
-    if cli.mpi_line(model.grid):
-        print(cli.mpi_line(model.grid))
+    cli.print_mpi(model.grid)
     src = seismic.source_at(model)
     rec = seismic.receiver_line(model, model.shape[0])
     zs = float(src[0, -1])
