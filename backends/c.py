@@ -124,11 +124,15 @@ class CBackend:
     def expr(self, e) -> str:
         return self.printer.doprint(e)
 
+    #: whether this backend runs programs on grids split over MPI ranks (``backends/split``)
+    splits = True
+
     def refusal(self) -> str | None:
         """Why this backend cannot run the program (None: it can)."""
-        if self.program.split and self.language != "C":
-            return (f"a grid split over MPI ranks runs on the C backend in this version, not "
-                    f"the {self.language} one; pass backend='c' (or STENCILGEN_BACKEND=c)")
+        if self.program.split and not self.splits:
+            return (f"a grid split over MPI ranks runs on the C and CUDA backends in this "
+                    f"version, not the {self.language} one; pass backend='c' or 'cuda' (or "
+                    f"STENCILGEN_BACKEND)")
         return None
 
     #: per 16-bit storage format, a translation unit the compiler must build to store it, and
@@ -464,7 +468,7 @@ class CBackend:
         if self.fused():
             denormals += [c.Line(c_fusion.HELPER), c.Line()]
         if self.program.split:
-            denormals += [c.Line(split.HELPERS), c.Line()]
+            denormals += [c.Line(split.helpers()), c.Line()]
         denormals += [c.Line(interrupt.handler())]
         return str(c.Module([self.header()] + self.includes() + [c.Line()] + denormals
                             + [fn])) + "\n"

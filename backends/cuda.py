@@ -17,7 +17,7 @@ import cgen as c
 import sympy
 
 from .c import CBackend
-from . import cuda_pairs, device_layout, interrupt
+from . import cuda_pairs, device_layout, interrupt, split
 from .device_layout import DeviceLayout
 from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -403,6 +403,7 @@ class CudaBackend(CBackend):
                                         views.get(a.name))
         for d in prog.dims:
             out += [_Arg(n, "const sg_int", n) for n in (d.lower, d.upper)]
+        out += self._split_args(k)
         scalars = {d.origin for d in prog.dims} | {d.spacing for d in prog.dims} \
             if k.is_sparse else set()
         out += [_Arg(s.name, f"const {ctype(s.dtype)}", s.name) for s in prog.scalars
@@ -420,6 +421,18 @@ class CudaBackend(CBackend):
         if not (k.is_sparse or k.sequential):
             out += [_Arg(f"sg_base{i}", "const sg_int", f"sg_b{i}") for i in range(len(k.dims))]
         return out
+
+    def _split_args(self, k) -> list[_Arg]:
+        """On a split grid: the region a grid nest runs over (``split.clip``), or the block a
+        sparse kernel adds or gathers in (``split.owned``)."""
+        prog = self.program
+        if not prog.split:
+            return []
+        if k.is_sparse:
+            names = [n for d in prog.dims for n in (d.first, d.size)]
+        else:
+            names = [n for d in prog.dims for n in split.clip(prog, d.symbol)]
+        return [_Arg(n, "const long", n) for n in names]
 
     def atomic_add(self, target, value, fmt=None):
         """``target += value`` against other points adding there (a 16-bit ``fmt``: the sum
@@ -457,7 +470,10 @@ class CudaBackend(CBackend):
     def paired(self, k):
         """The ``cuda_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
         if ("pairs", k.name) not in self._slots:
-            self._slots[("pairs", k.name)] = cuda_pairs.plan(self, k)
+            # global indices on a grid split along the innermost dimension: an even index
+            # need not lie on an even address, which aligned pairs of 16-bit reads rely on
+            inner_split = self.program.split and self.program.split[-1]
+            self._slots[("pairs", k.name)] = None if inner_split else cuda_pairs.plan(self, k)
         return self._slots[("pairs", k.name)]
 
     @contextmanager
@@ -562,12 +578,18 @@ class CudaBackend(CBackend):
             if self.pitched(a):
                 lines += device_layout.declarations(a, self.program.dims[-1].size,
                                                     self.printer.index_expr)
-                start = device_layout.origin(a)
+                start = device_layout.origin(a, self._inner_first(a))
             if self.options.debug:   # offsets from the first domain point, in the allocation
                 lines += [f"const long sg_{a.name}_lo = -({start});",
                           f"const long sg_{a.name}_hi = {self._length(a)} - ({start});"]
             lines.append(f"{real} *const {a.name} = {lay.vec} + {start};")
         return lines
+
+    def _inner_first(self, a) -> str | None:
+        """The global index of this rank's first point along the innermost dimension, where
+        the split array ``a`` is indexed from it (its origin is then not a whole row)."""
+        d = self.program.dims[-1]
+        return d.first if a.split and d.first is not None else None
 
     def _length(self, a) -> str:
         """Elements of the device copy of ``a``."""
@@ -608,8 +630,7 @@ class CudaBackend(CBackend):
             head = [f"const dim3 sg_block({SPARSE_BLOCK});",
                     f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, {GRID_LIMIT[0]}));"]
         else:
-            sizes = ["1" if k.fixed_at(depth) is not None else _size(self.dims[s], k.span(depth))
-                     for depth, s in reversed(list(enumerate(k.dims)))]
+            sizes = [self._extent(k, depth, s) for depth, s in reversed(list(enumerate(k.dims)))]
             if self.paired(k):   # threads along x: pairs of points
                 sizes[0] = cuda_pairs.pair_count(sizes[0])
         if k.sequential:
@@ -630,6 +651,16 @@ class CudaBackend(CBackend):
         if k.when is not None:   # a section that runs at some time steps only
             lines = [f"if ({self.expr(k.when)}) {{"] + _indent(lines) + ["}"]
         return ["{"] + _indent(lines) + ["}"]
+
+    def _extent(self, k, depth, symbol) -> str:
+        """C text of the points of loop ``depth`` of grid nest ``k`` (on a split grid, of the
+        region it runs over: it may be empty, or negative)."""
+        if k.fixed_at(depth) is not None:
+            return "1"
+        if self.program.split:
+            start, stop = self.bounds(k, depth)
+            return f"{stop} - {start} + 1"
+        return _size(self.dims[symbol], k.span(depth))
 
     def launch_shapes(self) -> dict:
         def describe(k, shape):
@@ -707,9 +738,17 @@ class CudaBackend(CBackend):
         lines = ["for ({}; {}; {}) {{".format(*time_loop_header(prog))]
         lines += _indent([str(s) for s in self.time_slots()])
         for k in prog.steps:
-            lines += _indent(launches[k.section.timer])
+            lines += _indent(self.exchanged(k, launches[k.section.timer], prog.time.name))
         # the steps launched are the steps done: the copies back wait for all of them
         return lines + _indent([interrupt.step_end(prog)]) + ["}"]
+
+    def exchanged(self, k, launch: list[str], time: str) -> list[str]:
+        """The lines ``launch`` of kernel ``k`` with the halo exchanges it needs around it (a
+        split grid, ``split.nest``): posted, the interior launched, waited for, the shell."""
+        parts = split.nest(self.program, k, time, c.Line("\n".join(launch)))
+        if len(parts) == 1:
+            return launch
+        return [ln for p in parts for ln in str(p).splitlines()]
 
     def finish(self):
         """Wait for the last kernel, read the remaining timer events, count NaN/Inf."""
@@ -781,14 +820,18 @@ class CudaBackend(CBackend):
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   "unsigned long long *sg_d_checks = NULL;"]
         lines += [str(s) for s in self.prologue()]
+        lines += [str(s) for s in split.start(prog)]
         main = self.setup()
+        start, end = prog.time_bounds if prog.has_time_loop else ("0", "0")
         for k in prog.before:
-            main += launches[k.section.timer]
+            main += self.exchanged(k, launches[k.section.timer], start)
         if prog.has_time_loop:
             main += self.time_loop_lines(launches)
         for k in prog.after:
-            main += launches[k.section.timer]
+            main += self.exchanged(k, launches[k.section.timer], end)
         main += self.finish()
+        if prog.split:   # an exchange failed: the time loop stopped
+            main.append(f"if ({split.FAILED} && !sg_status) sg_status = {split.EXCHANGE_FAILED};")
         return lines + ["{"] + _indent(main) + ["}"] + self.cleanup()
 
     def shape_tables(self) -> str:
@@ -812,6 +855,8 @@ class CudaBackend(CBackend):
         header += "".join(format_prelude(f) for f in sorted(set(self.stored.values())))
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
+        if self.program.split:
+            parts.append(split.helpers("static inline __host__ __device__") + "\n")
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]

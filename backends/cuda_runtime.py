@@ -95,6 +95,15 @@ extern "C" int sg_rt_device(int *id)
   return 0;
 }
 
+/* make GPU id current: its primary context, which every CUDA runtime in the process uses */
+extern "C" int sg_rt_select(const int id, int *count)
+{
+  SG_RT(cudaGetDeviceCount(count));
+  if (id >= 0)
+    SG_RT(cudaSetDevice(id %% *count));
+  return 0;
+}
+
 /* conversions, __half and __nv_bfloat16 through float (rounded to nearest even) */
 template <typename D> struct sg_rt_to {
   template <typename S> static __device__ D from(const S v) { return (D)v; }

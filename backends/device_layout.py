@@ -80,10 +80,15 @@ def declarations(a, size_last: str, index_expr) -> list[str]:
     return lines
 
 
-def origin(a) -> str:
-    """Offset of the array's first domain point from the start of its device allocation."""
-    p, lay = Pitched(a.name), a.layout
-    return f"{p.offset(f'{lay.origin[0]} - {lay.halo[-1]}')} + {lay.halo[-1]}"
+def origin(a, inner_first: str | None = None) -> str:
+    """Offset of the array's first domain point from the start of its device allocation
+    (``inner_first``: the C name of the global index the innermost dimension of a split
+    array counts from, which the host origin subtracts and the row arithmetic must not)."""
+    p, halo = Pitched(a.name), a.layout.halo[-1]
+    if inner_first is None:
+        return f"{p.offset(f'{a.layout.origin[0]} - {halo}')} + {halo}"
+    return f"{p.offset(f'{a.layout.origin[0]} - {halo} + {inner_first}')} + {halo} - {inner_first}"
+
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,7 @@ class OpenACCBackend(CBackend):
 
     name = "openacc"
     language = "OpenACC"
+    splits = False   # halos of device copies are moved by the CUDA backend's exchange only
     #: arrays the caller put on the device with ``acc enter data`` (``stencilgen_acc_enter``)
     #: are present: the data clauses then move nothing
     residency = "openacc"

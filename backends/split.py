@@ -16,8 +16,14 @@ import cgen as c
 EXCHANGE_FAILED = -3
 FAILED = "sg_xfail"
 
-HELPERS = r"""static inline long sg_maxl(const long a, const long b) { return a > b ? a : b; }
-static inline long sg_minl(const long a, const long b) { return a < b ? a : b; }"""
+
+
+def helpers(qualifiers: str = "static inline") -> str:
+    """The C functions clipped bounds call (``qualifiers``: a CUDA build's make them callable
+    in kernels too)."""
+    return "\n".join(f"{qualifiers} long sg_{name}l(const long a, const long b) "
+                     f"{{ return a {op} b ? a : b; }}"
+                     for name, op in (("max", ">"), ("min", "<")))
 
 
 def region_count(prog) -> int:

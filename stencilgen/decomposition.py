@@ -34,14 +34,21 @@ def _factors(n: int) -> list[int]:
     return out + ([n] if n > 1 else [])
 
 
+#: blocks this much shorter than the longest still count as longest when choosing a split
+NEAR_LONGEST = 0.8
+
+
 def topology(shape: tuple[int, ...], ranks: int) -> tuple[int, ...]:
     """Ranks per dimension for ``ranks`` blocks of a grid of ``shape``: each prime factor of
-    ``ranks``, largest first, splits the dimension whose blocks are then longest (the
-    outermost among equals), which keeps the faces, and so the halo messages, small."""
+    ``ranks``, largest first, splits the dimension whose blocks are then longest, which keeps
+    the faces, and so the halo messages, small. Among blocks within ``NEAR_LONGEST`` of the
+    longest the outermost dimension is split: its faces are contiguous in memory (a GPU
+    sends them as they lie, with no packing) and at most a quarter larger."""
     dims = [1] * len(shape)
     for p in sorted(_factors(ranks), reverse=True):
-        longest = max(range(len(shape)), key=lambda i: (shape[i] / dims[i], -i))
-        dims[longest] *= p
+        lengths = [n / d for n, d in zip(shape, dims)]
+        near = NEAR_LONGEST * max(lengths)
+        dims[next(i for i, n in enumerate(lengths) if n >= near)] *= p
     return tuple(dims)
 
 

@@ -17,8 +17,10 @@ from time import perf_counter
 import numpy as np
 import sympy
 
+from .device_halos import DeviceHalos, Move, choose, device_array, import_cupy
 from .errors import ExecutionError
 from .mpi import import_mpi
+from .profiling import RankTimes
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_long, ctypes.c_long)
 
@@ -40,16 +42,22 @@ class HaloExchange:
     hook's messages are posted by ``exchange(hook)`` and waited for by ``exchange(-1 -
     hook)``, the interior computed in between; in basic mode the first does both."""
 
-    def __init__(self, prog, dist, storages: dict, overlap: bool):
+    def __init__(self, prog, dist, storages: dict, overlap: bool, place=None):
         self.prog, self.dist, self.storages, self.overlap = prog, dist, storages, overlap
         self.MPI = import_mpi()
         self.error: BaseException | None = None
         self._types: dict = {}
         self._slots: dict = {}
         self._pending: dict = {}
+        self._arrays: dict = {}
         self._callback = _CALLBACK(self._call)
-        self.seconds = {"post": 0.0, "wait": 0.0}
+        # seconds the exchanges took (on the host: posting and waiting; on a GPU: on their
+        # stream), and the whole run's (set by the caller)
+        self.seconds = {"exchange": 0.0}
+        self.elapsed = 0.0
         self.regions = regions(prog, dist, storages, overlap)
+        gpu = getattr(place, "name", "") == "cuda" and prog.exchanges
+        self.device = device_halos(dist, place, overlap) if gpu else None
 
     @property
     def pointer(self) -> int:
@@ -61,11 +69,11 @@ class HaloExchange:
             if hook >= 0:
                 self._pending[hook] = self.post(self.prog.exchanges[hook], time)
                 if not self.overlap:
-                    self.MPI.Request.Waitall(self._pending.pop(hook))
-                self.seconds["post"] += perf_counter() - t0
-            else:
-                self.MPI.Request.Waitall(self._pending.pop(-1 - hook, []))
-                self.seconds["wait"] += perf_counter() - t0
+                    self._wait(self._pending.pop(hook))
+                self.seconds["exchange"] += perf_counter() - t0
+            elif -1 - hook in self._pending:
+                self._wait(self._pending.pop(-1 - hook))
+                self.seconds["exchange"] += perf_counter() - t0
             return 0
         except BaseException as exc:   # noqa: BLE001 - raised again by the Operator
             self.error = exc
@@ -99,47 +107,93 @@ class HaloExchange:
             self._types[key] = t
         return t
 
-    def post(self, exchange, time: int) -> list:
-        """Post every message of ``exchange`` at time step ``time``; their requests."""
-        comm, requests = self.dist.cart, []
+    def messages(self, exchange, time: int):
+        """Per message of ``exchange`` at time step ``time``: the array, its time slot (None:
+        no time axis), the direction, the regions received and sent, the neighbours the
+        halo comes from and the edge goes to (None: none there), and the tag."""
         for item, (name, index, directions) in enumerate(exchange.items):
             st = self.storages[name]
-            buf, halo = st.host_buffer(), st.halo
-            n = [s - 2 * h for s, h in zip(buf.shape[-len(halo):], halo)]
+            shape, halo = st.shape, st.halo
+            n = [s - 2 * h for s, h in zip(shape[-len(halo):], halo)]
             if index is not None:
                 slots = [self._slot_of(index, time)]
             else:
-                slots = list(range(buf.shape[0])) if buf.ndim > len(halo) else [None]
+                slots = list(range(shape[0])) if len(shape) > len(halo) else [None]
             for k, slot in enumerate(slots):
                 for direction in directions:
                     recv, send = _regions(direction, halo, n)
                     # the same on both ends: the item, the slot, the direction in base 3
                     tag = (item * len(slots) + k) * 27 + \
                         sum((d + 1) * 3 ** i for i, d in enumerate(direction))
-                    source, dest = (self.dist.neighbour(direction),
-                                    self.dist.neighbour(tuple(-d for d in direction)))
-                    if source is not None:
-                        requests.append(comm.Irecv([buf, 1, self._type(buf, slot, recv)],
-                                                   source, tag))
-                    if dest is not None:
-                        requests.append(comm.Isend([buf, 1, self._type(buf, slot, send)],
-                                                   dest, tag))
+                    yield (name, slot, direction, recv, send, self.dist.neighbour(direction),
+                           self.dist.neighbour(tuple(-d for d in direction)), tag)
+
+    def post(self, exchange, time: int):
+        """Start every message of ``exchange`` at time step ``time``: their MPI requests, or
+        what the device halos' ``wait`` takes."""
+        if self.device is not None:
+            return self.device.post(self._moves(exchange, time))
+        comm, requests = self.dist.cart, []
+        for name, slot, _, recv, send, source, dest, tag in self.messages(exchange, time):
+            buf = self.storages[name].host_buffer()
+            if source is not None:
+                requests.append(comm.Irecv([buf, 1, self._type(buf, slot, recv)], source, tag))
+            if dest is not None:
+                requests.append(comm.Isend([buf, 1, self._type(buf, slot, send)], dest, tag))
         return requests
+
+    def _moves(self, exchange, time: int) -> list:
+        """The messages of ``exchange`` as views of the device copies (``device_halos``)."""
+        out = []
+        for name, slot, direction, recv, send, source, dest, tag in \
+                self.messages(exchange, time):
+            whole = self._arrays.get(name)
+            if whole is None:
+                whole = self._arrays[name] = device_array(self.device.cp,
+                                                          self.storages[name].copy)
+            lead = () if slot is None else (slot,)
+            recv_view, send_view = (whole[lead + tuple(slice(a, a + m) for a, m in region)]
+                                    for region in (recv, send))
+            out.append(Move((name, slot, direction), send_view, recv_view, dest, source, tag))
+        return out
+
+    def _wait(self, posted) -> None:
+        if self.device is not None:
+            self.device.wait(posted)
+        else:
+            self.MPI.Request.Waitall(posted)
 
     def start(self, time: int) -> None:
         """The exchanges of arrays the program never writes, once per apply."""
         for e in self.prog.exchanges:
             if e.before is None:
-                self.MPI.Request.Waitall(self.post(e, time))
+                self._wait(self.post(e, time))
 
     def close(self) -> None:
+        """After the run: the MPI types freed, the device exchanges' times read."""
         for t in self._types.values():
             t.Free()
         self._types.clear()
+        if self.device is not None:
+            self.seconds["exchange"] = self.device.seconds()
 
     def raise_error(self, name: str):
         raise ExecutionError(f"Operator `{name}` failed while exchanging halos with the "
                              f"neighbouring MPI ranks: {self.error!r}") from self.error
+
+
+_transports: dict = {}
+
+
+def device_halos(dist, place, overlap: bool) -> DeviceHalos:
+    """The GPU halo moves of a run on the CUDA place ``place`` (its transport chosen once per
+    communicator, with every rank)."""
+    cp, MPI = import_cupy(), import_mpi()
+    cp.cuda.Device(place.device).use()
+    key = dist.cart.py2f()
+    if key not in _transports:
+        _transports[key] = choose(dist.cart, MPI, cp)
+    return DeviceHalos(cp, dist.cart, MPI, _transports[key], overlap)
 
 
 def regions(prog, dist, storages: dict, overlap: bool) -> np.ndarray:
@@ -199,8 +253,11 @@ class SparseSums:
     def clear(self) -> None:
         if self.dist.cart.Get_rank() != 0:
             for f, rows in self.rows:
-                f.field.storage.host()[rows] = 0
-                f.field.storage.host_written()
+                st = f.field.storage
+                st.host()[rows] = 0
+                st.host_written()
+                if st.copy is not None:   # already on the device for this run: sent again
+                    st.on_device(st.copy.place, st.copy.layout)
 
     def sum(self) -> None:
         MPI = import_mpi()
@@ -212,10 +269,11 @@ class SparseSums:
             f.field.storage.host_written()
 
 
-def ranks_timed(dist, timers: np.ndarray, wall: float):
-    """Each rank's kernel time; ``timers`` become the slowest rank's per section, and the
+def ranks_timed(dist, timers: np.ndarray, wall: float, halos: HaloExchange):
+    """Each rank's ``RankTimes``; ``timers`` become the slowest rank's per section, and the
     wall time is the slowest rank's (global figures of a split run)."""
     MPI = import_mpi()
-    ranks = dist.cart.allgather(float(timers.sum()))
+    mine = RankTimes(halos.elapsed, float(timers.sum()), halos.seconds["exchange"])
+    ranks = dist.cart.allgather(mine)
     dist.cart.Allreduce(MPI.IN_PLACE, timers, op=MPI.MAX)
     return dist.cart.allreduce(wall, op=MPI.MAX), tuple(ranks)

@@ -2,6 +2,7 @@
 the whole job (not a hang), and fields and receivers gathered for plotting."""
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -11,6 +12,8 @@ from .configuration import configuration
 from .errors import InvalidArgument
 
 _aborting = {"installed": False}
+# the launchers' names of a process's rank on its host
+_LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID")
 
 
 def import_mpi():
@@ -30,6 +33,21 @@ def default_comm():
     if configuration["mpi"] == "off":
         return None
     return import_mpi().COMM_WORLD
+
+
+def local_rank() -> int | None:
+    """This process's rank among the MPI ranks on its host, where it runs as one rank of
+    several (mpi4py imported and MPI initialised); else None. Read from the launcher's
+    environment (Open MPI, MPICH/Hydra, Slurm), else the rank in COMM_WORLD (right on one
+    host): no collective call, which a rank reaching this alone would hang in."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is None or not MPI.Is_initialized() or MPI.Is_finalized() or \
+            MPI.COMM_WORLD.Get_size() < 2:
+        return None
+    for name in _LOCAL_RANK:
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return MPI.COMM_WORLD.Get_rank()
 
 
 def mode() -> str:

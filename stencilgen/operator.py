@@ -197,7 +197,7 @@ class Operator:
             fields = self._written_fields(kwargs)
             checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
             args[prog.checks_param] = None if checks is None else checks.ctypes.data
-            shapes = self._launch_shapes(args, written, autotune)
+            shapes = self._launch_shapes(args, written, autotune, bound)
             args[prog.tuning] = None if shapes is None else shapes.ctypes.data
             keep.append(shapes)
             split = self._split(args, bound, kwargs) if prog.split else None
@@ -207,7 +207,7 @@ class Operator:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
         wall, ranks = _time.perf_counter() - t0, ()
         if prog.split:
-            wall, ranks = ranks_timed(self.grid.distributor, timers, wall)
+            wall, ranks = ranks_timed(self.grid.distributor, timers, wall, split[0])
         summary = summarize(prog, args, timers, wall, compiled, ranks)
         for line in summary.report():
             log.perf(line)
@@ -219,7 +219,7 @@ class Operator:
         """On a split grid: the halo exchange the entry point calls (arrays never written
         exchanged now) and the receivers' sums over the ranks, their rows cleared."""
         prog, dist = self.program, self.grid.distributor
-        exchange = HaloExchange(prog, dist, bound, mpi.mode() == "overlap")
+        exchange = HaloExchange(prog, dist, bound, mpi.mode() == "overlap", self._place())
         args[prog.exchange] = exchange.pointer
         args[prog.regions] = exchange.regions.ctypes.data
         functions = {a.name: kwargs.get(a.user, self._bindings.functions.get(a.name))
@@ -234,8 +234,11 @@ class Operator:
         reports its progress) and note that the storages ``written`` changed where it ran;
         raises if it failed. ``split``: the halo exchange and receivers' sums (MPI)."""
         run = longrun.Run(self.name, self.program, args)
+        t0 = _time.perf_counter()
         status = run.call(self._cfunction, self._sigint,
                           [args[p.name] for p in self.program.parameters()])
+        if split is not None:   # a GPU run's entry point returns after its last kernel
+            split[0].elapsed = _time.perf_counter() - t0
         if self._emitter.openmp_threads:
             longrun.openmp_ran()   # a process forked from now on is checked
         place = self._place()
@@ -263,9 +266,10 @@ class Operator:
         written = finite.last_written(prog, span) if span else {}
         return longrun.interrupted(run, summary, fields, written)
 
-    def _launch_shapes(self, args, written, asked):
+    def _launch_shapes(self, args, written, asked, bound):
         """The tuning argument: the launch shapes kept for this size or tuned now (None:
-        the backend's defaults)."""
+        the backend's defaults). On a split grid every rank tunes or none does, with the
+        slowest rank's trial times, and all keep rank 0's shapes (trials exchange halos)."""
         offered = self._emitter.launch_shapes()
         if not offered:
             return None
@@ -276,15 +280,20 @@ class Operator:
         points = np.prod([args[d.upper] - args[d.lower] + 1 for d in prog.dims])
         steps = args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1 \
             if prog.has_time_loop else 1
-        if tuning.wanted(asked, configuration["autotuning"], choice is not None,
-                         float(points) * steps):
+        want = tuning.wanted(asked, configuration["autotuning"], choice is not None,
+                             float(points) * steps)
+        dist = self.grid.distributor if prog.split else None
+        if dist is not None:
+            choice, want = dist.comm.bcast((choice, want), root=0)
+        if want:
             start = _time.perf_counter()
             em = self._emitter
-            choice = tuning.tune(self._trial(args, written),
+            choice = tuning.tune(self._trial(args, written, bound),
                                  {s: len(v) for s, v in offered.items()},
                                  max(len(prog.kernels), 1), em.tuning_rounds,
                                  em.default_shapes(), em.tuning_margin)
-            memory.put(key, choice)
+            if dist is None or dist.comm.Get_rank() == 0:
+                memory.put(key, choice)
             picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
                                for k in prog.kernels if k.section.timer in offered)
             log.info(f"Operator `{self.name}` autotuned for size {key} in "
@@ -293,10 +302,12 @@ class Operator:
             return None
         return choice
 
-    def _trial(self, args, written):
+    def _trial(self, args, written, bound):
         """A function that runs a few steps with the launch shapes it is given and returns the
-        section timers, then puts back every array the run wrote (``written``)."""
+        section timers (on a split grid, the slowest rank's), then puts back every array the
+        run wrote (``written``)."""
         prog, trial = self.program, dict(args)
+        halos = self._trial_halos(trial, bound)
         if prog.has_time_loop:
             lo, hi = prog.time_bounds
             n = min(tuning.TRIAL_STEPS, args[hi] - args[lo] + 1)
@@ -312,11 +323,27 @@ class Operator:
             trial[prog.timers], trial[prog.tuning] = timers.ctypes.data, choice.ctypes.data
             status = self._cfunction(*[trial[p.name] for p in prog.parameters()])
             restore()
+            if halos is not None:
+                halos.close()
+                if halos.error is not None:
+                    halos.raise_error(self.name)
+                halos.dist.cart.Allreduce(mpi.import_mpi().IN_PLACE, timers,
+                                          op=mpi.import_mpi().MAX)
             if status != 0:
                 raise ExecutionError(f"Operator `{self.name}` failed while autotuning: "
                                       f"{self._error_text(status)}")
             return timers
         return run
+
+    def _trial_halos(self, trial, bound):
+        """On a split grid: the halo exchange of the tuning trials, in ``trial``."""
+        if not self.program.split:
+            return None
+        halos = HaloExchange(self.program, self.grid.distributor, bound,
+                             mpi.mode() == "overlap", self._place())
+        trial[self.program.exchange] = halos.pointer
+        trial[self.program.regions] = halos.regions.ctypes.data
+        return halos
 
     def _written_fields(self, kwargs) -> dict:
         """The Functions (the overrides where given) of the arrays the run writes, by C name."""

@@ -18,7 +18,9 @@ from backends import cuda_runtime
 from backends.device_layout import DeviceLayout
 
 from . import interop
+from . import logger as log
 from . import memory
+from . import mpi
 from .configuration import configuration
 from .errors import ExecutionError, InvalidArgument, StencilgenError
 
@@ -163,13 +165,23 @@ class CudaPlace(_DevicePlace):
     def __init__(self, library):
         self.lib = library
         for fn in ("sg_rt_alloc", "sg_rt_free", "sg_rt_memset", "sg_rt_copy2d", "sg_rt_meminfo",
-                   "sg_rt_synchronize", "sg_rt_device", "sg_rt_strided_copy"):
+                   "sg_rt_synchronize", "sg_rt_device", "sg_rt_strided_copy", "sg_rt_select"):
             getattr(library, fn).restype = ctypes.c_int
         library.sg_rt_error.restype = ctypes.c_char_p
         self.moved = {"to_device": 0, "to_host": 0}   # bytes copied, for reports and tests
+        self._select(mpi.local_rank())
         device = ctypes.c_int(0)
         self.call("sg_rt_device", ctypes.byref(device))
         self.device = device.value
+
+    def _select(self, local: int | None):
+        """One GPU per MPI rank on a host: the ``local``-th (modulo the GPUs there); None:
+        not an MPI run of several ranks, the current GPU stays."""
+        if local is None:
+            return
+        count = ctypes.c_int(0)
+        self.call("sg_rt_select", ctypes.c_int(local), ctypes.byref(count))
+        log.info(f"MPI rank {local} on this host: GPU {local % count.value} of {count.value}")
 
     def call(self, fn, *args):
         status = getattr(self.lib, fn)(*args)

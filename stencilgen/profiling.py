@@ -35,6 +35,21 @@ class PerfEntry:
         return f"[OI={self.oi:.2f}, {self.gflopss:.2f} GFlops/s, {self.gpointss:.2f} GPts/s]"
 
 
+@dataclass(frozen=True)
+class RankTimes:
+    """One rank's seconds in a split run: the run (its entry point, the last kernel waited
+    for), its kernels, and its halo exchanges (on a GPU they may run beside the kernels).
+    ``wait``: the run less its kernels, the time not spent computing."""
+
+    step: float
+    compute: float
+    exchange: float
+
+    @property
+    def wait(self) -> float:
+        return max(self.step - self.compute, 0.0)
+
+
 @dataclass
 class PerformanceSummary:
     """What ``apply`` returns: section entries, the global figures with and without setup."""
@@ -45,7 +60,7 @@ class PerformanceSummary:
     globals_with_setup: PerfEntry  # wall time of apply, argument processing included
     compiled: bool                # whether this apply ran the compiler
     timesteps: int
-    ranks: tuple = ()             # split grid (MPI): each rank's kernel time; the figures
+    ranks: tuple = ()             # split grid (MPI): each rank's RankTimes; the figures
                                   # above are global, timed by the slowest rank
 
     def __getitem__(self, key):
@@ -80,12 +95,15 @@ class PerformanceSummary:
         return lines
 
     def balance(self) -> str:
-        """The ranks' kernel times: the load balance of a split grid."""
-        t = self.ranks
+        """The ranks' times: the load balance of a split grid, and its halos' cost."""
+        t = [r.compute for r in self.ranks]
         spread = (max(t) - min(t)) / max(t) if max(t) > 0 else 0.0
         each = ", ".join(f"{x:.3f}" for x in t) if len(t) <= 8 else f"{min(t):.3f}..{max(t):.3f}"
+        slowest = max(self.ranks, key=lambda r: r.step)
         return (f"MPI ranks: {len(t)}, kernel time per rank [{each}] s, slowest/fastest "
-                f"{spread:.1%} apart")
+                f"{spread:.1%} apart; slowest rank: run {slowest.step:.3f} s = compute "
+                f"{slowest.compute:.3f} s + wait {slowest.wait:.3f} s, halo exchange "
+                f"{slowest.exchange:.3f} s")
 
 
 @lru_cache(maxsize=256)
@@ -107,7 +125,7 @@ def _steps_run(k, prog, args, steps) -> int:
 
 def summarize(prog, args, timers, wall, compiled, ranks=()) -> PerformanceSummary:
     """The summary of one run of ``prog`` with arguments ``args`` and section ``timers``
-    (on a split grid, the slowest rank's; ``ranks``: each rank's kernel time)."""
+    (on a split grid, the slowest rank's; ``ranks``: each rank's ``RankTimes``)."""
     steps = (args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1) if prog.has_time_loop else 1
     extent = [args[d.upper] - args[d.lower] + 1 for d in prog.dims]
     sections = {}
@@ -128,6 +146,8 @@ def summarize(prog, args, timers, wall, compiled, ranks=()) -> PerformanceSummar
         domain *= n
     flops = sum(s.flops for s in sections.values())
     traffic = sum(s.traffic for s in sections.values())
-    glob = PerfEntry("global", float(timers.sum()), flops, float(domain * steps), traffic)
+    # a split run: the slowest rank's whole run, halos and waiting included
+    time = max(r.step for r in ranks) if ranks else float(timers.sum())
+    glob = PerfEntry("global", time, flops, float(domain * steps), traffic)
     setup = PerfEntry("global+setup", wall, flops, float(domain * steps), traffic)
     return PerformanceSummary(prog.name, sections, glob, setup, compiled, steps, tuple(ranks))

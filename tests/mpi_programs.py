@@ -1,8 +1,9 @@
 """Programs run whole and split over MPI ranks (tests/test_mpi.py): each returns its fields
 and receiver records gathered on rank 0. Sources and receivers sit on the blocks' edges.
 
-Run as ``mpiexec -n N python tests/mpi_programs.py PROGRAM OUT.npz [MODE]`` (MODE: basic,
-overlap, or serial: no MPI at all); rank 0 writes the arrays to OUT.npz.
+Run as ``mpiexec -n N python tests/mpi_programs.py PROGRAM OUT.npz [MODE [BACKEND]]`` (MODE:
+basic, overlap, or serial: no MPI at all; BACKEND: c, the default, or cuda); rank 0 writes the
+arrays to OUT.npz.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from stencilgen import (Eq, Function, Grid, NODE, Operator, SparseTimeFunction,  # noqa: E402
                         TimeFunction, VectorTimeFunction, configuration, div, grad, solve)
 from stencilgen.mpi import gather  # noqa: E402
+
+BACKEND = {"name": "c"}
 
 
 def _ricker(nt, dt, f0):
@@ -62,7 +65,7 @@ def acoustic(comm, so=8, n=(61, 47), nt=120):
     eqs = [Eq(u.forward, solve(pde, u.forward))]
     eqs += src.inject(field=u.forward, expr=src * dt ** 2 / m)
     eqs += rec.interpolate(expr=u)
-    Operator(eqs, name="MpiAcoustic", backend="c")(time_M=nt - 2, dt=dt)
+    Operator(eqs, name="MpiAcoustic", backend=BACKEND["name"])(time_M=nt - 2, dt=dt)
     return {"u": gather(u), "rec": np.array(rec.data)}
 
 
@@ -90,7 +93,7 @@ def staggered(comm, so=4, n=(52, 45), nt=80):
            Eq(p.forward, solve(p.dt - l2m * div(v.forward), p.forward))]
     eqs += src.inject(field=p.forward, expr=src * dt)
     eqs += rec.interpolate(expr=p)
-    Operator(eqs, name="MpiStaggered", backend="c")(time_M=nt - 2, dt=dt)
+    Operator(eqs, name="MpiStaggered", backend=BACKEND["name"])(time_M=nt - 2, dt=dt)
     return {"p": gather(p), "vx": gather(v[0]), "vy": gather(v[1]), "rec": np.array(rec.data)}
 
 
@@ -110,7 +113,8 @@ def sa_tti(comm, so=8, n=(30, 27, 25), nt=40):
     rec = np.stack([np.linspace(2.7 * h, (n[0] - 3.4) * h, 7), np.full(7, edges[1]),
                     np.full(7, edges[2])], axis=1)
     shot = make_shot(grid, time, 0.03, [edges], rec)
-    op, P, M = sa_tti_operator(medium, so, shot, backend="c", name="MpiSATTI")
+    op, P, M = sa_tti_operator(medium, so, shot, backend=BACKEND["name"],
+                            name="MpiSATTI")
     op(time_M=nt - 2, dt=dt)
     return {"P": gather(P), "M": gather(M), "rec": np.array(shot.rec.data)}
 
@@ -121,6 +125,7 @@ PROGRAMS = {"acoustic": acoustic, "staggered": staggered, "sa_tti": sa_tti}
 def main(argv):
     program, out = argv[1], argv[2]
     mode = argv[3] if len(argv) > 3 else "basic"
+    BACKEND["name"] = argv[4] if len(argv) > 4 else "c"
     configuration["log-level"] = "WARNING"
     if mode == "serial":
         result = PROGRAMS[program](None)

@@ -16,6 +16,7 @@ from stencilgen.decomposition import check_topology, split, topology
 from stencilgen.distributed_data import DistributedArray
 from stencilgen.errors import InvalidArgument
 from stencilgen.storage import HostArray
+from test_cuda import needs_gpu
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -55,8 +56,8 @@ def _run(args, ranks=None, timeout=300):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
 
 
-def _program(name, out, ranks=None, mode="serial"):
-    done = _run([str(HERE / "mpi_programs.py"), name, str(out), mode], ranks)
+def _program(name, out, ranks=None, mode="serial", backend="c"):
+    done = _run([str(HERE / "mpi_programs.py"), name, str(out), mode, backend], ranks)
     assert done.returncode == 0, done.stdout + done.stderr
     return dict(np.load(out))
 
@@ -73,7 +74,9 @@ def test_split_blocks_cover_the_axis_evenly():
 
 
 def test_topology_splits_the_longest_dimension_first():
-    assert topology((412, 423, 476), 2) == (1, 1, 2)
+    assert topology((412, 423, 476), 2) == (2, 1, 1)   # within 20% of the longest: outermost
+    assert topology((300, 423, 476), 2) == (1, 2, 1)
+    assert topology((300, 350, 476), 2) == (1, 1, 2)
     assert topology((824, 423, 476), 2) == (2, 1, 1)
     assert topology((100, 100), 4) == (2, 2)
     assert topology((400, 100, 100), 4) == (4, 1, 1)
@@ -175,6 +178,29 @@ def _compare(want, got):
     ("sa_tti", 2, "basic"), ("sa_tti", 4, "overlap")])
 def test_split_program_matches_the_whole(serial, tmp_path, name, ranks, mode):
     _compare(serial(name), _program(name, tmp_path / "out.npz", ranks, mode))
+
+
+@pytest.fixture(scope="module")
+def serial_cuda(tmp_path_factory):
+    """Each program's fields and records on one GPU without MPI, computed once."""
+    cache, base = {}, tmp_path_factory.mktemp("serial_cuda")
+
+    def get(name):
+        if name not in cache:
+            cache[name] = _program(name, base / f"{name}.npz", backend="cuda")
+        return cache[name]
+    return get
+
+
+@needs_mpi
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, ranks, mode", [
+    ("acoustic", 2, "overlap"), ("acoustic", 4, "basic"), ("staggered", 2, "basic"),
+    ("sa_tti", 2, "overlap"), ("sa_tti", 4, "basic")])
+def test_split_program_on_gpus_matches_the_whole(serial_cuda, tmp_path, name, ranks, mode):
+    # ranks share the GPUs there are: halos staged through the host where two share one
+    _compare(serial_cuda(name), _program(name, tmp_path / "out.npz", ranks, mode, "cuda"))
 
 
 @needs_mpi

@@ -1,0 +1,60 @@
+"""Halo moves between GPU copies (stencilgen.device_halos): the transport chosen, and each
+transport moving faces, contiguous and strided, bit for bit (a rank sending to itself)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stencilgen.device_halos import DeviceHalos, Move, choose, communicator, mpi_takes_cuda
+from stencilgen.errors import InvalidArgument
+from test_cuda import needs_gpu
+
+MPI = pytest.importorskip("mpi4py.MPI", reason="needs mpi4py: pip install 'stencilgen[mpi]'")
+
+
+def test_the_mpi_library_is_asked_about_cuda_buffers():
+    # MPICH and Open MPI both export the query; a library built without CUDA says no
+    assert mpi_takes_cuda(MPI) in (True, False)
+
+
+def test_a_forced_transport_is_checked(monkeypatch):
+    monkeypatch.setenv("STENCILGEN_MPI_GPU", "pigeon")
+    with pytest.raises(InvalidArgument, match="nccl, mpi, staged"):
+        choose(MPI.COMM_SELF, MPI, None)
+    monkeypatch.setenv("STENCILGEN_MPI_GPU", "staged")
+    assert choose(MPI.COMM_SELF, MPI, None) == "staged"
+
+
+def _loopback(cp, transport, overlap):
+    """Faces of a 3D array sent by this rank to itself: the x face (contiguous), the z face
+    (strided); returns the array before and after."""
+    rng = np.random.default_rng(7)
+    host = rng.integers(0, 2 ** 16, size=(2, 12, 10, 9), dtype=np.uint16)
+    a = cp.asarray(host)
+    halos = DeviceHalos(cp, MPI.COMM_SELF, MPI, transport, overlap)
+    moves = [Move(("a", 1, "x"), a[1, 8:10], a[1, 0:2], 0, 0, 1),
+             Move(("a", 0, "z"), a[0, :, :, 5:7], a[0, :, :, 0:2], 0, 0, 2)]
+    posted = halos.post(moves)
+    if overlap:   # kernels launched between post and wait run beside the exchange
+        cp.cuda.Stream.null.synchronize()
+    halos.wait(posted)
+    seconds = halos.seconds()
+    return host, cp.asnumpy(a), seconds
+
+
+@needs_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("transport", ["nccl", "staged", "mpi"])
+@pytest.mark.parametrize("overlap", [False, True])
+def test_faces_move_bit_for_bit(transport, overlap):
+    cp = pytest.importorskip("cupy", reason="GPU halos need CuPy")
+    if transport == "mpi" and not mpi_takes_cuda(MPI):
+        pytest.skip("this MPI library does not take CUDA buffers")
+    if transport == "nccl":
+        communicator(cp, MPI.COMM_SELF)
+    host, got, seconds = _loopback(cp, transport, overlap)
+    want = host.copy()
+    want[1, 0:2] = host[1, 8:10]
+    want[0, :, :, 0:2] = host[0, :, :, 5:7]
+    assert np.array_equal(got, want)
+    assert seconds > 0
