@@ -92,8 +92,16 @@ cu.cuDeviceGetName(name, 256, dev)
 cu.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
 cu.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
 cc = f"{major.value}{minor.value}"
-print(f"gpu|{cc}|{name.value.decode()} (sm_{cc})")
+print(f"gpu|{cc}|{n.value}|{name.value.decode()} (sm_{cc})")
 """
+
+
+_COUNT = {"gpus": 0}
+
+
+def gpu_count() -> int:
+    """How many GPUs the CUDA driver sees (0: none, or no driver)."""
+    return _COUNT["gpus"] if probe_gpu()[0] else 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,7 +115,8 @@ def probe_gpu() -> tuple[bool, str, int | None]:
         return False, f"the GPU probe could not run ({exc})", None
     kind, _, text = done.stdout.strip().partition("|")
     if kind == "gpu":
-        cc, _, name = text.partition("|")
+        cc, count, name = text.split("|", 2)
+        _COUNT["gpus"] = int(count)
         return True, name, int(cc)
     if kind == "none":
         return False, text, None

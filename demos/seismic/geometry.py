@@ -37,7 +37,7 @@ def _check_inside(what: str, coords: np.ndarray, bounds) -> None:
             raise ValueError(f"{what}: point {p} has a non-finite coordinate {tuple(c)}")
         if np.any(c < lo - tol) or np.any(c > hi + tol):
             raise ValueError(f"{what}: point {p} at {tuple(float(v) for v in c)} lies outside "
-                             f"the domain {tuple(lo)} .. {tuple(hi)}")
+                             f"the domain {tuple(map(float, lo))} .. {tuple(map(float, hi))}")
 
 
 def source_at(where, position=None, depth: float | None = None) -> np.ndarray:

@@ -1,0 +1,253 @@
+"""Surveys of many shots: a per-shot computation mapped over shot geometries on a Dask
+cluster (``dask.distributed``), records written to disk as shots finish, images summed on the
+workers, shots of lost workers run again, and a rerun skipping the shots already on disk.
+
+``run_survey(setup, shoot, shots, inputs=...)``: each worker calls ``setup(inputs)`` once
+(build the Operator and its fields there: ``inputs``, the model's arrays, are scattered to
+every worker once) and ``shoot(state, shot)`` per shot, which returns a ``ShotResult``. The
+client writes each record to ``out/shot_NNNNN.npz`` (NumPy: the record with its source and
+receiver coordinates and the result's metadata beside it, readable without extra packages,
+coordinates exact where SEG-Y would scale them to integers; written to a temporary name and
+renamed, so a file there is a finished shot) and holds one record at a time.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import logger as log
+from .errors import InvalidArgument
+
+RECORD = "shot_{:05d}.npz"
+
+
+def import_distributed():
+    """dask.distributed, or our error naming the extra that installs it."""
+    try:
+        import distributed
+    except ImportError:
+        raise InvalidArgument("surveys run on Dask: pip install 'stencilgen[survey]' "
+                              "(dask[distributed])") from None
+    return distributed
+
+
+@dataclass(frozen=True, eq=False)
+class Shot:
+    """One shot's geometry: its index in the survey, source and receiver coordinates
+    (points x dimensions, in the model's units)."""
+
+    index: int
+    src: np.ndarray
+    rec: np.ndarray
+
+
+@dataclass(eq=False)
+class ShotResult:
+    """What a shot gives: its receiver record (time x receivers), an image or gradient to
+    sum over the survey (or None), and numbers to keep beside the record (dt, t0, ...)."""
+
+    record: np.ndarray
+    image: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class SurveyResult:
+    """The survey's outcome: shots run now, found on disk, failed (index -> message), the
+    summed image (None where shots gave none), where the records are, and seconds taken."""
+
+    done: list
+    skipped: list
+    failed: dict
+    image: np.ndarray | None
+    out: str
+    seconds: float
+
+    def record(self, index: int) -> np.ndarray:
+        """Shot ``index``'s record, read from disk."""
+        with np.load(record_path(self.out, index)) as f:
+            return np.array(f["record"])
+
+
+def record_path(out, index: int) -> str:
+    return os.path.join(str(out), RECORD.format(index))
+
+
+# -- on the workers ---------------------------------------------------------------------------
+
+_STATES: dict = {}   # per worker process: (setup, inputs' key) -> what setup built
+
+
+def _shoot(setup, shoot, inputs, key, shot: Shot) -> ShotResult:
+    """Run one shot on a worker, building its state on the worker's first shot."""
+    state_key = (getattr(setup, "__qualname__", repr(setup)), key)
+    if state_key not in _STATES:
+        _STATES[state_key] = setup(inputs)
+    result = shoot(_STATES[state_key], shot)
+    if not isinstance(result, ShotResult):
+        result = ShotResult(record=np.asarray(result))
+    return result
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+# -- on the client ----------------------------------------------------------------------------
+
+def _write(out, shot: Shot, result: ShotResult) -> None:
+    """The record and its geometry, under a temporary name renamed once written."""
+    final = record_path(out, shot.index)
+    tmp = final + ".part.npz"
+    meta = {f"meta_{k}": np.asarray(v) for k, v in result.meta.items()}
+    np.savez(tmp, record=result.record, src=shot.src, rec=shot.rec, index=shot.index, **meta)
+    os.replace(tmp, final)
+
+
+class _Progress:
+    """Shots done of the total, shots per minute and the time left, in the log."""
+
+    def __init__(self, total: int):
+        self.total, self.count, self.t0 = total, 0, time.perf_counter()
+
+    def step(self, failed: int) -> None:
+        self.count += 1
+        minutes = (time.perf_counter() - self.t0) / 60
+        rate = self.count / minutes if minutes > 0 else 0.0
+        left = (self.total - self.count) / rate if rate > 0 else float("inf")
+        log.info(f"survey: {self.count}/{self.total} shots ({failed} failed), "
+                 f"{rate:.1f} shots/min, {left:.1f} min left")
+
+
+def _tree(client, images: list, future):
+    """Add ``future`` (a shot's image, on its worker) to the pending sums: two sums of the
+    same depth are added on a worker, so the survey's image is a tree of sums."""
+    level = 0
+    while len(images) > level and images[level] is not None:
+        future = client.submit(_add, images[level], future, pure=False)
+        images[level] = None
+        level += 1
+    if len(images) == level:
+        images.append(None)
+    images[level] = future
+
+
+def _collect(client, futures: dict, out, failed: dict):
+    """Write records as shots finish; returns the summed image's future (or None)."""
+    distributed = import_distributed()
+    images, progress = [], _Progress(len(futures))
+    for fut in distributed.as_completed(list(futures)):
+        shot = futures.pop(fut)
+        if fut.status == "error":
+            exc = fut.exception()
+            failed[shot.index] = f"{type(exc).__name__}: {exc}"
+            log.warning(f"survey: shot {shot.index} failed: {failed[shot.index]}")
+        else:
+            record = client.submit(operator.attrgetter("record"), fut, pure=False)
+            meta = client.submit(operator.attrgetter("meta"), fut, pure=False)
+            _write(out, shot, ShotResult(record.result(), None, meta.result()))
+            _tree(client, images, client.submit(operator.attrgetter("image"), fut,
+                                                pure=False))
+        fut.release()
+        progress.step(len(failed))
+    pending = [f for f in images if f is not None]
+    while len(pending) > 1:
+        pending.append(client.submit(_add, pending.pop(0), pending.pop(0), pure=False))
+    return pending[0] if pending else None
+
+
+def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
+               scheduler: str | None = None, workers: int | None = None,
+               gpus: int | None = None) -> SurveyResult:
+    """Run ``shoot`` for every ``Shot`` of ``shots`` whose record is not in ``out`` yet, on
+    ``client`` (a dask.distributed Client), else on the scheduler at ``scheduler``, else on
+    a local cluster (``local_cluster(workers, gpus)``, closed at the end). A shot that
+    raises is reported with its index and the others go on; Ctrl-C cancels what is left,
+    keeping the records written."""
+    distributed = import_distributed()
+    shots = list(shots)
+    if len({s.index for s in shots}) != len(shots):
+        raise InvalidArgument("run_survey: two shots have the same index; number them apart")
+    os.makedirs(out, exist_ok=True)
+    todo = [s for s in shots if not os.path.exists(record_path(out, s.index))]
+    skipped = [s.index for s in shots if s not in todo]
+    if skipped:
+        log.info(f"survey: {len(skipped)} of {len(shots)} records already in {out}: skipped")
+    own = None
+    if client is None:
+        own = local_cluster(workers, gpus) if scheduler is None else None
+        client = distributed.Client(own if own is not None else scheduler)
+    t0, failed, image = time.perf_counter(), {}, None
+    try:
+        image = _map(client, setup, shoot, todo, inputs, out, failed)
+    except KeyboardInterrupt:
+        log.warning(f"survey interrupted: the records written are in {out}; run it again to "
+                    "do the others")
+        raise
+    finally:
+        if own is not None:
+            client.close()
+            own.close()
+    done = sorted(s.index for s in todo if s.index not in failed)
+    return SurveyResult(done, skipped, failed, image, str(out), time.perf_counter() - t0)
+
+
+def _map(client, setup, shoot, todo, inputs, out, failed):
+    """Submit the shots (the inputs scattered once) and collect them; cancels on Ctrl-C."""
+    if not todo:
+        return None
+    # one future for the whole of ``inputs`` (a dict or list would be scattered item by item)
+    scattered = client.scatter([inputs], broadcast=True, hash=False)[0] \
+        if inputs is not None else None
+    key = scattered.key if scattered is not None else None
+    futures = {client.submit(_shoot, setup, shoot, scattered, key, s, pure=False): s
+               for s in todo}
+    try:
+        image = _collect(client, futures, out, failed)
+        return None if image is None else image.result()
+    except BaseException:
+        client.cancel(list(futures))
+        raise
+
+
+def default_gpus() -> int:
+    """The GPUs a local cluster gives a worker each: all the machine has where the backend
+    setting is (or ``auto`` chooses) CUDA, else none."""
+    from . import platform
+    from .configuration import configuration
+    name = configuration["backend"]
+    if name == "auto":
+        name = platform.choose_auto()[0]
+    return platform.gpu_count() if name == "cuda" else 0
+
+
+def local_cluster(workers: int | None = None, gpus: int | None = None):
+    """A cluster of worker processes on this machine, one thread each: one worker per GPU
+    (``gpus`` > 0; None: ``default_gpus()``), each seeing only its own
+    (CUDA_VISIBLE_DEVICES), or ``workers`` workers sharing the cores (OMP_NUM_THREADS,
+    default: groups of 4 cores)."""
+    distributed = import_distributed()
+    cores = os.cpu_count() or 1
+    if gpus is None:
+        gpus = 0 if workers else default_gpus()
+    if gpus:
+        envs = [{"CUDA_VISIBLE_DEVICES": str(i), "OMP_NUM_THREADS": "1"} for i in range(gpus)]
+    else:
+        n = workers or max(1, cores // 4)
+        envs = [{"OMP_NUM_THREADS": str(max(1, cores // n))}] * n
+    spec = {i: {"cls": distributed.Nanny,
+                "options": {"nthreads": 1, "env": env, "memory_limit": 0}}
+            for i, env in enumerate(envs)}
+    return distributed.SpecCluster(
+        workers=spec, scheduler={"cls": distributed.Scheduler,
+                                 "options": {"dashboard": False, "dashboard_address": ":0"}},
+        silence_logs=40)
+
+
+__all__ = ["Shot", "ShotResult", "SurveyResult", "run_survey", "local_cluster", "record_path"]

@@ -1,0 +1,187 @@
+"""Surveys of many shots on a local Dask cluster of 2 worker processes (stencilgen.survey):
+the same records as a serial loop, a worker killed mid-shot, a shot that fails, Ctrl-C and
+the rerun that skips what is on disk, images summed on the workers."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from stencilgen import survey  # noqa: E402
+from stencilgen.errors import InvalidArgument  # noqa: E402
+from stencilgen.survey import Shot, ShotResult, run_survey  # noqa: E402
+from test_cuda import needs_gpu  # noqa: E402
+
+distributed = pytest.importorskip("distributed", reason="surveys need Dask: pip install "
+                                  "'stencilgen[survey]'")
+
+SHAPE, SPACING, NT = (41, 31), 10.0, 120
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = survey.local_cluster(workers=2)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _acoustic(nshots=4):
+    from demos import seismic
+    from demos.survey import shots
+    model = seismic.layered_model(SHAPE, SPACING, velocities=(1.5, 2.5), nbl=10, space_order=4)
+    rec = seismic.receiver_line(model, 9, depth=2 * SPACING)
+    xs = np.linspace(60.0, 340.0, nshots)
+    geometry = [Shot(i, np.array([[x, 2 * SPACING]]), rec) for i, x in enumerate(xs)]
+    inputs = {"vp": model.physical(model.vp), "spacing": model.spacing, "nbl": 10,
+              "space_order": 4, "nt": NT, "f0": 0.02, "nrec": len(rec), "backend": "c"}
+    return shots.acoustic_setup, shots.acoustic_shoot, geometry, inputs
+
+
+def _serial(setup, shoot, geometry, inputs):
+    state = setup(inputs)
+    return {s.index: np.array(shoot(state, s).record) for s in geometry}
+
+
+def _records(result, geometry):
+    return {s.index: result.record(s.index) for s in geometry}
+
+
+def _same(got, want):
+    assert sorted(got) == sorted(want)
+    for i, ref in want.items():
+        assert np.abs(ref).max() > 0
+        np.testing.assert_allclose(got[i], ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return _serial(*_acoustic())
+
+
+def test_four_shots_equal_the_serial_loop(client, serial, tmp_path):
+    setup, shoot, geometry, inputs = _acoustic()
+    result = run_survey(setup, shoot, geometry, inputs=inputs, out=tmp_path, client=client)
+    assert result.done == [0, 1, 2, 3] and not result.failed and not result.skipped
+    _same(_records(result, geometry), serial)
+    with np.load(survey.record_path(tmp_path, 2)) as f:   # the geometry beside the record
+        np.testing.assert_array_equal(f["src"], geometry[2].src)
+        assert float(f["meta_dt"]) > 0
+
+
+def killing_shoot(state, shot):
+    """The acoustic shot, but the first try of shot 1 kills its worker process mid-run."""
+    marker = Path(state["marker"])
+    if shot.index == 1 and not marker.exists():
+        marker.write_text("killed once")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return state["shoot"](state, shot)
+
+
+def killing_setup(inputs):
+    from demos.survey import shots
+    state = shots.acoustic_setup(inputs)
+    state.update(marker=inputs["marker"], shoot=shots.acoustic_shoot)
+    return state
+
+
+def test_a_worker_killed_mid_shot_loses_no_shot(client, serial, tmp_path):
+    _, _, geometry, inputs = _acoustic()
+    inputs = dict(inputs, marker=str(tmp_path / "killed"))
+    result = run_survey(killing_setup, killing_shoot, geometry, inputs=inputs,
+                        out=tmp_path / "out", client=client)
+    assert (tmp_path / "killed").exists()   # it did die
+    assert result.done == [0, 1, 2, 3] and not result.failed
+    _same(_records(result, geometry), serial)
+
+
+def test_a_source_outside_the_model_fails_that_shot_only(client, tmp_path):
+    setup, shoot, geometry, inputs = _acoustic()
+    geometry[2] = Shot(2, np.array([[5000.0, 20.0]]), geometry[2].rec)
+    result = run_survey(setup, shoot, geometry, inputs=inputs, out=tmp_path, client=client)
+    assert result.done == [0, 1, 3]
+    assert list(result.failed) == [2]
+    assert "shot 2" in result.failed[2] and "outside the domain" in result.failed[2]
+    assert not os.path.exists(survey.record_path(tmp_path, 2))
+
+
+def image_setup(inputs):
+    return inputs
+
+
+def image_shoot(state, shot):
+    """A cheap shot: a record and an image that depend on the shot."""
+    k = shot.index + 1
+    return ShotResult(record=np.full((3, 2), float(k)), image=k * state["base"])
+
+
+def test_images_are_summed_on_the_workers_and_ctrl_c_keeps_the_records(client, tmp_path,
+                                                                       monkeypatch):
+    base = np.arange(12.0).reshape(3, 4)
+    geometry = [Shot(i, np.zeros((1, 2)), np.zeros((2, 2))) for i in range(7)]
+    calls = {"n": 0}
+
+    def interrupt_after_three(self, failed):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(survey._Progress, "step", interrupt_after_three)
+        with pytest.raises(KeyboardInterrupt):
+            run_survey(image_setup, image_shoot, geometry, inputs={"base": base},
+                       out=tmp_path, client=client)
+    kept = sorted(p.name for p in tmp_path.glob("shot_*.npz"))
+    assert len(kept) == 3 and not list(tmp_path.glob("*.part.npz"))
+    rerun = run_survey(image_setup, image_shoot, geometry, inputs={"base": base},
+                       out=tmp_path, client=client)
+    assert len(rerun.skipped) == 3 and len(rerun.done) == 4
+    # the image of the shots run now: (k = index + 1) summed over them
+    want = sum(s.index + 1 for s in geometry if s.index in rerun.done) * base
+    np.testing.assert_array_equal(rerun.image, want)
+    for i in range(7):
+        assert rerun.record(i)[0, 0] == i + 1
+
+
+def test_without_dask_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(InvalidArgument, match=r"stencilgen\[survey\]"):
+        survey.import_distributed()
+
+
+def test_shots_need_distinct_indices(client, tmp_path):
+    shots = [Shot(0, np.zeros((1, 2)), np.zeros((1, 2)))] * 2
+    with pytest.raises(InvalidArgument, match="same index"):
+        run_survey(image_setup, image_shoot, shots, out=tmp_path, client=client)
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_gpu_workers_give_the_records_of_one_gpu(tmp_path):
+    from stencilgen import platform
+    setup, shoot, geometry, inputs = _acoustic(nshots=3)
+    inputs = dict(inputs, backend="cuda")
+    want = _serial(setup, shoot, geometry, inputs)
+    result = run_survey(setup, shoot, geometry, inputs=inputs, out=tmp_path,
+                        gpus=platform.gpu_count())
+    assert result.done == [0, 1, 2]
+    _same(_records(result, geometry), want)
+
+
+def test_the_demo_stacks_rtm_images_at_the_reflector(tmp_path, capsys):
+    from demos.survey import run
+    code = run.main(["--nshots", "3", "--workers", "2", "-d", "81", "61", "--backend", "c",
+                     "--rtm", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "Ran 3 shots" in out
+    depth = float(out.split("strongest at depth ")[1].split(" m")[0])
+    reflector = 0.6 * (61 - 1) * run.SPACING   # the RTM demo's default reflector depth
+    assert abs(depth - reflector) <= 3 * run.SPACING
+    assert (tmp_path / "image.npy").exists() and len(list(tmp_path.glob("shot_*.npz"))) == 3
