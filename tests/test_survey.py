@@ -185,3 +185,45 @@ def test_the_demo_stacks_rtm_images_at_the_reflector(tmp_path, capsys):
     reflector = 0.6 * (61 - 1) * run.SPACING   # the RTM demo's default reflector depth
     assert abs(depth - reflector) <= 3 * run.SPACING
     assert (tmp_path / "image.npy").exists() and len(list(tmp_path.glob("shot_*.npz"))) == 3
+
+
+def counting_setup(inputs):
+    """``image_setup``, leaving a file per call in ``inputs["calls"]``."""
+    import uuid
+    Path(inputs["calls"], uuid.uuid4().hex).write_text(str(os.getpid()))
+    return inputs
+
+
+def test_each_worker_builds_once(client, tmp_path):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    geometry = [Shot(i, np.zeros((1, 2)), np.zeros((2, 2))) for i in range(8)]
+    result = run_survey(counting_setup, image_shoot, geometry,
+                        inputs={"base": np.ones(3), "calls": str(calls)},
+                        out=tmp_path / "out", client=client)
+    assert len(result.done) == 8
+    builds = [p.read_text() for p in calls.iterdir()]
+    assert 1 <= len(builds) <= len(client.scheduler_info()["workers"])
+    assert len(set(builds)) == len(builds)   # never twice in one worker
+
+
+def test_ctrl_c_stops_the_demo_and_a_rerun_finishes(tmp_path):
+    import subprocess
+    import time
+    cmd = [sys.executable, str(ROOT / "demos/survey/run.py"), "--nshots", "6", "--workers",
+           "2", "-d", "201", "151", "-nt", "4000", "--backend", "c", "--out", str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    deadline = time.time() + 240
+    while not list(tmp_path.glob("shot_*.npz")) and time.time() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    kept = list(tmp_path.glob("shot_*.npz"))
+    assert proc.returncode == 130 and "Interrupted" in out, out[-2000:]
+    assert 1 <= len(kept) < 6 and not list(tmp_path.glob("*.part.npz"))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"({len(kept)} already on disk, 0 failed)" in done.stdout
+    assert len(list(tmp_path.glob("shot_*.npz"))) == 6

@@ -109,8 +109,14 @@ def main(argv=None) -> int:
           f"{steps} steps, {'SA-TTI RTM' if args.rtm else 'acoustic forward'}; "
           f"records in {args.out}")
     t0 = time.perf_counter()
-    result = run_survey(setup, shoot, geometry, inputs=inputs, out=args.out,
-                        scheduler=args.scheduler, workers=args.workers, gpus=args.gpus)
+    try:
+        result = run_survey(setup, shoot, geometry, inputs=inputs, out=args.out,
+                            scheduler=args.scheduler, workers=args.workers, gpus=args.gpus)
+    except KeyboardInterrupt:
+        kept = len(list(Path(args.out).glob("shot_*.npz")))
+        print(f"Interrupted: {kept} records in {args.out}; run the same command again to "
+              "do the others")
+        return 130   # the shell's code for a run stopped by SIGINT
     minutes = (time.perf_counter() - t0) / 60
     rate = len(result.done) / minutes if minutes > 0 else 0.0
     print(f"Ran {len(result.done)} shots ({len(result.skipped)} already on disk, "
