@@ -102,12 +102,20 @@ def _add(a, b):
 # -- on the client ----------------------------------------------------------------------------
 
 def _write(out, shot: Shot, result: ShotResult) -> None:
-    """The record and its geometry, under a temporary name renamed once written."""
+    """The record and its geometry, under a hidden temporary name renamed once written (an
+    interrupted write leaves nothing behind)."""
     final = record_path(out, shot.index)
-    tmp = final + ".part.npz"
+    tmp = os.path.join(str(out), "." + RECORD.format(shot.index) + ".part")
     meta = {f"meta_{k}": np.asarray(v) for k, v in result.meta.items()}
-    np.savez(tmp, record=result.record, src=shot.src, rec=shot.rec, index=shot.index, **meta)
-    os.replace(tmp, final)
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, record=result.record, src=shot.src, rec=shot.rec, index=shot.index,
+                     **meta)
+        os.replace(tmp, final)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 class _Progress:
