@@ -138,9 +138,8 @@ class DeviceHalos:
         ``host``)."""
         buf = self._buffers.get((key, host))
         if buf is None:
-            make = self.cp.cuda.alloc_pinned_memory if host else None
             if host:
-                mem = make(like.nbytes)
+                mem = self.cp.cuda.alloc_pinned_memory(like.nbytes)
                 buf = np.frombuffer(mem, like.dtype, like.size).reshape(like.shape)
             else:
                 buf = self.cp.empty(like.shape, like.dtype)
