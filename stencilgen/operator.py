@@ -327,8 +327,8 @@ class Operator:
                 halos.close()
                 if halos.error is not None:
                     halos.raise_error(self.name)
-                halos.dist.cart.Allreduce(mpi.import_mpi().IN_PLACE, timers,
-                                          op=mpi.import_mpi().MAX)
+                MPI = mpi.import_mpi()
+                halos.dist.cart.Allreduce(MPI.IN_PLACE, timers, op=MPI.MAX)
             if status != 0:
                 raise ExecutionError(f"Operator `{self.name}` failed while autotuning: "
                                       f"{self._error_text(status)}")

@@ -96,31 +96,32 @@ print(f"gpu|{cc}|{n.value}|{name.value.decode()} (sm_{cc})")
 """
 
 
-_COUNT = {"gpus": 0}
-
-
 def gpu_count() -> int:
     """How many GPUs the CUDA driver sees (0: none, or no driver)."""
-    return _COUNT["gpus"] if probe_gpu()[0] else 0
+    return _probe()[3]
 
 
-@functools.lru_cache(maxsize=None)
 def probe_gpu() -> tuple[bool, str, int | None]:
     """(whether the CUDA driver sees a GPU, its name or why not, its compute capability: 90 for
     9.0), asked in a child process so that this one never initialises CUDA (forks stay safe)."""
+    return _probe()[:3]
+
+
+@functools.lru_cache(maxsize=None)
+def _probe() -> tuple[bool, str, int | None, int]:
+    """``probe_gpu``'s answer and the number of GPUs, from one child process."""
     try:
         done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
                               timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
-        return False, f"the GPU probe could not run ({exc})", None
+        return False, f"the GPU probe could not run ({exc})", None, 0
     kind, _, text = done.stdout.strip().partition("|")
     if kind == "gpu":
         cc, count, name = text.split("|", 2)
-        _COUNT["gpus"] = int(count)
-        return True, name, int(cc)
+        return True, name, int(cc), int(count)
     if kind == "none":
-        return False, text, None
-    return False, f"the GPU probe failed: {(done.stderr or done.stdout).strip()[-200:]}", None
+        return False, text, None, 0
+    return False, f"the GPU probe failed: {(done.stderr or done.stdout).strip()[-200:]}", None, 0
 
 
 def nvcc_arch(nvcc_path: str) -> str | None:

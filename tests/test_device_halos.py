@@ -2,6 +2,10 @@
 transport moving faces, contiguous and strided, bit for bit (a rank sending to itself)."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+import types
+
 import numpy as np
 import pytest
 
@@ -12,9 +16,28 @@ from test_cuda import needs_gpu
 MPI = pytest.importorskip("mpi4py.MPI", reason="needs mpi4py: pip install 'stencilgen[mpi]'")
 
 
-def test_the_mpi_library_is_asked_about_cuda_buffers():
-    # MPICH and Open MPI both export the query; a library built without CUDA says no
-    assert mpi_takes_cuda(MPI) in (True, False)
+_QUERIES = {
+    "open_mpi_yes": "int MPIX_Query_cuda_support(void) { return 1; }",
+    "open_mpi_no": "int MPIX_Query_cuda_support(void) { return 0; }",
+    "mpich_yes": "int MPIX_GPU_query_support(int t, int *ok) { *ok = t == 0; return 0; }",
+    "mpich_failing": "int MPIX_GPU_query_support(int t, int *ok) { *ok = 1; return 1; }",
+    "neither": "int MPI_Init(int *c, char ***v) { return 0; }",
+}
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build stand-in libraries")
+@pytest.mark.parametrize("name, says", [("open_mpi_yes", True), ("open_mpi_no", False),
+                                        ("mpich_yes", True), ("mpich_failing", False),
+                                        ("neither", False)])
+def test_the_mpi_library_is_asked_about_cuda_buffers(tmp_path, name, says):
+    """Stand-ins for an MPI library with each query (the answer read from the library that
+    the module named by ``__file__`` loads), and one without any."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(_QUERIES[name] + "\n")
+    lib = tmp_path / f"lib{name}.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    assert mpi_takes_cuda(types.SimpleNamespace(__file__=str(lib))) is says
+    assert mpi_takes_cuda(types.SimpleNamespace(__file__=str(tmp_path / "missing.so"))) is False
 
 
 def test_a_forced_transport_is_checked(monkeypatch):
