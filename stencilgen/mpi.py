@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -12,6 +13,7 @@ from .configuration import configuration
 from .errors import InvalidArgument
 
 _aborting = {"installed": False}
+ABORT_GRACE = 1.0   # seconds a failing rank waits, its error printed, before ending the job
 # the launchers' names of a process's rank on its host
 _LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID")
 
@@ -64,6 +66,9 @@ def _abort_hook():
         sys.stderr.write(f"[rank {rank}] {text}")
         sys.stderr.write(f"[rank {rank}] ending the MPI job: this rank failed\n")
         sys.stderr.flush()
+        # the launcher forwards a rank's output through a pipe it reads in its own time, and
+        # MPI_Abort kills the rank's proxy with it: without a pause the message can be lost
+        time.sleep(ABORT_GRACE)
         MPI.COMM_WORLD.Abort(1)   # ends every rank, this one included
     return hook
 
