@@ -17,7 +17,7 @@ import cgen as c
 import sympy
 
 from .c import CBackend
-from . import cuda_pairs, device_layout, interrupt, split
+from . import cuda_fused, cuda_pairs, device_layout, interrupt, split
 from .device_layout import DeviceLayout
 from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -232,6 +232,11 @@ def slot_pointer(array, slot) -> str:
     return f"sg_{array}_{slot}"
 
 
+def statements(k) -> tuple:
+    """The statements of grid nest ``k``: a fused nest's producer's, then its own."""
+    return (k.fusion.producer.body if k.fusion else ()) + k.body
+
+
 def _accesses(assign):
     """(Indexed, stored?) of one statement."""
     out = [(assign.lhs, True)] if isinstance(assign.lhs, sympy.Indexed) else []
@@ -268,9 +273,12 @@ def time_slots(k, prog) -> Slots:
     ring = {ti.symbol: ti for ti in prog.time_indices}
     slots, mixed, read, written = {}, set(), set(), set()
     guard = [] if k.guard is None else [(a, False) for a in k.guard.atoms(sympy.Indexed)]
-    for found in [_accesses(a) for a in k.body] + [guard]:
+    fused = {t.name for t in k.fusion.onchip} if k.fusion else set()
+    for found in [_accesses(a) for a in statements(k)] + [guard]:
         for acc, store in found:
             name = acc.base.name
+            if k.fusion and name in fused:
+                continue   # kept on chip
             arr = prog.array(name)
             key = (name, acc.indices[0] if arr.time_size is not None else None)
             (written if store else read).add(key)
@@ -339,6 +347,12 @@ class CudaBackend(CBackend):
     #: (``cuda_pairs``); False: one point a thread, each 16-bit read alone
     pair_loads = True
     STORAGE_PROBES = {}      # nvcc always has cuda_fp16.h and cuda_bf16.h
+    #: what fused nests (``stencilgen/ir/fusion``) may use: Hopper's 227 KiB of shared memory
+    #: a block; register queues of at most 32 values a thread; tiles of the inner dimensions
+    #: (innermost last, a warp along it): 16x32 recomputes the least halo, 8x32 leaves room
+    #: for two blocks an SM
+    FUSION = dict(shared_bytes=227 * 1024, queue_values=32,
+                  tiles={2: ((16, 32), (8, 32), (8, 64)), 1: ((256,), (128,))})
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
@@ -392,7 +406,8 @@ class CudaBackend(CBackend):
         """The values kernel ``k`` reads, in the program's order of declaration."""
         prog = self.program
         touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
-        exprs = [k.expr, k.target] if k.is_sparse else [e for a in k.body for e in (a.lhs, a.rhs)]
+        exprs = [k.expr, k.target] if k.is_sparse else \
+            [e for a in statements(k) for e in (a.lhs, a.rhs)]
         exprs += [k.guard] if k.guard is not None else []
         views = self.slot_views(k)
         free = {s.name for e in exprs for s in _symbols(e, views)}
@@ -463,7 +478,7 @@ class CudaBackend(CBackend):
         compute: two where the kernel reads nothing it writes (a point computed twice stores
         the same values); four ran slower than two on every workload measured. A paired
         kernel computes two along the innermost dimension at each of them."""
-        if k.is_sparse or k.sequential or len(k.dims) < 2 or self.slots(k).rereads:
+        if k.is_sparse or k.sequential or k.fusion or len(k.dims) < 2 or self.slots(k).rereads:
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
 
@@ -473,7 +488,8 @@ class CudaBackend(CBackend):
             # global indices on a grid split along the innermost dimension: an even index
             # need not lie on an even address, which aligned pairs of 16-bit reads rely on
             inner_split = self.program.split and self.program.split[-1]
-            self._slots[("pairs", k.name)] = None if inner_split else cuda_pairs.plan(self, k)
+            self._slots[("pairs", k.name)] = None if inner_split or k.fusion else \
+                cuda_pairs.plan(self, k)
         return self._slots[("pairs", k.name)]
 
     @contextmanager
@@ -549,6 +565,9 @@ class CudaBackend(CBackend):
     def device_kernel(self, k, args):
         """The ``__global__`` function of one section, a template over its index type."""
         params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
+        if k.fusion:
+            with self._printing(k):
+                return cuda_fused.FusedKernel(self, k).text(args)
         with self._printing(k):
             loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
@@ -637,6 +656,8 @@ class CudaBackend(CBackend):
             # a nest that must run in order: one thread walks it, outermost loop first
             ones = ", ".join("1" for _ in k.dims)
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
+        elif k.fusion:
+            head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer)
         elif not k.is_sparse:
             head, launch = self._shape(k, timer, r), self._chunks(len(k.dims), launch)
         body = head + [f"SG_TIMER_START({self.program.timers}, {timer});"] + launch
@@ -670,7 +691,8 @@ class CudaBackend(CBackend):
             n = 2 * r if where else r
             return f"{n} point{'s' if n > 1 else ''} per thread" \
                 f"{where}, {'x'.join(map(str, shape[1:]))} threads"
-        return {k.section.timer: tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
+        return {k.section.timer: tuple(cuda_fused.describe(k, sh) for sh in cuda_fused.shapes(k))
+                if k.fusion else tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
     def default_shapes(self) -> dict:
@@ -682,6 +704,8 @@ class CudaBackend(CBackend):
         """The launch shape of ``k`` when none is tuned: two points per thread for a nest that
         may compute several and touches few arrays (the acoustic so 8 kernel ran 6% faster on
         an H200; SA-TTI's nests, with 10-14 arrays and 90-250 flops per point, 5% slower)."""
+        if k.fusion:
+            return cuda_fused.default_shape(k)
         light = self.points(k) > 1 and self.slots(k).touched <= PAIRED_ARRAYS_MAX
         return 1 if light else 0
 
@@ -837,7 +861,7 @@ class CudaBackend(CBackend):
     def shape_tables(self) -> str:
         """The launch shapes of the grid nests, indexed by the tuning argument (``SHAPES``)."""
         ranks = sorted({len(k.dims) for k in self.program.kernels
-                        if not (k.is_sparse or k.sequential)})
+                        if not (k.is_sparse or k.sequential or k.fusion)})
         lines = ["/* launch shapes: points per thread along the outermost dimension, then "
                  "threads per block (x, y, z) */"] if ranks else []
         for n in ranks:

@@ -10,6 +10,7 @@ from backends.reserved import is_reserved
 
 from . import logger as log
 from .ir import halos, layout as lay
+from .ir.fusion import fuse
 from .ir.pretty import show
 from .ir.schedule import classify, schedule
 from .ir.transforms import count_kernels, hoist_invariants, optimize_kernels, size_temporaries
@@ -25,12 +26,14 @@ def _logged(step: str, name: str, ir):
     return ir
 
 
-def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: float = 0):
+def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: float = 0,
+                    fusion=None):
     """The Program of ``expressions`` and the Bindings of its parameters to user objects.
 
     The target's choices: ``narrow_index``, also instantiate 32-bit index arithmetic;
     ``flops_per_byte``, its arithmetic per byte of memory traffic (0: store every costly
-    invariant in an array; else only those cheaper to read than to recompute).
+    invariant in an array; else only those cheaper to read than to recompute); ``fusion``,
+    the ``ir/fusion.Limits`` of its fused nests (None: it fuses none).
     """
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
@@ -49,6 +52,7 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
     split = grid.distributor.decomposed if grid.distributor is not None else None
+    program = _logged("fusion", name, fuse(program, fusion, any(split or ())))
     program = _logged("halo exchanges", name, halos.plan(program, split, names))
     program = _logged("layout", name, lay.layout(program, names))
     program = _logged("index types", name, lay.index_types(program, narrow_index))

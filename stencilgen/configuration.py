@@ -124,6 +124,12 @@ _SETTINGS: dict[str, _Setting] = {
                     "unset): 0 (off), 1/basic "
                     "(exchange halos, then compute), overlap (compute the interior while "
                     "the halos travel)"),
+    # off by default: the fused SA-TTI kernel is correct but runs at half the two nests'
+    # speed on an H100 (10.0 against 19.7 GPts/s, docs/performance.md)
+    "fusion": _Setting("STENCILGEN_FUSION", _bool, lambda: False,
+                       "CUDA: fuse a nest that only computes temporaries into the nest that "
+                       "reads them, the temporaries kept on chip (1); 0: two nests, the "
+                       "temporaries in global memory"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

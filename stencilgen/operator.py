@@ -54,7 +54,8 @@ class Operator:
         self._cflags = cflags
         start = _time.perf_counter()
         self.program, self._bindings = compile_program(
-            expressions, name, self._target.narrow_index, self._target.flops_per_byte)
+            expressions, name, self._target.narrow_index, self._target.flops_per_byte,
+            self._target.fusion)
         self.grid = self._bindings.grid
         options.check_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(

@@ -19,6 +19,7 @@ from backends import EmitOptions, available_backends, get_backend
 from . import logger as log
 from .configuration import configuration
 from .errors import InvalidArgument
+from .ir.fusion import Limits
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ class Target:
         from an array and recomputing it: an H200 does 67 TFLOP/s in fp32 against 4.8 TB/s
         (14); 0 on CPUs, which keep every costly invariant in an array."""
         return 14.0 if self.name in ("cuda", "openacc") else 8.0
+
+    @property
+    def fusion(self):
+        """The limits of the nests the backend fuses (``ir/fusion.Limits``), or None."""
+        figures = getattr(self.emitter, "FUSION", None)
+        return Limits(**figures) if figures and configuration["fusion"] else None
 
 
 def select(name: str | None = None) -> Target:

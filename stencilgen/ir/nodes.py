@@ -251,6 +251,7 @@ class Kernel:
     anchors: tuple = ()                           # per dim: None, "lower" or "upper" (below)
     when: sympy.Basic | None = None               # run at the steps where it holds (host test)
     guard: sympy.Basic | None = None              # run the body at the points where it holds
+    fusion: object = None                         # ir/fusion.Fusion: a producer nest fused in
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:

@@ -1,0 +1,298 @@
+"""Fusion of a nest that only computes temporaries into the nest that reads them (GPUs).
+
+Two time-step nests where the first writes temporaries that only the second reads, each at
+bounded offsets (SA-TTI's fluxes: the x-fluxes along x, the y-fluxes along y...), become one
+nest that streams along the outermost dimension (2.5D, Micikevicius 2009): a thread block owns
+a tile of the inner dimensions and walks the outer one. The producer runs ``lag`` planes ahead
+of the consumer. A temporary the consumer reads only along the streamed dimension stays in a
+register queue of the thread's own column; one read across the tile lives in shared memory,
+computed over the tile and the halo its readers reach (only along the axes they reach it). The
+producer's stencil inputs are staged plane by plane in shared memory, read from DRAM once.
+
+The pass decides and records; the CUDA backend prints. Where the pattern does not hold or the
+tile does not fit the target's limits, the nests stay apart and the log says why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import sympy
+
+from .. import logger as log
+from .nodes import Assign, Kernel, Program, element_size
+from .optimize import count_bytes
+
+
+@dataclass(frozen=True)
+class OnChip:
+    """A temporary of a fused nest kept on chip: in a register ``queue`` of the thread's own
+    column (read at no inner offset) or in a ``shared`` ring of planes over the tile."""
+
+    name: str
+    place: str                            # "queue" or "shared"
+    reach: tuple[int, int]                # streamed offsets the consumer reads, lowest, highest
+    halo: tuple[tuple[int, int], ...]     # per inner dimension: points computed before, after
+    depth: int                            # planes kept
+    store: str | None = None              # the 16-bit format unfused values were stored in:
+                                          # on chip they are rounded to it the same way
+
+
+@dataclass(frozen=True)
+class Staged:
+    """One time slot of an array the producer reads at neighbours, held in a shared ring of
+    planes over the tile and ``halo`` (a plane is read from global memory once a block)."""
+
+    name: str
+    slot: sympy.Expr | None               # the time index of the slot (None: no time axis)
+    reach: tuple[int, int]                # streamed offsets the producer reads
+    halo: tuple[tuple[int, int], ...]     # per inner dimension, before and after the tile
+    reads: tuple[tuple[int, int], ...]    # per inner dimension, the lowest and highest offset
+                                          # read: a plane holds the values of the points the
+                                          # producer's reads reach, zeros elsewhere
+
+    @property
+    def depth(self) -> int:
+        return self.reach[1] - self.reach[0] + 1
+
+
+@dataclass(frozen=True)
+class HaloPart:
+    """The producer statements computing ``temps`` alone, run on the halo around the tile."""
+
+    temps: tuple[str, ...]
+    halo: tuple[tuple[int, int], ...]
+    body: tuple[Assign, ...]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How a fused nest runs: its producer, the lag, what lives where, the tiles that fit."""
+
+    producer: Kernel
+    lag: int                              # planes the producer runs ahead of the consumer
+    onchip: tuple[OnChip, ...]
+    staged: tuple[Staged, ...]
+    parts: tuple[HaloPart, ...]
+    tiles: tuple[tuple[int, ...], ...]    # candidate tiles of the inner dimensions (innermost
+                                          # last) that fit, the default first
+    shared: tuple[int, ...]               # shared-memory bytes a block, per tile
+    recompute: tuple[float, ...]          # producer statements run a point, per tile (1: none
+                                          # recomputed)
+
+    @property
+    def lead(self) -> int:
+        """Planes the producer runs before the block's first consumer plane (its lowest
+        streamed read, negated, plus the lag)."""
+        return self.lag - min(t.reach[0] for t in self.onchip)
+
+    def temp(self, name: str) -> OnChip:
+        return next(t for t in self.onchip if t.name == name)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a target's fused nests may use (the backend's figures): shared memory a block in
+    bytes, register-queue values a thread, and per number of inner dimensions the candidate
+    tiles (innermost last), the most favoured first."""
+
+    shared_bytes: int
+    queue_values: int
+    tiles: dict
+
+
+def _span(offsets) -> tuple[int, int]:
+    return min(offsets), max(offsets)
+
+
+def _slice(body, temps) -> tuple[Assign, ...]:
+    """The statements of ``body`` that compute the stores to ``temps``: the stores and the
+    locals they use, in order."""
+    local = {a.lhs: a for a in body if a.is_local}
+    stores = [a for a in body if not a.is_local and a.lhs.base.name in temps]
+    need, todo = set(), [s.rhs for s in stores]
+    while todo:
+        for sym in todo.pop().free_symbols & set(local) - need:
+            need.add(sym)
+            todo.append(local[sym].rhs)
+    return tuple(a for a in body if (a.is_local and a.lhs in need) or a in stores)
+
+
+def _refusal(prog: Program, k1, k2, others) -> str | None:
+    """Why producer ``k1`` and consumer ``k2`` cannot fuse, or None."""
+    for k in (k1, k2):
+        if k.is_sparse or k.sequential:
+            return f"{k.name} is {'a sparse loop' if k.is_sparse else 'sequential'}"
+        if k.when is not None or k.guard is not None:
+            return f"{k.name} runs under a condition"
+        if any(f is not None for f in k.fixed) or any(k.anchors or ()) or any(lo or hi for lo, hi in k.widened):
+            return f"{k.name} does not run over the whole domain"
+    if k1.dims != k2.dims:
+        return "the nests loop over different dimensions"
+    temps = set(k1.writes)
+    if temps & set(k1.reads):
+        return f"{k1.name} reads a temporary it writes"
+    arrays = {a.name: a for a in prog.arrays}
+    if not temps or any(not arrays[t].temporary or arrays[t].time_size is not None
+                        for t in temps):
+        return f"{k1.name} writes arrays other than temporaries"
+    if not temps <= set(k2.reads) or temps & set(k2.writes):
+        return f"{k2.name} does not only read every temporary of {k1.name}"
+    if any(t in k.reads or t in k.writes for k in others for t in temps):
+        return f"another nest reads a temporary of {k1.name}"
+    for name in set(k1.reads) & set(k2.writes):
+        slots_read = {o[0] for o in k1.reads[name]} if arrays[name].time_size else {None}
+        written = {o[0] for o in k2.writes[name]} if arrays[name].time_size else {None}
+        if slots_read & written or not all(s is not None and s.is_Symbol for s in written):
+            return f"{k2.name} writes {name}, which {k1.name} reads"
+    return None
+
+
+def _onchip(k1, k2, arrays) -> tuple[tuple[OnChip, ...], int]:
+    """Where each temporary lives, and the lag: the farthest streamed offset read ahead."""
+    ndim = len(k2.dims)
+    found = []
+    for t in sorted(k1.writes):
+        offs = k2.reads[t]
+        reach = _span([o[0] for o in offs])
+        halo = tuple((max(0, -min(o[j] for o in offs)), max(0, max(o[j] for o in offs)))
+                     for j in range(1, ndim))
+        place = "queue" if all(h == (0, 0) for h in halo) else "shared"
+        found.append((t, place, reach, halo))
+    lag = max(0, max(r[1] for _, _, r, _ in found))
+    return tuple(OnChip(t, p, r, h, lag - r[0] + 1, arrays[t].store)
+                 for t, p, r, h in found), lag
+
+
+def _staged(k1, onchip, arrays) -> tuple[Staged, ...] | str:
+    """The producer's inputs read at neighbours, with the halo its computation needs: the
+    widest halo of a shared temporary plus the reads' own offsets."""
+    ndim = len(k1.dims)
+    around = [(max((t.halo[j][0] for t in onchip), default=0),
+               max((t.halo[j][1] for t in onchip), default=0)) for j in range(ndim - 1)]
+    out = []
+    for name in sorted(k1.reads):
+        a = arrays[name]
+        offs = k1.reads[name]
+        lead = 1 if a.time_size is not None else 0
+        by_slot: dict = {}
+        for o in offs:
+            by_slot.setdefault(o[0] if lead else None, []).append(o[lead:])
+        for slot, space in sorted(by_slot.items(), key=lambda kv: str(kv[0])):
+            if all(not any(s) for s in space):
+                continue   # read at the point only: from global memory
+            if a.sparse or a.axes or a.ndim != ndim:
+                return f"{k1.name} reads {a.user} at neighbours but it is not a grid array"
+            halo = tuple((around[j][0] + max(0, -min(s[j + 1] for s in space)),
+                          around[j][1] + max(0, max(s[j + 1] for s in space)))
+                         for j in range(ndim - 1))
+            reads = tuple(_span([s[j + 1] for s in space]) for j in range(ndim - 1))
+            out.append(Staged(name, slot, _span([s[0] for s in space]), halo, reads))
+    return tuple(out)
+
+
+def shared_bytes(tile, onchip, staged, itemsize: int) -> int:
+    """Shared memory a block of ``tile`` uses: the staged planes and the shared rings."""
+    def plane(halo):
+        n = 1
+        for size, (lo, hi) in zip(tile, halo):
+            n *= size + lo + hi
+        return n
+    total = sum(s.depth * plane(s.halo) for s in staged)
+    total += sum(t.depth * plane(t.halo) for t in onchip if t.place == "shared")
+    return total * itemsize
+
+
+def _parts(k1, onchip) -> tuple[HaloPart, ...]:
+    groups: dict = {}
+    for t in onchip:
+        if t.place == "shared":
+            groups.setdefault(t.halo, []).append(t.name)
+    return tuple(HaloPart(tuple(ts), halo, _slice(k1.body, set(ts)))
+                 for halo, ts in sorted(groups.items()))
+
+
+def _recompute(tile, k1, parts) -> float:
+    """Producer statements run a tile point, the halo parts included (1.0: none repeated)."""
+    area = 1
+    for size in tile:
+        area *= size
+    extra = 0
+    for p in parts:
+        box = 1
+        for size, (lo, hi) in zip(tile, p.halo):
+            box *= size + lo + hi
+        extra += (box - area) * len(p.body)
+    return 1 + extra / (area * max(len(k1.body), 1))
+
+
+def _fuse(prog: Program, k1, k2, limits: Limits):
+    """The fused kernel of ``k1`` into ``k2``, or the reason it cannot be."""
+    inner = len(k2.dims) - 1
+    if not limits.tiles.get(inner):
+        return f"no tiles for {inner + 1}-dimensional nests"
+    arrays = {a.name: a for a in prog.arrays}
+    onchip, lag = _onchip(k1, k2, arrays)
+    queued = sum(t.depth for t in onchip if t.place == "queue")
+    if queued > limits.queue_values:
+        return f"its register queues would hold {queued} values a thread (at most " \
+               f"{limits.queue_values})"
+    staged = _staged(k1, onchip, arrays)
+    if isinstance(staged, str):
+        return staged
+    size = max(element_size(arrays[t.name]) for t in onchip)
+    size = max(size, 8 if prog.dtype.__name__ == "float64" else 4)
+    fit = [(t, shared_bytes(t, onchip, staged, size)) for t in limits.tiles[inner]]
+    fit = [(t, b) for t, b in fit if b <= limits.shared_bytes]
+    if not fit:
+        smallest = min(shared_bytes(t, onchip, staged, size) for t in limits.tiles[inner])
+        return f"its shared memory, {smallest} bytes a block for the smallest tile, exceeds " \
+               f"the {limits.shared_bytes} a block may use"
+    parts = _parts(k1, onchip)
+    reads = {n: set(o) for n, o in k1.reads.items()}
+    for n, o in k2.reads.items():
+        if n not in k1.writes:
+            reads.setdefault(n, set()).update(o)
+    sizes = {a.name: (element_size(a), len(k2.dims)) for a in prog.arrays}
+    fusion = Fusion(k1, lag, onchip, staged, parts, tuple(t for t, _ in fit),
+                    tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit))
+    return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes),
+                   flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))
+
+
+def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
+    """Each time-step nest that only computes temporaries, fused into the nest after it that
+    reads them (``limits``: the target's; None: the target fuses nothing)."""
+    if limits is None:
+        return prog
+    steps, out, fused_temps, i = list(prog.steps), [], set(), 0
+    while i < len(steps):
+        k1 = steps[i]
+        k2 = steps[i + 1] if i + 1 < len(steps) else None
+        if k2 is None or k1.is_sparse or not k1.writes or not all(
+                prog.array(t).temporary for t in k1.writes):
+            out.append(k1)
+            i += 1
+            continue
+        others = [k for k in prog.kernels if k is not k1 and k is not k2]
+        why = "the grid is split over MPI ranks" if split else _refusal(prog, k1, k2, others)
+        fused = why or _fuse(prog, k1, k2, limits)
+        if isinstance(fused, str):
+            log.info(f"Operator `{prog.name}`: {k1.name} and {k2.name} stay apart: {fused}")
+            out.append(k1)
+            i += 1
+            continue
+        f = fused.fusion
+        places = ", ".join(f"{t.name} in {t.place} {'registers' if t.place == 'queue' else ''}"
+                           .rstrip() for t in f.onchip)
+        log.info(f"Operator `{prog.name}`: {k1.name} fused into {k2.name}, streaming along "
+                 f"{k2.dims[0]} {f.lag} planes ahead ({places}; staged in shared memory: "
+                 f"{', '.join(s.name for s in f.staged) or 'none'}; tiles "
+                 f"{', '.join('x'.join(map(str, t)) for t in f.tiles)}, producer run "
+                 f"{f.recompute[0]:.2f}x a point on the first)")
+        fused_temps |= set(k1.writes)
+        out.append(fused)
+        i += 2
+    if not fused_temps:
+        return prog
+    arrays = tuple(a for a in prog.arrays if a.name not in fused_temps)
+    return replace(prog, steps=tuple(out), arrays=arrays)

@@ -1,0 +1,193 @@
+"""The fusion pass (stencilgen/ir/fusion.py): which nests it fuses, what it keeps where, and the
+reasons it gives when it leaves two nests apart. Code generation only: no compiler runs."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from backends.cuda import CudaBackend
+from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve
+from stencilgen.compiler import compile_program
+from stencilgen.ir.fusion import Limits, fuse, shared_bytes
+
+CUDA = Limits(**CudaBackend.FUSION)
+
+
+def _variable_density(shape=(24, 20, 28), so=8):
+    """m p_tt = sum over axes of (b p_d(x0=d+h/2))_d(x0=d-h/2): three flux temporaries."""
+    grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+    p = TimeFunction(name="p", grid=grid, time_order=2, space_order=so)
+    m = Function(name="m", grid=grid, space_order=so)
+    b = Function(name="b", grid=grid, space_order=so)
+    div = 0
+    for d, name in zip(grid.dimensions, ("dx", "dy", "dz")[:len(shape)]):
+        div += getattr(b * getattr(p, name)(x0=d + d.spacing / 2), name)(x0=d - d.spacing / 2)
+    return [Eq(p.forward, solve(m * p.dt2 - div, p.forward))]
+
+
+def _sa_tti(shape=(20, 18, 22)):
+    from demos.seismic.tti import sa_tti_equations, tti_medium
+    grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+    medium = tti_medium(grid, 8)
+    P, M = (TimeFunction(name=n, grid=grid, time_order=2, space_order=8) for n in "PM")
+    return sa_tti_equations(P, M, medium)
+
+
+def _program(eqs, limits=CUDA):
+    prog, _ = compile_program(eqs, "Fuse", narrow_index=True, flops_per_byte=14, fusion=limits)
+    return prog
+
+
+def test_sa_tti_fuses_into_one_time_step_nest_with_the_fluxes_on_chip():
+    unfused = _program(_sa_tti(), None)
+    assert len(unfused.steps) == 2
+    temps = set(unfused.steps[0].writes)
+    assert len(temps) == 6
+    prog = _program(_sa_tti())
+    assert len(prog.steps) == 1
+    k = prog.steps[0]
+    f = k.fusion
+    assert f is not None and f.producer.writes.keys() == temps
+    assert not temps & {a.name for a in prog.arrays}   # no flux array in global memory
+    # so 8: the divergence reads each flux at -4..+3 along its own axis, so the producer
+    # runs 3 planes ahead; the x-fluxes queue 8 planes, the others sit in shared rings
+    assert f.lag == 3
+    places = {t.name: t.place for t in f.onchip}
+    queued = [t for t in f.onchip if t.place == "queue"]
+    assert len(queued) == 2 and all(t.reach == (-4, 3) and t.depth == 8 for t in queued)
+    shared = [t for t in f.onchip if t.place == "shared"]
+    assert len(shared) == 4 and all(t.depth == 4 and t.reach == (0, 0) for t in shared)
+    assert sorted(t.halo for t in shared) == [((0, 0), (4, 3))] * 2 + [((4, 3), (0, 0))] * 2
+    assert sorted(places.values()) == ["queue"] * 2 + ["shared"] * 4
+    # P and M (time slot t0) staged: read at -3..+4 along every axis, and the halo parts
+    # (y- and z-fluxes on the tile's halo) reach 7 points beyond the tile
+    assert sorted(s.name for s in f.staged) == ["M", "P"]
+    for s in f.staged:
+        assert s.reach == (-3, 4) and s.reads == ((-3, 4), (-3, 4))
+        assert s.halo == ((7, 7), (7, 7))
+    # one halo part per axis, computing only the two fluxes read along it
+    assert sorted(len(p.temps) for p in f.parts) == [2, 2]
+    assert all(len(p.body) < len(f.producer.body) for p in f.parts)
+    # the fused nest's compulsory bytes leave out the six fluxes (written and read: 48) and
+    # count P and M at t0 once (both nests read them: 8)
+    assert k.bytes == sum(s.bytes for s in unfused.steps) - 2 * 4 * 6 - 2 * 4 == 60
+    assert k.flops == sum(s.flops for s in unfused.steps)
+
+
+def test_shared_memory_per_tile_counts_every_ring():
+    f = _program(_sa_tti()).steps[0].fusion
+    for tile, nbytes in zip(f.tiles, f.shared):
+        ty, tz = tile
+        staged = 2 * 8 * (ty + 14) * (tz + 14)
+        rings = 2 * 4 * (ty + 7) * tz + 2 * 4 * ty * (tz + 7)
+        assert nbytes == 4 * (staged + rings) == shared_bytes(tile, f.onchip, f.staged, 4)
+    assert f.tiles == CUDA.tiles[2]
+    # the 16x32 tile recomputes 7 halo rows of y-fluxes and 7 columns of z-fluxes
+    assert 1.3 < f.recompute[0] < 1.7
+
+
+def test_variable_density_fuses_in_3d_and_2d():
+    prog = _program(_variable_density())
+    assert len(prog.steps) == 1 and prog.steps[0].fusion.lag == 3
+    prog = _program(_variable_density((30, 26)))
+    f = prog.steps[0].fusion
+    assert [t.place for t in f.onchip] == ["queue", "shared"]
+
+
+def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
+    eqs = _sa_tti()
+    f = _program(eqs).steps[0].fusion
+    small = Limits(shared_bytes=min(f.shared), queue_values=32, tiles=CUDA.tiles)
+    g = _program(eqs, small).steps[0].fusion
+    assert g.tiles == (f.tiles[f.shared.index(min(f.shared))],)
+    tiny = Limits(shared_bytes=min(f.shared) - 1, queue_values=32, tiles=CUDA.tiles)
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        prog = _program(eqs, tiny)
+    assert len(prog.steps) == 2 and all(k.fusion is None for k in prog.steps)
+    assert "stay apart: its shared memory" in caplog.text
+    assert f"exceeds the {min(f.shared) - 1} a block may use" in caplog.text
+
+
+def test_register_queues_beyond_the_limit_refuse(caplog):
+    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=15, tiles=CUDA.tiles)
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        prog = _program(_sa_tti(), limits)
+    assert len(prog.steps) == 2
+    assert "register queues would hold 16 values a thread (at most 15)" in caplog.text
+
+
+def test_no_tiles_for_the_dimension_count_refuses(caplog):
+    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=32, tiles={2: ((16, 32),)})
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        prog = _program(_variable_density((30, 26)), limits)
+    assert len(prog.steps) == 2
+    assert "no tiles for 2-dimensional nests" in caplog.text
+
+
+def test_a_split_grid_is_not_fused(caplog):
+    prog = _program(_variable_density(), None)
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        same = fuse(prog, CUDA, split=True)
+    assert same is prog
+    assert "stay apart: the grid is split over MPI ranks" in caplog.text
+
+
+def test_a_temporary_read_by_another_nest_is_not_fused(caplog):
+    """The flux also read by a second equation: fusing would drop an array it needs."""
+    grid = Grid(shape=(20, 18, 16), dtype=np.float32)
+    p = TimeFunction(name="p", grid=grid, time_order=2, space_order=4)
+    q = TimeFunction(name="q", grid=grid, time_order=2, space_order=4)
+    b = Function(name="b", grid=grid, space_order=4)
+    x = grid.dimensions[0]
+    flux = (b * p.dx(x0=x + x.spacing / 2)).dx(x0=x - x.spacing / 2)
+    eqs = [Eq(p.forward, 2 * p - p.backward + flux), Eq(q.forward, q + flux)]
+    prog = _program(eqs, None)
+    prog2 = _program(eqs)
+    # however the schedule places them, no temporary read by two nests is taken on chip
+    names = {a.name for a in prog2.arrays}
+    for k in prog2.steps:
+        if k.fusion is not None:
+            others = [o for o in prog2.kernels if o is not k]
+            for t in k.fusion.onchip:
+                assert not any(t.name in o.reads for o in others)
+    assert {a.name for a in prog.arrays} >= names
+
+
+def test_programs_without_the_pattern_compile_as_before():
+    grid = Grid(shape=(16, 18, 20), dtype=np.float32)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)
+    m = Function(name="m", grid=grid, space_order=8)
+    eqs = [Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))]
+    assert _program(eqs) == _program(eqs, None)
+
+
+def test_the_setting_turns_fusion_on_for_cuda_only():
+    from stencilgen import Operator
+    saved = configuration["fusion"]
+    try:
+        configuration["fusion"] = True
+        op = Operator(_variable_density(), backend="cuda", name="FusedOn")
+        assert len(op.program.steps) == 1 and op.program.steps[0].fusion is not None
+        assert "extern __shared__" in op.ccode and op.ccode.count("__syncthreads()") == 2
+        op_c = Operator(_variable_density(), backend="c", name="FusedC")
+        assert len(op_c.program.steps) == 2
+        configuration["fusion"] = False
+        op = Operator(_variable_density(), backend="cuda", name="FusedOff")
+        assert len(op.program.steps) == 2 and "__syncthreads" not in op.ccode
+    finally:
+        configuration["fusion"] = saved
+
+
+@pytest.mark.parametrize("tile", [(16, 32), (8, 32), (8, 64)])
+def test_recompute_counts_the_halo_parts_statements(tile):
+    """Producer statements a point: the tile's, plus each halo part's on its rows (y) or
+    columns (z) of 7 points beyond the tile."""
+    f = _program(_sa_tti()).steps[0].fusion
+    ty, tz = tile
+    extra = {((4, 3), (0, 0)): 7 * tz, ((0, 0), (4, 3)): 7 * ty}
+    statements = sum(extra[p.halo] * len(p.body) for p in f.parts)
+    expected = 1 + statements / (ty * tz * len(f.producer.body))
+    assert f.recompute[f.tiles.index(tile)] == pytest.approx(expected, rel=1e-12)
+    assert f.recompute[f.tiles.index((8, 32))] > f.recompute[f.tiles.index((16, 32))]
