@@ -1,12 +1,27 @@
 """Runs a CUDA Operator's generated source on the host, where no GPU is: the source is built as
 plain C++ (``nvcc -x c++``, so that cuda_fp16.h and cuda_bf16.h give their host conversions)
-against a stand-in for the CUDA runtime, and each launch runs its blocks and threads one after
-another. Fields are laid out as the CUDA backend's device copies (pitched rows, pads), so the
-kernels' index arithmetic, the device layout and the launch sizes are all exercised.
+against a stand-in for the CUDA runtime, and each launch runs its blocks one after another.
+Fields are laid out as the CUDA backend's device copies (pitched rows, pads), so the kernels'
+index arithmetic, the device layout and the launch sizes are all exercised.
 
-Kernels here have no shared memory or barriers: threads run in any order. Atomics are plain
-updates (one thread at a time). The warp reductions of the NaN/Inf count are not emulated
-(runs pass no checks).
+A kernel without ``__syncthreads()`` runs its threads one after another, to the end, in any
+order. A kernel with barriers (its ``__global__`` function's text calls ``__syncthreads``) runs
+the threads of a block as coroutines (ucontext, a stack of ``STACK_KIB`` each with a guard page
+below it) that switch at each ``__syncthreads()``: once every thread of the block reached it, all
+go on; within one interval between barriers the threads run in turn, forward or, with
+``run(reverse=True)``, backward, so that a race between two threads tends to change the results
+from one order to the other. A thread that returns while others wait at a barrier makes the
+launch fail (``cudaGetLastError``), as does a barrier reached outside the coroutines.
+
+Dynamic shared memory (``extern __shared__ ... name[];``, sized by a launch's third argument) is
+one buffer per block, filled with 0xFF bytes before the block starts (NaN as float, double, half
+and bfloat16), so a read of an element no thread wrote shows up. ``cudaFuncSetAttribute`` keeps
+each kernel's ``cudaFuncAttributeMaxDynamicSharedMemorySize``; a launch asking for more than
+48 KiB without it, or more than ``SHARED_MAX`` bytes (an H100's opt-in limit), fails instead of
+running. Static ``__shared__`` arrays are not emulated.
+
+Atomics are plain updates (one thread at a time). The warp reductions of the NaN/Inf count are
+not emulated (runs pass no checks).
 """
 from __future__ import annotations
 
@@ -22,6 +37,11 @@ import numpy as np
 
 from stencilgen.arguments import bind
 
+#: the stack of each emulated thread of a kernel with barriers (the kernels have big locals)
+STACK_KIB = 256
+#: the most dynamic shared memory a block may ask for (an H100's opt-in limit, 227 KiB)
+SHARED_MAX = 227 * 1024
+
 _FAKES = ("Malloc", "Free", "Memset", "Memcpy", "EventCreate", "EventRecord",
           "EventSynchronize", "EventDestroy", "EventElapsedTime", "DeviceSynchronize",
           "GetLastError", "GetErrorString", "GetErrorName")
@@ -31,20 +51,32 @@ _RUNTIME = r"""
 #include <cuda_bf16.h>
 #include <vector_types.h>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 #undef __global__
 #undef __device__
 #undef __host__
 #undef __forceinline__
 #undef __launch_bounds__
+#undef __align__
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 static uint3 blockIdx, threadIdx;
 static dim3 blockDim, gridDim;
+/* the launch error cudaGetLastError returns next (and clears) */
+static cudaError_t sg_emu_error = cudaSuccess;
+static void sg_emu_fail(cudaError_t e, const char *why)
+{ if (sg_emu_error == cudaSuccess) { sg_emu_error = e; fprintf(stderr, "emulation: %%s\n", why); } }
 static const char *sg_emu_GetErrorString(cudaError_t) { return "emulated"; }
 static const char *sg_emu_GetErrorName(cudaError_t) { return "emulated"; }
 static cudaError_t sg_emu_Malloc(void **p, size_t n) { *p = calloc(n, 1); return cudaSuccess; }
@@ -60,7 +92,18 @@ static cudaError_t sg_emu_EventDestroy(cudaEvent_t) { return cudaSuccess; }
 static cudaError_t sg_emu_EventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t)
 { *ms = 0; return cudaSuccess; }
 static cudaError_t sg_emu_DeviceSynchronize(void) { return cudaSuccess; }
-static cudaError_t sg_emu_GetLastError(void) { return cudaSuccess; }
+static cudaError_t sg_emu_GetLastError(void)
+{ const cudaError_t e = sg_emu_error; sg_emu_error = cudaSuccess; return e; }
+/* the dynamic shared memory each kernel may use, set by cudaFuncSetAttribute (the kernel's
+   text, its template arguments included, without spaces) */
+static std::map<std::string, int> sg_emu_smem_max;
+static cudaError_t sg_emu_FuncSetAttribute(const char *kernel, cudaFuncAttribute attr, int value)
+{
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+  if (value < 0 || value > %(shared_max)d) return cudaErrorInvalidValue;
+  sg_emu_smem_max[kernel] = value;
+  return cudaSuccess;
+}
 %(renames)s
 template <typename T> static T atomicAdd(T *p, const T v) { const T old = *p; *p += v; return old; }
 static unsigned short atomicCAS(unsigned short *p, unsigned short cmp, unsigned short v)
@@ -68,15 +111,110 @@ static unsigned short atomicCAS(unsigned short *p, unsigned short cmp, unsigned 
 static unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
 template <typename T> static T __shfl_down_sync(unsigned, T, int) { return 0; }
-static void sg_launch(const dim3 g, const dim3 b, const std::function<void()> &kernel)
+/* the current block's dynamic shared memory */
+static unsigned char *sg_emu_smem = NULL;
+static size_t sg_emu_smem_size = 0;
+/* the threads of a block with barriers, as coroutines */
+enum { SG_EMU_READY, SG_EMU_BARRIER, SG_EMU_DONE };
+struct sg_emu_thread { ucontext_t ctx; int state; };
+static ucontext_t sg_emu_main;
+static std::vector<sg_emu_thread> sg_emu_threads;
+static std::vector<char *> sg_emu_stacks;
+static size_t sg_emu_cur = 0;
+static bool sg_emu_coroutines = false;
+static const std::function<void()> *sg_emu_body = NULL;
+/* 1: the threads of a block run in turn from the last one */
+extern "C" int sg_emu_reverse;
+int sg_emu_reverse = 0;
+static void __syncthreads(void)
 {
+  if (!sg_emu_coroutines) {
+    sg_emu_fail(cudaErrorLaunchFailure, "__syncthreads() in a kernel run without coroutines");
+    return;
+  }
+  sg_emu_threads[sg_emu_cur].state = SG_EMU_BARRIER;
+  swapcontext(&sg_emu_threads[sg_emu_cur].ctx, &sg_emu_main);
+}
+static void sg_emu_thread_main(void)
+{
+  (*sg_emu_body)();
+  sg_emu_threads[sg_emu_cur].state = SG_EMU_DONE;   /* uc_link: back to sg_emu_main */
+}
+static char *sg_emu_stack(size_t i)
+{
+  const size_t page = 4096, size = %(stack_kib)dUL * 1024;
+  while (sg_emu_stacks.size() <= i) {
+    char *p = (char *)mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) { perror("emulation: mmap"); abort(); }
+    mprotect(p, page, PROT_NONE);   /* an overflow faults rather than corrupts */
+    sg_emu_stacks.push_back(p + page);
+  }
+  return sg_emu_stacks[i];
+}
+static void sg_emu_set_thread(size_t i, const dim3 b)
+{
+  threadIdx.x = i %% b.x; threadIdx.y = (i / b.x) %% b.y; threadIdx.z = i / (b.x * b.y);
+}
+/* one block whose threads meet at barriers: each round resumes every thread not done; a
+   round ends with all of them at the barrier (the next round releases them) or done */
+static void sg_emu_block(const dim3 b, const std::function<void()> &kernel)
+{
+  const size_t n = (size_t)b.x * b.y * b.z;
+  if (sg_emu_threads.size() < n) sg_emu_threads.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    sg_emu_thread &t = sg_emu_threads[i];
+    getcontext(&t.ctx);
+    t.ctx.uc_stack.ss_sp = sg_emu_stack(i);
+    t.ctx.uc_stack.ss_size = %(stack_kib)dUL * 1024;
+    t.ctx.uc_link = &sg_emu_main;
+    makecontext(&t.ctx, sg_emu_thread_main, 0);
+    t.state = SG_EMU_READY;
+  }
+  sg_emu_body = &kernel;
+  sg_emu_coroutines = true;
+  for (;;) {
+    size_t waiting = 0, done = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = sg_emu_reverse ? n - 1 - k : k;
+      sg_emu_thread &t = sg_emu_threads[i];
+      if (t.state == SG_EMU_DONE) { ++done; continue; }
+      t.state = SG_EMU_READY;
+      sg_emu_cur = i;
+      sg_emu_set_thread(i, b);
+      swapcontext(&sg_emu_main, &t.ctx);
+      if (t.state == SG_EMU_BARRIER) ++waiting; else ++done;
+    }
+    if (waiting == 0) break;
+    if (done) sg_emu_fail(cudaErrorLaunchFailure,
+                          "a thread returned while others of its block wait at a barrier");
+  }
+  sg_emu_coroutines = false;
+}
+static void sg_launch(const dim3 g, const dim3 b, const size_t smem, const bool barriers,
+                      const char *fn, const std::function<void()> &kernel)
+{
+  if (smem > %(shared_max)dUL || (smem > 48 * 1024 && (!sg_emu_smem_max.count(fn)
+                                                       || (size_t)sg_emu_smem_max[fn] < smem))) {
+    sg_emu_fail(cudaErrorInvalidValue, "more dynamic shared memory than the kernel may use");
+    return;
+  }
+  if (smem > sg_emu_smem_size) {
+    free(sg_emu_smem);
+    sg_emu_smem = (unsigned char *)aligned_alloc(256, (smem + 255) / 256 * 256);
+    sg_emu_smem_size = smem;
+  }
   gridDim = g; blockDim = b;
   for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by)
-  for (unsigned bx = 0; bx < g.x; ++bx) for (unsigned tz = 0; tz < b.z; ++tz)
-  for (unsigned ty = 0; ty < b.y; ++ty) for (unsigned tx = 0; tx < b.x; ++tx) {
+  for (unsigned bx = 0; bx < g.x; ++bx) {
     blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
-    threadIdx.x = tx; threadIdx.y = ty; threadIdx.z = tz;
-    kernel();
+    if (smem) memset(sg_emu_smem, 0xff, smem);
+    if (barriers) { sg_emu_block(b, kernel); continue; }
+    const size_t n = (size_t)b.x * b.y * b.z;
+    for (size_t k = 0; k < n; ++k) {
+      sg_emu_set_thread(sg_emu_reverse ? n - 1 - k : k, b);
+      kernel();
+    }
   }
 }
 """
@@ -95,18 +233,60 @@ def _split_top(text: str) -> list[str]:
     return parts + [cur]
 
 
-def _launches(src: str) -> str:
-    """``k<<<grid, block>>>(args);`` -> ``sg_launch(dim3(grid), dim3(block), [&]{ k(args); });``"""
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+                     r"(\w+)\s*\(")
+
+
+def _barrier_kernels(src: str) -> set[str] | None:
+    """The names of the kernels whose text calls ``__syncthreads`` (None: all of them, as a
+    function before the first kernel calls it). A kernel's text runs to the next kernel or the
+    entry point."""
+    found = list(_KERNEL.finditer(src))
+    if not found:
+        return set()
+    if "__syncthreads" in src[:found[0].start()]:
+        return None
+    entry = src.find('extern "C"', found[-1].end())
+    ends = [m.start() for m in found[1:]] + [entry if entry >= 0 else len(src)]
+    return {m.group(1) for m, end in zip(found, ends) if "__syncthreads" in src[m.end():end]}
+
+
+def _key(kernel: str) -> str:
+    """A kernel's text as the emulated ``cudaFuncSetAttribute`` keeps it: without spaces."""
+    return re.sub(r"\s+", "", kernel)
+
+
+def _launches(src: str, barriers: set[str] | None) -> str:
+    """``k<<<grid, block[, bytes]>>>(args);`` -> ``sg_launch(dim3(grid), dim3(block), bytes,
+    barriers, "k", [&]{ k(args); });``, barriers: whether kernel ``k`` calls
+    ``__syncthreads``: its name is in ``barriers`` (None: every kernel)."""
+
     def one(m):
-        grid, block = _split_top(m.group(2))
-        return f"sg_launch(dim3({grid}), dim3({block}), [&]{{ {m.group(1)}({m.group(3)}); }});"
+        grid, block, *rest = _split_top(m.group(2))
+        smem = rest[0].strip() if rest else "0"
+        kernel = m.group(1)
+        sync = barriers is None or kernel.split("<")[0] in barriers
+        return (f"sg_launch(dim3({grid}), dim3({block}), (size_t)({smem}), "
+                f"{'true' if sync else 'false'}, \"{_key(kernel)}\", "
+                f"[&]{{ {kernel}({m.group(3)}); }});")
     return re.sub(r"(\w+(?:<[^<>]*>)?)<<<(.*?)>>>\((.*)\);", one, src)
+
+
+def _shared(src: str) -> str:
+    """``extern __shared__ [__align__(n)] T name[];`` -> a pointer ``name`` to the emulated
+    block's dynamic shared memory."""
+    return re.sub(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([\w\s]*?\w)\s+(\w+)"
+                  r"\s*\[\s*\]\s*;", r"\1 *const \2 = (\1 *)sg_emu_smem;", src)
 
 
 def host_source(cuda_source: str) -> str:
     """The generated CUDA source as host C++ (see the module docstring)."""
-    runtime = _RUNTIME % {"renames": "\n".join(f"#define cuda{f} sg_emu_{f}" for f in _FAKES)}
-    return _launches(cuda_source.replace("#include <cuda_runtime.h>", runtime))
+    runtime = _RUNTIME % {"renames": "\n".join(f"#define cuda{f} sg_emu_{f}" for f in _FAKES),
+                          "stack_kib": STACK_KIB, "shared_max": SHARED_MAX}
+    host = _shared(cuda_source.replace("#include <cuda_runtime.h>", runtime))
+    host = re.sub(r"cudaFuncSetAttribute\((\w+(?:<[^<>]*>)?),",
+                  lambda m: f'sg_emu_FuncSetAttribute("{_key(m.group(1))}",', host)
+    return _launches(host, _barrier_kernels(cuda_source))
 
 
 def build(cuda_source: str, where: str):
@@ -154,10 +334,13 @@ def _fenced(nbytes: int, at: str) -> np.ndarray:
 _FENCES: list = []
 
 
-def run(op, where: str | None = None, fence: str | None = None, **kwargs) -> int:
+def run(op, where: str | None = None, fence: str | None = None,
+        tuning: list[int] | None = None, reverse: bool = False, **kwargs) -> int:
     """``op.apply(**kwargs)`` for CUDA Operator ``op``, emulated on the host; the fields get
     the results. Returns the entry point's status. ``fence`` ("start" or "end"): each device
-    copy sits against an inaccessible page on that side (``_fenced``)."""
+    copy sits against an inaccessible page on that side (``_fenced``). ``tuning``: the launch
+    shape of each section timer (an index into ``op._emitter.launch_shapes()[timer]``; None:
+    the defaults). ``reverse``: the threads of each block run in turn from the last one."""
     where = where or tempfile.gettempdir()
     lib = build(op.ccode, where)
     prog, em, copies = op.program, op._emitter, []
@@ -179,6 +362,12 @@ def run(op, where: str | None = None, fence: str | None = None, **kwargs) -> int
     timers = np.zeros(max(len(prog.kernels), 1))
     args[prog.timers] = timers.ctypes.data
     args[prog.checks_param] = args[prog.tuning] = None
+    if tuning is not None:
+        shapes = np.asarray(tuning, dtype=np.int64)
+        if shapes.shape != timers.shape:
+            raise ValueError(f"tuning: {len(timers)} launch shapes wanted, not {shapes.size}")
+        args[prog.tuning] = shapes.ctypes.data
+    ctypes.c_int.in_dll(lib, "sg_emu_reverse").value = int(reverse)
     fn = lib[prog.entry]
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_long if p.kind == "index" else

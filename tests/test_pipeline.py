@@ -17,7 +17,7 @@ from stencilgen.names import NameRegistry
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ["derivative expansion", "indexing", "scale folding", "classification",
           "invariant hoisting", "temporary sizing", "scheduling", "kernel optimisation", "counting",
-          "halo exchanges", "layout",
+          "fusion", "halo exchanges", "layout",
           "index types", "sections"]
 
 

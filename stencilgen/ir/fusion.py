@@ -124,7 +124,8 @@ def _refusal(prog: Program, k1, k2, others) -> str | None:
             return f"{k.name} is {'a sparse loop' if k.is_sparse else 'sequential'}"
         if k.when is not None or k.guard is not None:
             return f"{k.name} runs under a condition"
-        if any(f is not None for f in k.fixed) or any(k.anchors or ()) or any(lo or hi for lo, hi in k.widened):
+        if any(f is not None for f in k.fixed) or any(k.anchors or ()) or \
+                any(lo or hi for lo, hi in k.widened):
             return f"{k.name} does not run over the whole domain"
     if k1.dims != k2.dims:
         return "the nests loop over different dimensions"

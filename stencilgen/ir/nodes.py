@@ -310,6 +310,7 @@ class SparseKernel:
     section: Section | None = None
     stagger: tuple = ()            # inject: the target's values sit this many cells ahead
     sequential = None              # points run in parallel (injection adds atomically)
+    fusion = None                  # no producer nest is fused into it
     when = None                    # runs at every step
     guard = None                   # and at every point
 

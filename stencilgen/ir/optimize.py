@@ -295,14 +295,178 @@ class InvariantHoister:
         return visit(expr)
 
 
+# -- sums equal up to a constant factor ---------------------------------------------------------
+
+def _coefficient(term):
+    """``term`` as (numeric coefficient, rest), literals folded into the coefficient and the
+    sign of a sum normalised (``w*(b - a)`` -> ``(-w, a - b)``); rest None for a number."""
+    coeff, rest = term.as_coeff_Mul()
+    if isinstance(rest, Literal):
+        return coeff * rest.value, None
+    if isinstance(rest, sympy.Mul) and any(isinstance(f, Literal) for f in rest.args):
+        kept = []
+        for f in rest.args:
+            if isinstance(f, Literal):
+                coeff *= f.value
+            else:
+                kept.append(f)
+        rest = sympy.Mul(*kept)
+    if rest == 1 or not coeff:
+        return coeff, None
+    if isinstance(rest, sympy.Add) and rest.could_extract_minus_sign():
+        rest, coeff = -rest, -coeff
+    return coeff, rest
+
+
+def _terms(add):
+    """The terms of a sum, those of sums nested in it unevaluated (``factorize``) included."""
+    out = []
+    for t in add.args:
+        out.extend(_terms(t) if isinstance(t, sympy.Add) else [t])
+    return out
+
+
+def _linear_terms(add):
+    """An ``Add``'s terms as {atom: (coefficient, term)} in argument order, and the others
+    (numbers); None where two terms share an atom."""
+    linear, others = {}, []
+    for t in _terms(add):
+        coeff, atom = _coefficient(t)
+        if atom is None:
+            others.append(t)
+        elif atom in linear:
+            return None
+        else:
+            linear[atom] = (coeff, t)
+    return linear, others
+
+
+def _scale(ref, vec):
+    """``k`` with ``vec == k*ref`` elementwise, or None: exact for rationals; with a float
+    among them, to 2**-44 relative (their last digits are round-off already)."""
+    k = vec[0] / ref[0]
+    for r, v in zip(ref[1:], vec[1:]):
+        kr = k * r
+        if kr != v and (kr.is_Rational and v.is_Rational
+                        or abs(float(kr) - float(v)) > 2.0 ** -44 * abs(float(v))):
+            return None
+    if k.is_Float and abs(abs(float(k)) - 1) <= 2.0 ** -44:
+        return sympy.Integer(1 if k > 0 else -1)
+    return k
+
+
+def share_scaled_sums(exprs):
+    """Linear combinations ``sum(c_i*a_i)`` that are constant multiples of one another (atoms
+    up to sign, alone or inside a larger sum) rewritten as ``k*S`` with one ``S``, so that CSE
+    computes ``S`` once: SA-TTI's flux has ``w.d``, ``2*w.d``, ``-w.d`` and ``0.85*w.d``.
+
+    ``S`` is an occurrence as written (fewest multiplications first; no new coefficients);
+    visits follow argument order, never hashing. ``Local``s and indices are left alone."""
+    nodes: dict = {}            # Add -> (linear terms, others), first-seen order
+    seen: set = set()
+
+    def scan(e):
+        if not e.args or isinstance(e, (sympy.Indexed, Local)) or e in seen:
+            return
+        seen.add(e)
+        if isinstance(e, sympy.Add):
+            nodes[e] = _linear_terms(e)
+        for a in _terms(e) if isinstance(e, sympy.Add) else e.args:
+            scan(a)
+    for e in exprs:
+        scan(e)
+    # candidate sums: the linear parts of sums that multiply something by a constant != +-1
+    keys: dict = {}             # frozenset of atoms -> atoms in order
+    for info in nodes.values():
+        if info is not None and len(info[0]) > 1 and \
+                any(abs(c) != 1 for c, _ in info[0].values()):
+            keys.setdefault(frozenset(info[0]), tuple(info[0]))
+    if not keys:
+        return list(exprs)
+    by_atom: dict = {}
+    for key in keys:
+        for a in key:
+            by_atom.setdefault(a, []).append(key)
+    found: dict = {key: [] for key in keys}     # key -> sums holding all its atoms
+    for node, info in nodes.items():
+        if info is None:
+            continue
+        hits = Counter(k for a in info[0] for k in by_atom.get(a, ()))
+        for key, n in hits.items():
+            if n == len(key):
+                found[key].append(node)
+    # largest first; an atom of a sum goes to one shared sum at most
+    order = sorted(keys, key=lambda k: -len(k))   # stable: ties keep first-seen order
+    used: dict = {}             # Add -> atoms already given to a shared sum
+    plan: dict = {}             # Add -> [(shared index, factor, atoms)]
+    shared: list = []           # (occurrence as representative, its atoms)
+    for key in order:
+        atoms = keys[key]
+        groups: list = []       # [reference vector, [(node, vector)]]
+        for node in found[key]:
+            if used.get(node, frozenset()) & key:
+                continue
+            vec = [nodes[node][0][a][0] for a in atoms]
+            for ref, members in groups:
+                if _scale(ref, vec) is not None:
+                    members.append((node, vec))
+                    break
+            else:
+                groups.append((vec, [(node, vec)]))
+        for _, members in groups:
+            if len(members) < 2:
+                continue
+            rep, rvec = min(members, key=lambda m: sum(abs(c) != 1 for c in m[1]))
+            index = len(shared)
+            shared.append((rep, atoms))
+            for node, vec in members:
+                used[node] = used.get(node, frozenset()) | key
+                plan.setdefault(node, []).append((index, _scale(rvec, vec), key))
+    if not plan:
+        return list(exprs)
+    memo: dict = {}
+    sums: dict = {}
+
+    def common(index):
+        if index not in sums:
+            rep, atoms = shared[index]
+            sums[index] = sympy.Add(*[rebuild(nodes[rep][0][a][1]) for a in atoms])
+        return sums[index]
+
+    def rebuild(e):
+        if not e.args or isinstance(e, (sympy.Indexed, Local)):
+            return e
+        if e in memo:
+            return memo[e]
+        if e in plan:
+            linear, others = nodes[e]
+            taken, parts = set(), []
+            for index, k, key in plan[e]:
+                taken |= key
+                s = common(index)
+                parts.append(s if k == 1 else sympy.Mul(-1, s, evaluate=False) if k == -1
+                             else sympy.Mul(Literal(k), s))
+            parts += [rebuild(t) for a, (_, t) in linear.items() if a not in taken]
+            parts += [rebuild(t) for t in others]
+            out = parts[0] if len(parts) == 1 else sympy.Add(*parts, evaluate=False)
+        else:
+            args = [rebuild(a) for a in e.args]
+            out = e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
+        memo[e] = out
+        return out
+    return [rebuild(e) for e in exprs]
+
+
 # -- CSE and counting --------------------------------------------------------------------------
 
 def cse(exprs, names):
-    """Common subexpressions of a kernel's right-hand sides, as (locals, reduced exprs)."""
+    """Common subexpressions of a kernel's right-hand sides, as (locals, reduced exprs);
+    sums equal up to a constant factor are made one sum first (``share_scaled_sums``)."""
     def gen():
         while True:
             yield sympy.Symbol(names.counted("r"), real=True)
-    replacements, reduced = sympy.cse(exprs, symbols=gen(), optimizations=None, order="none")
+    replacements, reduced = sympy.cse(share_scaled_sums(exprs), symbols=gen(),
+                                      optimizations=None, order="none")
     return replacements, reduced
 
 
