@@ -636,6 +636,9 @@ class CudaBackend(CBackend):
                 copies += [f"SG_CHECK(cudaMalloc((void **)&{dc}, {nb}));",
                            f"SG_CHECK(cudaMemcpy({dc}, {lay.coords}, {nb}, "
                            "cudaMemcpyHostToDevice));"]
+        for k in self.program.kernels:
+            if k.fusion:
+                lines += cuda_fused.FusedKernel(self, k).attributes()
         return lines + self._nvtx("coordinates", copies)
 
     def launch(self, k, args):

@@ -47,7 +47,7 @@ class _Context:
     """What the fused printer needs: the fusion, the loop symbols and the phase printed."""
 
     def __init__(self, k):
-        self.fusion, self.dims = k.fusion, k.dims
+        self.dims = k.dims
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
         self.phase = "produce"     # or "consume": which plane the loop symbols stand for
@@ -59,9 +59,6 @@ class _Context:
     def offsets(self, expr):
         n = len(self.dims)
         return tuple(int(i - d) for i, d in zip(expr.indices[-n:], self.dims))
-
-    def slot(self, expr, time_axis: bool):
-        return expr.indices[0] if time_axis else None
 
     def staged_read(self, s, offs) -> bool:
         """Whether a read at ``offs`` (from the point printed) comes from ``s``'s ring: in the
@@ -188,14 +185,17 @@ class FusedKernel:
         out += [f"const sg_int {d.name} = sg_o{j} + sg_i{j};" for j, d in enumerate(self.inner)]
         return out
 
+    def _tile_test(self, x: bool) -> str:
+        """The test that the thread's tile point lies in the nest (never below the tile's
+        origin, so only the upper bounds), with ``x``'s range where ``x`` is asked."""
+        ends = [f"{d.name} <= {self._bound(j + 1)[1]}" for j, d in enumerate(self.inner)]
+        return " && ".join(([self._inside(["x"])] if x else []) + ends)
+
     def _produce_point(self, body, temps, where, check_low: bool) -> list[str]:
         """The producer ``body`` at the point located by ``where``: its temporaries into
         ``sg_v_*`` (zero outside the producer's range), then kept on chip."""
-        names = ["x"] + [d.name for d in self.inner]
-        test = self._inside([names[0]] + (names[1:] if check_low else [None] * self.m))
-        if not check_low:   # tile points: never below the tile's origin
-            test = " && ".join([test] + [f"{d.name} <= {self._bound(j + 1)[1]}"
-                                         for j, d in enumerate(self.inner)])
+        test = self._inside(["x"] + [d.name for d in self.inner]) if check_low else \
+            self._tile_test(True)
         lines = where + [f"{self.real} {', '.join(f'sg_v_{t} = 0' for t in temps)};"]
         stmts = [self._stmt(a, True) for a in body]
         lines += [f"if ({test}) {{"] + _indent(stmts) + ["}"]
@@ -334,13 +334,9 @@ class FusedKernel:
             reads = [(e, name) for (ph, e), name in self.ctx.prefetched.items() if ph == phase]
             if not reads:
                 continue
-            names = ["x"] + [d.name for d in self.inner]
-            test = self._inside([names[0]] + [None] * self.m)
-            test = " && ".join([test] + [f"{d.name} <= {self._bound(j + 1)[1]}"
-                                         for j, d in enumerate(self.inner)])
             block = [f"const sg_int x = sg_p + {shift};"]
             block += self._locate([f"sg_t{j}" for j in range(self.m)])
-            block += [f"const bool sg_in = {test};"]
+            block += [f"const bool sg_in = {self._tile_test(True)};"]
             block += [f"{name} = sg_in ? {self.base.doprint(e)} : ({self.real})0;"
                       for e, name in reads]
             out += ["{"] + _indent(block) + ["}"]
@@ -417,8 +413,7 @@ class FusedKernel:
         ctx.phase = "consume"
         cons = [f"const sg_int x = sg_p - {f.lag};"]
         cons += self._locate([f"sg_t{j}" for j in range(self.m)])
-        inside = " && ".join(f"{d.name} <= {self._bound(j + 1)[1]}"
-                             for j, d in enumerate(self.inner))
+        inside = self._tile_test(False)
         ctx.tile = True
         stmts = [self._stmt(a, False) for a in k.body]
         ctx.tile = False
@@ -441,6 +436,14 @@ class FusedKernel:
     def shared_bytes(self, tile) -> int:
         return self.f.shared[self.f.tiles.index(tile)]
 
+    def attributes(self) -> list[str]:
+        """Host lines, once a call: every instance may take its tile's shared memory (beyond
+        the 48 KiB a launch gets without asking)."""
+        return [f"SG_CHECK(cudaFuncSetAttribute({self.k.section.function}<{itype}, "
+                f"{', '.join(map(str, tile))}>, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                f"{self.shared_bytes(tile)}));"
+                for tile in self.f.tiles for itype in ("int", "long")]
+
     def launch(self, call, timer) -> list[str]:
         """Host lines that launch the nest with the shape tuned (or the default); ``sg_n<i>``
         are the points per dimension, innermost first."""
@@ -460,12 +463,9 @@ class FusedKernel:
             test = " && ".join(f"sg_fshape[sg_s][{j + 1}] == {v}" for j, v in enumerate(tile))
             launch = []
             for itype in ("int", "long"):
-                fn = f"{name}<{itype}, {targs}>"
                 head = "if (sg_narrow)" if itype == "int" else "else"
-                launch += [f"{head} {{",
-                           f"  SG_CHECK(cudaFuncSetAttribute({fn}, "
-                           f"cudaFuncAttributeMaxDynamicSharedMemorySize, {nbytes}));",
-                           f"  {fn}<<<sg_grid, sg_block, {nbytes}>>>({call}, sg_r);", "}"]
+                launch.append(f"{head} {name}<{itype}, {targs}><<<sg_grid, sg_block, "
+                              f"{nbytes}>>>({call}, sg_r);")
             launch.append(f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");')
             chunked = b._chunks(n, launch)
             head = "if" if i == 0 else "} else if"

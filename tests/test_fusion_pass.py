@@ -3,6 +3,7 @@ reasons it gives when it leaves two nests apart. Code generation only: no compil
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -135,24 +136,28 @@ def test_a_split_grid_is_not_fused(caplog):
 
 
 def test_a_temporary_read_by_another_nest_is_not_fused(caplog):
-    """The flux also read by a second equation: fusing would drop an array it needs."""
-    grid = Grid(shape=(20, 18, 16), dtype=np.float32)
-    p = TimeFunction(name="p", grid=grid, time_order=2, space_order=4)
-    q = TimeFunction(name="q", grid=grid, time_order=2, space_order=4)
-    b = Function(name="b", grid=grid, space_order=4)
-    x = grid.dimensions[0]
-    flux = (b * p.dx(x0=x + x.spacing / 2)).dx(x0=x - x.spacing / 2)
-    eqs = [Eq(p.forward, 2 * p - p.backward + flux), Eq(q.forward, q + flux)]
-    prog = _program(eqs, None)
-    prog2 = _program(eqs)
-    # however the schedule places them, no temporary read by two nests is taken on chip
-    names = {a.name for a in prog2.arrays}
-    for k in prog2.steps:
-        if k.fusion is not None:
-            others = [o for o in prog2.kernels if o is not k]
-            for t in k.fusion.onchip:
-                assert not any(t.name in o.reads for o in others)
-    assert {a.name for a in prog.arrays} >= names
+    """A third nest reading the fluxes: fusing would drop arrays it needs."""
+    prog = _program(_variable_density(), None)
+    k1, k2 = prog.steps
+    third = replace(k2, name="again")
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        out = fuse(replace(prog, steps=(k1, k2, third)), CUDA)
+    assert [k.fusion for k in out.steps] == [None] * 3
+    assert f"stay apart: another nest reads a temporary of {k1.name}" in caplog.text
+    assert out.arrays == prog.arrays
+
+
+def test_a_producer_reading_what_the_consumer_writes_is_not_fused(caplog):
+    """The consumer writing the slot the producer reads would change it under the producer,
+    which runs planes ahead in the fused nest."""
+    prog = _program(_variable_density(), None)
+    k1, k2 = prog.steps
+    written = next(iter(k2.writes))
+    k1r = replace(k1, reads=dict(k1.reads, **{written: set(k2.writes[written])}))
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        out = fuse(replace(prog, steps=(k1r, k2)), CUDA)
+    assert len(out.steps) == 2
+    assert f"{k2.name} writes {written}, which {k1.name} reads" in caplog.text
 
 
 def test_programs_without_the_pattern_compile_as_before():

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
 import sympy
 
 from .. import logger as log
-from .nodes import Assign, Kernel, Program, element_size
+from .nodes import Assign, Kernel, Program, element_size, real_type
 from .optimize import count_bytes
 
 
@@ -78,15 +79,6 @@ class Fusion:
     shared: tuple[int, ...]               # shared-memory bytes a block, per tile
     recompute: tuple[float, ...]          # producer statements run a point, per tile (1: none
                                           # recomputed)
-
-    @property
-    def lead(self) -> int:
-        """Planes the producer runs before the block's first consumer plane (its lowest
-        streamed read, negated, plus the lag)."""
-        return self.lag - min(t.reach[0] for t in self.onchip)
-
-    def temp(self, name: str) -> OnChip:
-        return next(t for t in self.onchip if t.name == name)
 
 
 @dataclass(frozen=True)
@@ -240,8 +232,7 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     staged = _staged(k1, onchip, arrays)
     if isinstance(staged, str):
         return staged
-    size = max(element_size(arrays[t.name]) for t in onchip)
-    size = max(size, 8 if prog.dtype.__name__ == "float64" else 4)
+    size = np.dtype(real_type(prog.dtype)).itemsize   # rings hold values widened
     fit = [(t, shared_bytes(t, onchip, staged, size)) for t in limits.tiles[inner]]
     fit = [(t, b) for t, b in fit if b <= limits.shared_bytes]
     if not fit:
@@ -258,6 +249,9 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
                     tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit))
     return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes),
                    flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))
+
+
+_WHERE = {"queue": "a register queue", "shared": "shared memory"}
 
 
 def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
@@ -283,8 +277,7 @@ def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
             i += 1
             continue
         f = fused.fusion
-        places = ", ".join(f"{t.name} in {t.place} {'registers' if t.place == 'queue' else ''}"
-                           .rstrip() for t in f.onchip)
+        places = ", ".join(f"{t.name} in {_WHERE[t.place]}" for t in f.onchip)
         log.info(f"Operator `{prog.name}`: {k1.name} fused into {k2.name}, streaming along "
                  f"{k2.dims[0]} {f.lag} planes ahead ({places}; staged in shared memory: "
                  f"{', '.join(s.name for s in f.staged) or 'none'}; tiles "

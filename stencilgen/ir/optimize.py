@@ -355,14 +355,9 @@ def _scale(ref, vec):
     return k
 
 
-def share_scaled_sums(exprs):
-    """Linear combinations ``sum(c_i*a_i)`` that are constant multiples of one another (atoms
-    up to sign, alone or inside a larger sum) rewritten as ``k*S`` with one ``S``, so that CSE
-    computes ``S`` once: SA-TTI's flux has ``w.d``, ``2*w.d``, ``-w.d`` and ``0.85*w.d``.
-
-    ``S`` is an occurrence as written (fewest multiplications first; no new coefficients);
-    visits follow argument order, never hashing. ``Local``s and indices are left alone."""
-    nodes: dict = {}            # Add -> (linear terms, others), first-seen order
+def _sums(exprs) -> dict:
+    """Every sum in ``exprs`` (first-seen order) -> its ``_linear_terms``."""
+    nodes: dict = {}
     seen: set = set()
 
     def scan(e):
@@ -375,19 +370,22 @@ def share_scaled_sums(exprs):
             scan(a)
     for e in exprs:
         scan(e)
-    # candidate sums: the linear parts of sums that multiply something by a constant != +-1
+    return nodes
+
+
+def _holders(nodes) -> dict:
+    """Candidate shared sums (the atoms of a linear part that multiplies something by a
+    constant other than +-1, in order) -> the sums holding all their atoms."""
     keys: dict = {}             # frozenset of atoms -> atoms in order
     for info in nodes.values():
         if info is not None and len(info[0]) > 1 and \
                 any(abs(c) != 1 for c, _ in info[0].values()):
             keys.setdefault(frozenset(info[0]), tuple(info[0]))
-    if not keys:
-        return list(exprs)
     by_atom: dict = {}
     for key in keys:
         for a in key:
             by_atom.setdefault(a, []).append(key)
-    found: dict = {key: [] for key in keys}     # key -> sums holding all its atoms
+    found: dict = {key: [] for key in keys}
     for node, info in nodes.items():
         if info is None:
             continue
@@ -395,33 +393,56 @@ def share_scaled_sums(exprs):
         for key, n in hits.items():
             if n == len(key):
                 found[key].append(node)
-    # largest first; an atom of a sum goes to one shared sum at most
-    order = sorted(keys, key=lambda k: -len(k))   # stable: ties keep first-seen order
-    used: dict = {}             # Add -> atoms already given to a shared sum
-    plan: dict = {}             # Add -> [(shared index, factor, atoms)]
-    shared: list = []           # (occurrence as representative, its atoms)
-    for key in order:
-        atoms = keys[key]
-        groups: list = []       # [reference vector, [(node, vector)]]
-        for node in found[key]:
-            if used.get(node, frozenset()) & key:
-                continue
-            vec = [nodes[node][0][a][0] for a in atoms]
-            for ref, members in groups:
-                if _scale(ref, vec) is not None:
-                    members.append((node, vec))
-                    break
-            else:
-                groups.append((vec, [(node, vec)]))
-        for _, members in groups:
+    return {keys[key]: found[key] for key in keys}
+
+
+def _proportional(nodes, holders, atoms, used) -> list:
+    """The holders of ``atoms`` not yet given these atoms, grouped by proportional
+    coefficient vectors: [(reference vector, [(sum, vector)])]."""
+    key, groups = frozenset(atoms), []
+    for node in holders:
+        if used.get(node, frozenset()) & key:
+            continue
+        vec = [nodes[node][0][a][0] for a in atoms]
+        for ref, members in groups:
+            if _scale(ref, vec) is not None:
+                members.append((node, vec))
+                break
+        else:
+            groups.append((vec, [(node, vec)]))
+    return groups
+
+
+def _plan(nodes) -> tuple[dict, list]:
+    """Per sum, the shared sums it becomes a multiple of ([(index, factor, atoms)]), and the
+    shared sums (an occurrence as representative, its atoms); largest first, an atom of a
+    sum given to one shared sum at most."""
+    holders = _holders(nodes)
+    used: dict = {}
+    plan: dict = {}
+    shared: list = []
+    for atoms in sorted(holders, key=len, reverse=True):   # stable: ties keep their order
+        key = frozenset(atoms)
+        for _, members in _proportional(nodes, holders[atoms], atoms, used):
             if len(members) < 2:
                 continue
             rep, rvec = min(members, key=lambda m: sum(abs(c) != 1 for c in m[1]))
-            index = len(shared)
             shared.append((rep, atoms))
             for node, vec in members:
                 used[node] = used.get(node, frozenset()) | key
-                plan.setdefault(node, []).append((index, _scale(rvec, vec), key))
+                plan.setdefault(node, []).append((len(shared) - 1, _scale(rvec, vec), key))
+    return plan, shared
+
+
+def share_scaled_sums(exprs):
+    """Linear combinations ``sum(c_i*a_i)`` that are constant multiples of one another (atoms
+    up to sign, alone or inside a larger sum) rewritten as ``k*S`` with one ``S``, so that CSE
+    computes ``S`` once: SA-TTI's flux has ``w.d``, ``2*w.d``, ``-w.d`` and ``0.85*w.d``.
+
+    ``S`` is an occurrence as written (fewest multiplications first; no new coefficients);
+    visits follow argument order, never hashing. ``Local``s and indices are left alone."""
+    nodes = _sums(exprs)
+    plan, shared = _plan(nodes)
     if not plan:
         return list(exprs)
     memo: dict = {}
@@ -433,27 +454,26 @@ def share_scaled_sums(exprs):
             sums[index] = sympy.Add(*[rebuild(nodes[rep][0][a][1]) for a in atoms])
         return sums[index]
 
+    def scaled(index, k):
+        s = common(index)
+        return s if k == 1 else sympy.Mul(-1, s, evaluate=False) if k == -1 \
+            else sympy.Mul(Literal(k), s)
+
     def rebuild(e):
         if not e.args or isinstance(e, (sympy.Indexed, Local)):
             return e
-        if e in memo:
-            return memo[e]
-        if e in plan:
-            linear, others = nodes[e]
-            taken, parts = set(), []
-            for index, k, key in plan[e]:
-                taken |= key
-                s = common(index)
-                parts.append(s if k == 1 else sympy.Mul(-1, s, evaluate=False) if k == -1
-                             else sympy.Mul(Literal(k), s))
-            parts += [rebuild(t) for a, (_, t) in linear.items() if a not in taken]
-            parts += [rebuild(t) for t in others]
-            out = parts[0] if len(parts) == 1 else sympy.Add(*parts, evaluate=False)
-        else:
-            args = [rebuild(a) for a in e.args]
-            out = e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
-        memo[e] = out
-        return out
+        if e not in memo:
+            if e in plan:
+                linear, others = nodes[e]
+                taken = frozenset().union(*(key for _, _, key in plan[e]))
+                parts = [scaled(index, k) for index, k, _ in plan[e]]
+                parts += [rebuild(t) for a, (_, t) in linear.items() if a not in taken]
+                parts += [rebuild(t) for t in others]
+                memo[e] = parts[0] if len(parts) == 1 else sympy.Add(*parts, evaluate=False)
+            else:
+                args = [rebuild(a) for a in e.args]
+                memo[e] = e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
+        return memo[e]
     return [rebuild(e) for e in exprs]
 
 
