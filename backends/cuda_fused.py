@@ -1,23 +1,32 @@
 """CUDA printing of a fused nest (``stencilgen/ir/fusion``): one kernel that streams along the
 outermost dimension, its producer's temporaries kept in registers and shared memory.
 
-A block owns a tile of the inner dimensions (threads: innermost dimension on x) and a chunk of
-planes of the outer one. Each iteration of its plane loop (1) stages the next plane of every
-staged input in its shared ring, (2) runs the producer at plane ``p`` on the tile (every
-temporary) and on the halo parts (those read across the tile), (3) runs the consumer at plane
-``p - lag``; two barriers apart. The tile is a template parameter, so the rings' extents and
-every shared-memory offset are constants.
+A block owns a tile of the inner dimensions and a chunk of planes of the outer one. Its threads
+are the points the producer runs on: the tile and the halo rows of the temporaries read across
+the first inner dimension, as whole rows (warps along the innermost), then the halo columns of
+those read across the innermost, after them. Each thread keeps the staged inputs of its own
+column in a register queue along the streamed dimension (their streamed derivatives read
+registers) and writes the queue's centre into one shared plane, where the points around that
+no thread owns are loaded by all; the inner derivatives read that plane. Each plane: (1) the
+queues move on and the plane is stored; barrier; (2) every thread runs the producer on its
+point (the tile: every temporary; the halo: the temporaries read across it), x-read temporaries
+into the thread's register queue, the others into shared rings; barrier; (3) the tile's threads
+run the consumer ``lag`` planes behind. The plane loop is unrolled by the queues' depths, so a
+queue turns by renaming registers, not by moves; the tile is a template parameter, so every
+extent and shared-memory offset is a constant.
 """
 from __future__ import annotations
+
+import math
 
 import sympy
 
 from .cprinter import ctype, tuned_choice
 
 #: chunks of the streamed dimension a launch shape may cut it in (more blocks, more warm-up)
-CHUNKS = (2, 4, 1, 8)
-#: the chunks of the default shape: two halves keep 2x the blocks of the plane grid busy
-DEFAULT_CHUNKS = 2
+CHUNKS = (4, 2, 1, 8)
+#: the chunks of the default shape: four keep 4x the blocks of the plane grid busy
+DEFAULT_CHUNKS = 4
 
 
 def shapes(k) -> list[tuple[int, tuple[int, ...]]]:
@@ -40,7 +49,18 @@ def _tag(slot) -> str:
 
 
 def _ring(s) -> str:
+    """The shared plane of staged ``s``."""
     return f"sg_st_{s.name}_{_tag(s.slot)}"
+
+
+def _queue(s) -> str:
+    """The register queue of staged ``s`` along the streamed dimension, the thread's column."""
+    return f"sg_q_{s.name}_{_tag(s.slot)}"
+
+
+def _mod(expr: int, depth: int) -> str:
+    """The slot ``(sg_j + expr) mod depth`` (a constant once the plane loop is unrolled)."""
+    return f"(sg_j + {expr % depth}) % {depth}"
 
 
 class _Context:
@@ -51,38 +71,17 @@ class _Context:
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
         self.phase = "produce"     # or "consume": which plane the loop symbols stand for
-        self.planes: dict = {}     # (ring, streamed offset from sg_p) -> plane pointer name
         self.lag = k.fusion.lag
-        self.tile = False          # printing the thread's own tile point
-        self.prefetched: dict = {}   # (phase, global read at the tile point) -> register
+        self.point = False         # printing the thread's own point: its global reads from
+        self.loads: dict = {}      # registers loaded before the barrier, (phase, read) -> name
 
     def offsets(self, expr):
         n = len(self.dims)
         return tuple(int(i - d) for i, d in zip(expr.indices[-n:], self.dims))
 
-    def staged_read(self, s, offs) -> bool:
-        """Whether a read at ``offs`` (from the point printed) comes from ``s``'s ring: in the
-        producer always; in the consumer where the plane is held and the point was loaded."""
-        if self.phase == "produce":
-            return True
-        o = offs[0]
-        inner = all(lo <= q <= hi for q, (lo, hi) in zip(offs[1:], s.reads))
-        # the plane at the ring's first offset is overwritten by the next iteration's load,
-        # which no barrier keeps from the consumers still reading it: that one from global
-        return inner and s.reach[0] <= o <= s.reach[1] and \
-            s.reach[0] < o - self.lag <= s.reach[1]
-
-    def plane(self, ring: str, depth: int, first: int, o: int) -> str:
-        """The pointer to the plane of ``ring`` at streamed offset ``o`` from the producer's
-        plane, declared once per phase."""
-        key = (ring, o)
-        if key not in self.planes:
-            self.planes[key] = (f"{ring}_p{'m' if o < 0 else ''}{abs(o)}", depth, first)
-        return self.planes[key][0]
-
 
 def fused_printer(base, ctx):
-    """A copy of printer ``base`` reading temporaries and staged planes on chip."""
+    """A copy of printer ``base`` reading temporaries and staged values on chip."""
     class Fused(type(base)):
         def _print_Indexed(self, expr):
             name = expr.base.name
@@ -91,28 +90,35 @@ def fused_printer(base, ctx):
             key = (name, expr.indices[0] if len(expr.indices) > len(ctx.dims) else None)
             s = ctx.staged.get(key)
             if s is not None:
-                offs = ctx.offsets(expr)
-                if ctx.staged_read(s, offs):
-                    return self._staged(s, offs)
-            if ctx.tile:
+                got = self._staged(s, ctx.offsets(expr))
+                if got is not None:
+                    return got
+            if ctx.point:
                 key = (ctx.phase, expr)
-                if key not in ctx.prefetched:
-                    ctx.prefetched[key] = f"sg_pf{len(ctx.prefetched)}"
-                return ctx.prefetched[key]
+                if key not in ctx.loads:
+                    ctx.loads[key] = f"sg_ld{len(ctx.loads)}"
+                return ctx.loads[key]
             return super()._print_Indexed(expr)
 
         def _staged(self, s, offs):
-            o = offs[0] if ctx.phase == "produce" else offs[0] - ctx.lag
-            ptr = ctx.plane(_ring(s), s.depth, s.reach[0], o)
-            row = f"{_ring(s)}_b"
-            return f"{ptr}[{_cell(offs[1:], s.halo, row)}]"
+            """A staged read from the queue (along the streamed dimension) or the plane (at
+            the producer's plane); None where neither holds it (read from global memory)."""
+            o, inner = offs[0], offs[1:]
+            if ctx.phase == "consume":
+                o -= ctx.lag
+            if not any(inner) and s.reach[0] <= o <= s.reach[1]:
+                return f"{_queue(s)}[{_mod(o - s.reach[0], s.depth)}]"
+            if o == 0 and ctx.phase == "produce":
+                return f"{_ring(s)}[{_cell(inner, s.halo, f'{_ring(s)}_b')}]"
+            return None
 
         def _temp(self, t, offs):
-            o = offs[0]
+            o = offs[0] - ctx.lag    # the plane read, from the producer's
             if t.place == "queue":
-                return f"sg_q_{t.name}[{o - t.reach[0]}]"
-            ptr = ctx.plane(f"sg_sh_{t.name}", t.depth, 0, o - ctx.lag)
-            return f"{ptr}[{_cell(offs[1:], t.halo, f'sg_sh_{t.name}_b')}]"
+                return f"sg_q_{t.name}[{_mod(o + t.depth - 1, t.depth)}]"
+            ring = f"sg_sh_{t.name}"
+            return f"{ring}[({_mod(o, t.depth)})*{ring}_pl + " \
+                   f"{_cell(offs[1:], t.halo, f'{ring}_b')}]"
 
     p = Fused.__new__(Fused)
     p.__dict__.update(base.__dict__)
@@ -120,7 +126,7 @@ def fused_printer(base, ctx):
 
 
 def _cell(offs, halo, row) -> str:
-    """The index in a plane of the point at inner offsets ``offs`` from the one printed
+    """The index in a plane of the point at inner offsets ``offs`` from the thread's
     (``sg_i<j>``, tile-relative), in a plane of ``halo`` around the tile with rows ``row``."""
     terms = []
     n = len(offs)
@@ -130,18 +136,27 @@ def _cell(offs, halo, row) -> str:
     return " + ".join(terms)
 
 
-def _plane_decls(ctx, real) -> list[str]:
-    """Pointers to the planes the phase just printed reads, from the iteration's counter."""
-    out = []
-    for (ring, o), (name, depth, first) in sorted(ctx.planes.items()):
-        out.append(f"{real} *const {name} = {ring} + "
-                   f"((unsigned)(sg_it + {o - first + depth * 4}) % {depth}u)*{ring}_pl;")
-    ctx.planes = {}
-    return out
-
-
 def _indent(lines, by="  "):
     return [by + ln for ln in lines]
+
+
+def halo_bands(f, m) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The halo rows (first inner dimension) and halo columns (the innermost, in 3D) the
+    producer's threads cover beyond the tile: the widest of the halo parts along each."""
+    rows = [p.halo[0] for p in f.parts if m == 1 or p.halo[1] == (0, 0)]
+    cols = [p.halo[1] for p in f.parts if m == 2 and p.halo[0] == (0, 0)]
+    widest = lambda hs: (max((h[0] for h in hs), default=0), max((h[1] for h in hs), default=0))
+    return widest(rows), widest(cols)
+
+
+def thread_count(f, tile) -> int:
+    """Threads a block of ``tile``: the tile's rows and halo rows, whole, then the halo
+    columns of the tile's rows rounded up to warps."""
+    (l0, h0), (l1, h1) = halo_bands(f, len(tile))
+    if len(tile) == 1:
+        return tile[0] + l0 + h0
+    side = tile[0] * (l1 + h1)
+    return (tile[0] + l0 + h0) * tile[1] + (side + 31) // 32 * 32
 
 
 class FusedKernel:
@@ -154,6 +169,9 @@ class FusedKernel:
         self.real = ctype(backend.program.dtype)
         self.inner = k.dims[1:]
         self.m = len(self.inner)
+        (self.l0, self.h0), (self.l1, self.h1) = halo_bands(self.f, self.m)
+        depths = [s.depth for s in self.f.staged] + [t.depth for t in self.f.onchip]
+        self.unroll = math.lcm(*depths) if depths else 1
 
     # -- pieces ----------------------------------------------------------------------------
     def _bound(self, depth):
@@ -170,194 +188,222 @@ class FusedKernel:
         return str(self.b.statement(a))
 
     def _inside(self, names) -> str:
-        """The test that the point (``names`` per dimension) lies in the producer's range."""
+        """The test that the point (``names`` per dimension) lies in the nest's range."""
         parts = []
         for depth, v in enumerate(names):
-            if v is None:
-                continue
             lo, hi = self._bound(depth)
             parts.append(f"{v} >= {lo} && {v} <= {hi}")
-        return " && ".join(parts) or "true"
+        return " && ".join(parts)
 
-    def _locate(self, tile_rel) -> list[str]:
-        """Declarations of the inner coordinates of a point at tile-relative indices."""
-        out = [f"const int sg_i{j} = {tile_rel[j]};" for j in range(self.m)]
-        out += [f"const sg_int {d.name} = sg_o{j} + sg_i{j};" for j, d in enumerate(self.inner)]
+    def _point(self) -> list[str]:
+        """The thread's point: tile-relative ``sg_i<j>``, its kind (0 the tile, 1 a halo row,
+        2 a halo column, 3 none) and its inner coordinates."""
+        m, w = self.m, self.l1 + self.h1
+        lines = ["int sg_i0, sg_kind;"] if m == 1 else ["int sg_i0, sg_i1, sg_kind;"]
+        if m == 1:
+            lines += [f"sg_i0 = sg_tid - {self.l0};",
+                      "sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;"]
+        else:
+            lines += ["if (sg_tid < sg_main) {",
+                      f"  sg_i0 = sg_tid/sg_T1 - {self.l0};", "  sg_i1 = sg_tid%sg_T1;",
+                      "  sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;", "} else {"]
+            if w:
+                lines += ["  const int sg_e = sg_tid - sg_main;",
+                          f"  const int sg_c = sg_e%{w};",
+                          f"  sg_i0 = sg_e/{w};",
+                          f"  sg_i1 = sg_c < {self.l1} ? sg_c - {self.l1} : "
+                          f"sg_T1 + sg_c - {self.l1};",
+                          f"  sg_kind = sg_e < sg_T0*{w} ? 2 : 3;",
+                          "  if (sg_kind == 3) sg_i0 = sg_i1 = 0;"]
+            else:
+                lines += ["  sg_i0 = sg_i1 = 0;", "  sg_kind = 3;"]
+            lines.append("}")
+        lines += [f"const sg_int {d.name} = sg_o{j} + sg_i{j};" for j, d in enumerate(self.inner)]
+        return lines
+
+    def _owned(self, r: str, c: str | None) -> str:
+        """The test that tile-relative point (r, c) is some thread's own point."""
+        rows = f"{r} >= {-self.l0} && {r} < sg_T0 + {self.h0}"
+        if self.m == 1:
+            return rows
+        out = f"({rows} && {c} >= 0 && {c} < sg_T1)"
+        if self.l1 + self.h1:
+            out += f" || ({r} >= 0 && {r} < sg_T0 && {c} >= {-self.l1} && " \
+                   f"{c} < sg_T1 + {self.h1})"
         return out
 
-    def _tile_test(self, x: bool) -> str:
-        """The test that the thread's tile point lies in the nest (never below the tile's
-        origin, so only the upper bounds), with ``x``'s range where ``x`` is asked."""
-        ends = [f"{d.name} <= {self._bound(j + 1)[1]}" for j, d in enumerate(self.inner)]
-        return " && ".join(([self._inside(["x"])] if x else []) + ends)
+    def _reach_test(self, s, names) -> str:
+        """The test that inner point ``names`` is one the staged reads reach (their values
+        elsewhere are never used and may lie beyond the array: zero there)."""
+        out = []
+        for j, v in enumerate(names):
+            lo, hi = self._bound(j + 1)
+            out += [f"{v} >= {lo} + {s.reads[j][0]}", f"{v} <= {hi} + {s.reads[j][1]}"]
+        return " && ".join(out)
 
-    def _produce_point(self, body, temps, where, check_low: bool) -> list[str]:
-        """The producer ``body`` at the point located by ``where``: its temporaries into
-        ``sg_v_*`` (zero outside the producer's range), then kept on chip."""
-        test = self._inside(["x"] + [d.name for d in self.inner]) if check_low else \
-            self._tile_test(True)
-        lines = where + [f"{self.real} {', '.join(f'sg_v_{t} = 0' for t in temps)};"]
+    def _load(self, s, x: str, names) -> str:
+        """The global read of staged ``s`` at plane ``x`` and inner point ``names``."""
+        idx = [sympy.Symbol(x)] + [sympy.Symbol(n) for n in names]
+        access = sympy.IndexedBase(s.name)[(s.slot,) + tuple(idx) if s.slot is not None
+                                           else tuple(idx)]
+        return self.base.doprint(access)
+
+    def _x_test(self, s, x: str) -> str:
+        lo, hi = self._bound(0)
+        return f"{x} >= {lo} + {s.reach[0]} && {x} <= {hi} + {s.reach[1]}"
+
+    def _gnames(self) -> list[str]:
+        return [f"sg_g{j}" for j in range(self.m)]
+
+    def _band_point(self, s, e: str) -> list[str]:
+        """The tile-relative point (sg_r, sg_c) and inner coordinates (sg_g<j>) of element
+        ``e`` of staged ``s``'s plane (recomputed a plane rather than held in registers)."""
+        b = f"{_ring(s)}_b"
+        if self.m == 1:
+            return [f"const int sg_r = {e} - {s.halo[0][0]};",
+                    "const sg_int sg_g0 = sg_o0 + sg_r;"]
+        return [f"const int sg_r = {e}/{b} - {s.halo[0][0]};",
+                f"const int sg_c = {e}%{b} - {s.halo[1][0]};",
+                "const sg_int sg_g0 = sg_o0 + sg_r;", "const sg_int sg_g1 = sg_o1 + sg_c;"]
+
+    def _band_test(self, s) -> str:
+        """The test that a point around (sg_g<j>, plane sg_X) holds a value of ``s``."""
+        return f"{self._reach_test(s, self._gnames())} && {self._x_test(s, 'sg_X')}"
+
+    def _staged_setup(self) -> list[str]:
+        """Per staged input: the thread's queue filled for the first plane (and the next
+        value), and the plane points around that no thread owns, which this thread loads
+        (their inner points fixed for the block) with their first values."""
+        out = []
+        names = [d.name for d in self.inner]
+        for s in self.f.staged:
+            ring, q = _ring(s), _queue(s)
+            col = f"{q}_ok"
+            out += [f"const bool {col} = sg_kind != 3 && {self._reach_test(s, names)};",
+                    f"{self.real} {q}[{s.depth}];", "#pragma unroll",
+                    f"for (int sg_k = 0; sg_k < {s.depth - 1}; ++sg_k) {{",
+                    f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_k;",
+                    f"  {q}[sg_k] = {col} && {self._x_test(s, 'sg_X')} ? "
+                    f"{self._load(s, 'sg_X', names)} : ({self.real})0;", "}",
+                    f"{q}[{s.depth - 1}] = 0;",
+                    f"{self.real} {q}_next;", "{",
+                    f"  const sg_int sg_X = sg_pa + {s.reach[1]};",
+                    f"  {q}_next = {col} && {self._x_test(s, 'sg_X')} ? "
+                    f"{self._load(s, 'sg_X', names)} : ({self.real})0;", "}"]
+            n = f"{ring}_n"
+            out += [f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
+                    f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];", "#pragma unroll",
+                    f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
+                    "  const int sg_e = sg_tid + sg_k*sg_nt;"] + \
+                _indent(self._band_point(s, "sg_e")) + \
+                [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
+                 f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;",
+                 "  const sg_int sg_X = sg_pa;",
+                 f"  {ring}_v[sg_k] = sg_mine && {self._band_test(s)} ? "
+                 f"{self._load(s, 'sg_X', self._gnames())} : ({self.real})0;", "}"]
+        return out
+
+    def _stage(self) -> list[str]:
+        """Each staged input at plane sg_p: the queue's newest slot from the value loaded an
+        iteration ago (and the next one loaded), the thread's own point and the points around
+        into the plane (and their next values loaded)."""
+        out = []
+        names = [d.name for d in self.inner]
+        for s in self.f.staged:
+            ring, q, n = _ring(s), _queue(s), f"{_ring(s)}_n"
+            own = _cell((0,) * self.m, s.halo, f"{ring}_b")
+            out += ["{", f"  {q}[{_mod(s.depth - 1, s.depth)}] = {q}_next;",
+                    f"  const sg_int sg_X = sg_p + {s.reach[1] + 1};",
+                    f"  {q}_next = {q}_ok && {self._x_test(s, 'sg_X')} ? "
+                    f"{self._load(s, 'sg_X', names)} : ({self.real})0;",
+                    f"  if (sg_kind != 3) {ring}[{own}] = {q}[{_mod(-s.reach[0], s.depth)}];",
+                    "}", "{", "  const sg_int sg_X = sg_p + 1;", "  #pragma unroll",
+                    f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
+                    f"    const int sg_e = {ring}_at[sg_k];", "    if (sg_e >= 0) {",
+                    f"      {ring}[sg_e] = {ring}_v[sg_k];"]
+            out += _indent(self._band_point(s, "sg_e"), "      ")
+            out += [f"      {ring}_v[sg_k] = {self._band_test(s)} ? "
+                    f"{self._load(s, 'sg_X', self._gnames())} : ({self.real})0;",
+                    "    }", "  }", "}"]
+        return out
+
+    def _produce_point(self, body, temps, test) -> list[str]:
+        """The producer ``body`` at the thread's point: its temporaries into ``sg_v_*`` (zero
+        outside the nest's range), then into their queue slot or shared ring."""
+        lines = [f"{self.real} {', '.join(f'sg_v_{t} = 0' for t in temps)};"]
         stmts = [self._stmt(a, True) for a in body]
         lines += [f"if ({test}) {{"] + _indent(stmts) + ["}"]
         for t in temps:
             oc = self.ctx.temps[t]
             if oc.place == "queue":
-                lines += [f"#pragma unroll",
-                          f"for (int sg_j = 0; sg_j < {oc.depth - 1}; ++sg_j) "
-                          f"sg_q_{t}[sg_j] = sg_q_{t}[sg_j + 1];",
-                          f"sg_q_{t}[{oc.depth - 1}] = sg_v_{t};"]
+                lines.append(f"sg_q_{t}[{_mod(oc.depth - 1, oc.depth)}] = sg_v_{t};")
             else:
-                ptr = self.ctx.plane(f"sg_sh_{t}", oc.depth, 0, 0)
-                lines.append(f"{ptr}[{_cell((0,) * self.m, oc.halo, f'sg_sh_{t}_b')}] = "
-                             f"sg_v_{t};")
+                ring = f"sg_sh_{t}"
+                cell = _cell((0,) * self.m, oc.halo, f"{ring}_b")
+                lines.append(f"{ring}[({_mod(0, oc.depth)})*{ring}_pl + {cell}] = sg_v_{t};")
         return ["{"] + _indent(lines) + ["}"]
 
-    def _rectangles(self, halo) -> list[tuple]:
-        """The halo around the tile as rectangles of (first, count) per inner dimension
-        (tile-relative, written with the tile's template constants)."""
-        if self.m == 1:
-            (lo, hi), = halo
-            return [r for r in [((f"{-lo}", lo),), ((f"sg_T0", hi),)] if r[0][1]]
-        (l0, h0), (l1, h1) = halo
-        full = (f"{-l1}", f"sg_T1 + {l1 + h1}")
-        rects = [((f"{-l0}", l0), full), (("sg_T0", h0), full),
-                 (("0", "sg_T0"), (f"{-l1}", l1)), (("0", "sg_T0"), ("sg_T1", h1))]
-        return [r for r in rects if r[0][1] != 0 and r[1][1] != 0]
+    def _producer(self) -> list[str]:
+        """The producer at plane sg_p by the thread's kind: the tile point every temporary,
+        a halo point those of the halo parts whose box holds it."""
+        names = ["x"] + [d.name for d in self.inner]
+        test = self._inside(names)
+        temps = [t.name for t in self.f.onchip]
+        lines = ["if (sg_kind == 0) {"]
+        lines += _indent(self._produce_point(self.f.producer.body, temps, test))
+        for kind, axis in ((1, 0), (2, 1))[:self.m]:
+            parts = [p for p in self.f.parts if any(p.halo[axis])
+                     and all(p.halo[j] == (0, 0) for j in range(self.m) if j != axis)]
+            if not parts:
+                continue
+            lines.append(f"}} else if (sg_kind == {kind}) {{")
+            for p in parts:
+                lo, hi = p.halo[axis]
+                box = f"sg_i{axis} >= {-lo} && sg_i{axis} < sg_T{axis} + {hi}"
+                lines += [f"  if ({box}) {{"]
+                lines += _indent(self._produce_point(p.body, p.temps, test), "    ")
+                lines += ["  }"]
+        return lines + ["}"]
 
-    def _halo_parts(self) -> list[str]:
-        """The producer's halo parts in one index space: each part's rectangles in turn, one
-        copy of its statements (the point located from the index first)."""
-        cases, start = [], "0"
-        for part in self.f.parts:
-            locate = [f"const int sg_h = sg_e - ({start});",
-                      "int " + ", ".join(f"sg_h{j}" for j in range(self.m)) + ";"]
-            rects, first = self._rectangles(part.halo), "0"
-            for i, rect in enumerate(rects):
-                size = " * ".join(f"({c})" for _, c in rect)
-                local = f"(sg_h - ({first}))"
-                if self.m == 1:
-                    set_ = [f"sg_h0 = {rect[0][0]} + {local};"]
-                else:
-                    w = f"({rect[1][1]})"
-                    set_ = [f"sg_h0 = {rect[0][0]} + {local}/{w};",
-                            f"sg_h1 = {rect[1][0]} + {local}%{w};"]
-                last = f"{first} + {size}"
-                if i == len(rects) - 1:
-                    locate += (["} else {"] if i else ["{"]) + _indent(set_) + ["}"]
-                else:
-                    locate += [f"{'} else ' if i else ''}if (sg_h < {last}) {{"] + _indent(set_)
-                first = last
-            end = f"{start} + {first}"
-            rel = [f"sg_h{j}" for j in range(self.m)]
-            body = self._produce_point(part.body, part.temps, locate + self._locate(rel), True)
-            cases.append((end, body))
-            start = end
-        if not cases:
-            return []
-        lines = [f"for (int sg_e = sg_tid; sg_e < {start}; sg_e += sg_nt) {{"]
-        for i, (end, body) in enumerate(cases):
-            head = "if" if i == 0 else "} else if"
-            lines += [f"  {head} (sg_e < {end}) {{"] + _indent(body, "    ")
-        return lines + ["  }", "}"]
-
-    def _staged_load(self, s) -> tuple[str, str]:
-        """The load of staged ``s`` at plane ``sg_X`` and inner point ``sg_g<j>`` from global
-        memory (not from its ring), and the test that its point is one the reads reach
-        (zero elsewhere)."""
-        lo_x, hi_x = self._bound(0)
-        cond = [f"sg_X >= {lo_x} + {s.reach[0]}", f"sg_X <= {hi_x} + {s.reach[1]}"]
-        idx = [sympy.Symbol("sg_X")] + [sympy.Symbol(f"sg_g{j}") for j in range(self.m)]
-        access = sympy.IndexedBase(s.name)[(s.slot,) + tuple(idx) if s.slot is not None
-                                           else tuple(idx)]
-        return self.base.doprint(access), " && ".join(cond)
-
-    def _stage_setup(self) -> list[str]:
-        """Per staged input, the elements of a plane this thread moves (their inner points and
-        whether a read reaches them, fixed for the block) and the registers that hold the next
-        plane's values; then the first plane's loads."""
+    def _loads(self) -> list[str]:
+        """The global reads at the thread's own point of this plane's producer and consumer,
+        issued before the barrier (zero outside the nest)."""
         out = []
-        for s in self.f.staged:
-            ring, n = _ring(s), f"{_ring(s)}_n"
-            inner = []
-            for j in range(self.m):
-                lo, hi = self._bound(j + 1)
-                inner += [f"sg_g{j} >= {lo} + {s.reads[j][0]}",
-                          f"sg_g{j} <= {hi} + {s.reads[j][1]}"]
-            if self.m == 1:
-                locate = [f"const sg_int sg_g0 = sg_o0 - {s.halo[0][0]} + sg_e;"]
-            else:
-                locate = [f"const sg_int sg_g0 = sg_o0 - {s.halo[0][0]} + sg_e/{ring}_b;",
-                          f"const sg_int sg_g1 = sg_o1 - {s.halo[1][0]} + sg_e%{ring}_b;"]
-            keep = [f"{ring}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)]
-            out += [f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
-                    f"sg_int {', '.join(f'{ring}_g{j}[{n}]' for j in range(self.m))};",
-                    f"bool {ring}_in[{n}];", f"{self.real} {ring}_v[{n}];",
-                    "#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
-                    "  const int sg_e = sg_tid + sg_k*sg_nt;"] + _indent(locate + keep) + \
-                [f"  {ring}_in[sg_k] = sg_e < {ring}_pl && {' && '.join(inner)};", "}"]
-        return out + ["{", "  const sg_int sg_p = sg_p0 - 1;"] + \
-            _indent(self._stage_loads()) + ["}"]
-
-    def _stage_loads(self) -> list[str]:
-        """The loads of each staged input's plane for the next iteration (sg_p + 1)."""
-        out = []
-        for s in self.f.staged:
-            ring, n = _ring(s), f"{_ring(s)}_n"
-            load, xok = self._staged_load(s)
-            out += ["{", f"  const sg_int sg_X = sg_p + 1 + {s.reach[1]};",
-                    f"  const bool sg_xok = {xok};", "  #pragma unroll",
-                    f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{"]
-            out += [f"    const sg_int sg_g{j} = {ring}_g{j}[sg_k];" for j in range(self.m)]
-            out += [f"    {ring}_v[sg_k] = sg_xok && {ring}_in[sg_k] ? {load} : "
-                    f"({self.real})0;", "  }", "}"]
-        return out
-
-    def _stage(self) -> list[str]:
-        """Each staged input's plane sg_p + (its reach) into its ring, from the registers
-        loaded an iteration earlier (so no load's latency sits before a barrier), then the
-        loads of the next plane."""
-        out = []
-        for s in self.f.staged:
-            ring, n = _ring(s), f"{_ring(s)}_n"
-            out += ["{", f"  {self.real} *const sg_dst = {ring} + "
-                    f"((sg_it + {s.depth - 1}u) % {s.depth}u)*{ring}_pl;", "  #pragma unroll",
-                    f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
-                    "    const int sg_e = sg_tid + sg_k*sg_nt;",
-                    f"    if (sg_e < {ring}_pl) sg_dst[sg_e] = {ring}_v[sg_k];", "  }", "}"]
-        return out + self._stage_loads()
-
-    def _prefetch(self) -> list[str]:
-        """The global reads of the tile point's producer and consumer for the next iteration,
-        into their registers (zero where the point lies outside the nest)."""
-        out = []
-        for phase, shift in (("produce", "1"), ("consume", f"1 - {self.f.lag}")):
-            reads = [(e, name) for (ph, e), name in self.ctx.prefetched.items() if ph == phase]
+        names = ["x"] + [d.name for d in self.inner]
+        for phase, x, who in (("produce", "sg_p", "sg_kind != 3"),
+                              ("consume", f"sg_p - {self.f.lag}", "sg_kind == 0")):
+            reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
             if not reads:
                 continue
-            block = [f"const sg_int x = sg_p + {shift};"]
-            block += self._locate([f"sg_t{j}" for j in range(self.m)])
-            block += [f"const bool sg_in = {self._tile_test(True)};"]
+            block = [f"const sg_int x = {x};",
+                     f"const bool sg_in = {who} && {self._inside(names)};"]
             block += [f"{name} = sg_in ? {self.base.doprint(e)} : ({self.real})0;"
                       for e, name in reads]
             out += ["{"] + _indent(block) + ["}"]
         return out
 
     def _shared_decls(self) -> list[str]:
-        """Constant extents of every ring and the pointers into dynamic shared memory."""
+        """Constant extents of every plane and ring and the pointers into dynamic shared
+        memory."""
         lines = [f"extern __shared__ __align__(16) unsigned char sg_smem[];"]
         prev = None
-        rings = [(_ring(s), s.depth, s.halo) for s in self.f.staged]
+        rings = [(_ring(s), 1, s.halo) for s in self.f.staged]
         rings += [(f"sg_sh_{t.name}", t.depth, t.halo) for t in self.f.onchip
                   if t.place == "shared"]
         for name, depth, halo in rings:
             ext = [f"(sg_T{j} + {lo + hi})" for j, (lo, hi) in enumerate(halo)]
-            if self.m > 1:
-                lines.append(f"constexpr int {name}_b = {ext[-1]};")
+            lines.append(f"constexpr int {name}_b = {ext[-1]};")
             lines.append(f"constexpr int {name}_pl = {' * '.join(ext)};")
             start = f"({self.real} *)sg_smem" if prev is None else f"{prev} + {prev_size}"
             lines.append(f"{self.real} *const {name} = {start};")
             prev, prev_size = name, f"{depth}*{name}_pl"
         return lines
+
+    def _threads(self) -> str:
+        """The block's thread count, a constant expression of the tile."""
+        if self.m == 1:
+            return f"sg_T0 + {self.l0 + self.h0}"
+        return f"(sg_T0 + {self.l0 + self.h0})*sg_T1 + (sg_T0*{self.l1 + self.h1} + 31)/32*32"
 
     # -- the kernel ------------------------------------------------------------------------
     def text(self, args) -> str:
@@ -369,20 +415,17 @@ class FusedKernel:
             self.b.printer = self.base
 
     def _text(self, args) -> str:
-        b, k, f, ctx = self.b, self.k, self.f, self.ctx
+        k, f, ctx = self.k, self.f, self.ctx
         params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
         tparams = ", ".join(f"int sg_T{j}" for j in range(self.m))
-        threads = " * ".join(f"sg_T{j}" for j in range(self.m))
         lo_x, hi_x = self._bound(0)
         first = min(t.reach[0] for t in f.onchip)
-        warm = max((s.depth - 1 for s in f.staged), default=0)
-        lines = [f"constexpr int sg_nt = {threads};"] + self._shared_decls()
+        lines = [f"constexpr int sg_nt = {self._threads()};"]
+        if self.m == 2:
+            lines.append(f"constexpr int sg_main = (sg_T0 + {self.l0 + self.h0})*sg_T1;")
+        lines += self._shared_decls()
+        lines.append("const int sg_tid = (int)threadIdx.x;")
         axes = ["x", "y"] if self.m == 2 else ["x"]
-        # tile-relative thread coordinates: the innermost dimension on threadIdx.x
-        tid = [f"(int)threadIdx.{axes[self.m - 1 - j]}" for j in range(self.m)]
-        lines += [f"const int sg_t{j} = {tid[j]};" for j in range(self.m)]
-        lines.append("const int sg_tid = " + (f"sg_t0*sg_T1 + sg_t1;" if self.m == 2
-                                              else "sg_t0;"))
         for j in range(self.m):
             lo, _ = self._bound(j + 1)
             base, blk = f"sg_base{self.m - 1 - j}", f"blockIdx.{axes[self.m - 1 - j]}"
@@ -390,45 +433,34 @@ class FusedKernel:
         lines += [f"const sg_int sg_xs = {lo_x} + sg_base{self.m} + "
                   f"(sg_int)blockIdx.{'xyz'[self.m]}*sg_planes;",
                   f"const sg_int sg_xe = sg_xs + sg_planes - 1 < {hi_x} ? "
-                  f"sg_xs + sg_planes - 1 : {hi_x};"]
+                  f"sg_xs + sg_planes - 1 : {hi_x};",
+                  f"const sg_int sg_pa = sg_xs + {first};"]
+        lines += self._point()
         for t in f.onchip:
             if t.place == "queue":
                 lines.append(f"{self.real} sg_q_{t.name}[{t.depth}] = {{}};")
-        lines.append(f"const sg_int sg_p0 = sg_xs + {first} - {warm};")
-        lines += self._stage_setup()
-        loop = [f"const unsigned sg_it = (unsigned)(sg_p - sg_p0);"] + self._stage()
-        loop.append("__syncthreads();")
-        # (2) the producer at plane sg_p
-        ctx.phase = "produce"
-        temps = [t.name for t in f.onchip]
-        prod = [f"const sg_int x = sg_p;"]
-        ctx.tile = True
-        body = self._produce_point(f.producer.body, temps,
-                                   self._locate([f"sg_t{j}" for j in range(self.m)]), False)
-        ctx.tile = False
-        body += self._halo_parts()
-        prod += _plane_decls(ctx, self.real) + body
-        loop += [f"if (sg_p >= sg_xs + {first}) {{"] + _indent(prod) + ["}", "__syncthreads();"]
-        # (3) the consumer at plane sg_p - lag
+        lines += self._staged_setup()
+        # the body of one plane, printed first: it names the registers loaded at its top
+        ctx.phase, ctx.point = "produce", True
+        prod = ["const sg_int x = sg_p;"] + self._producer()
         ctx.phase = "consume"
         cons = [f"const sg_int x = sg_p - {f.lag};"]
-        cons += self._locate([f"sg_t{j}" for j in range(self.m)])
-        inside = self._tile_test(False)
-        ctx.tile = True
-        stmts = [self._stmt(a, False) for a in k.body]
-        ctx.tile = False
-        cons += _plane_decls(ctx, self.real) + [f"if ({inside}) {{"] + _indent(stmts) + ["}"]
-        loop += [f"if (sg_p >= sg_xs + {f.lag}) {{"] + _indent(cons) + ["}"]
-        prefetch = self._prefetch()
-        loop += prefetch
-        lines += [f"{self.real} {name};" for name in ctx.prefetched.values()]
-        lines += ["{", "  const sg_int sg_p = sg_p0 - 1;"] + _indent(prefetch) + ["}"]
-        lines += [f"for (sg_int sg_p = sg_p0; sg_p <= sg_xe + {f.lag}; ++sg_p) {{"] + \
-            _indent(loop) + ["}"]
+        inside = self._inside(["x"] + [d.name for d in self.inner])
+        cons += [f"if (sg_kind == 0 && x >= sg_xs && {inside}) {{"] + \
+            _indent([self._stmt(a, False) for a in k.body]) + ["}"]
+        ctx.point = False
+        lines += [f"{self.real} {name};" for name in ctx.loads.values()]
+        plane = ["const sg_int sg_p = sg_p0 + sg_j;", f"if (sg_p > sg_xe + {f.lag}) break;"]
+        plane += self._loads() + self._stage() + ["__syncthreads();"]
+        plane += ["{"] + _indent(prod) + ["}", "__syncthreads();", "{"] + _indent(cons) + ["}"]
+        loop = [f"for (sg_int sg_p0 = sg_pa; sg_p0 <= sg_xe + {f.lag}; sg_p0 += {self.unroll}) {{",
+                "  #pragma unroll", f"  for (int sg_j = 0; sg_j < {self.unroll}; ++sg_j) {{"]
+        loop += _indent(plane, "    ") + ["  }", "}"]
+        lines += loop
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
                 f"template <typename sg_int, {tparams}>\n"
-                f"static __global__ void __launch_bounds__({threads})\n"
+                f"static __global__ void __launch_bounds__({self._threads()})\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
                 + "\n".join(_indent(lines)) + "\n}\n")
 
@@ -459,16 +491,18 @@ class FusedKernel:
         for i, tile in enumerate(k.fusion.tiles):
             targs = ", ".join(map(str, tile))
             nbytes = self.shared_bytes(tile)
+            # sg_block: the points a block covers per dimension (the grid is counted in it)
             block = ", ".join(map(str, reversed(tile)))
             test = " && ".join(f"sg_fshape[sg_s][{j + 1}] == {v}" for j, v in enumerate(tile))
             launch = []
             for itype in ("int", "long"):
                 head = "if (sg_narrow)" if itype == "int" else "else"
-                launch.append(f"{head} {name}<{itype}, {targs}><<<sg_grid, sg_block, "
+                launch.append(f"{head} {name}<{itype}, {targs}><<<sg_grid, sg_threads, "
                               f"{nbytes}>>>({call}, sg_r);")
             launch.append(f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");')
             chunked = b._chunks(n, launch)
             head = "if" if i == 0 else "} else if"
-            lines += [f"{head} ({test}) {{", f"  const dim3 sg_block({block});"] + \
+            lines += [f"{head} ({test}) {{", f"  const dim3 sg_block({block});",
+                      f"  const dim3 sg_threads({thread_count(self.f, tile)});"] + \
                 _indent(chunked)
         return lines + ["}"]

@@ -124,8 +124,8 @@ _SETTINGS: dict[str, _Setting] = {
                     "unset): 0 (off), 1/basic "
                     "(exchange halos, then compute), overlap (compute the interior while "
                     "the halos travel)"),
-    # off by default: the fused SA-TTI kernel is correct but runs at half the two nests'
-    # speed on an H100 (10.0 against 19.7 GPts/s, docs/performance.md)
+    # off by default: the fused SA-TTI kernel is correct but slower than the two nests on an
+    # H100 (15.6 against 19.7 GPts/s, docs/performance.md)
     "fusion": _Setting("STENCILGEN_FUSION", _bool, lambda: False,
                        "CUDA: fuse a nest that only computes temporaries into the nest that "
                        "reads them, the temporaries kept on chip (1); 0: two nests, the "

@@ -11,7 +11,7 @@ import pytest
 from backends.cuda import CudaBackend
 from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve
 from stencilgen.compiler import compile_program
-from stencilgen.ir.fusion import Limits, fuse, shared_bytes
+from stencilgen.ir.fusion import Limits, fuse, producer_points, shared_bytes
 
 CUDA = Limits(**CudaBackend.FUSION)
 
@@ -81,7 +81,7 @@ def test_shared_memory_per_tile_counts_every_ring():
     f = _program(_sa_tti()).steps[0].fusion
     for tile, nbytes in zip(f.tiles, f.shared):
         ty, tz = tile
-        staged = 2 * 8 * (ty + 14) * (tz + 14)
+        staged = 2 * (ty + 14) * (tz + 14)   # one plane each: the x-reads are in registers
         rings = 2 * 4 * (ty + 7) * tz + 2 * 4 * ty * (tz + 7)
         assert nbytes == 4 * (staged + rings) == shared_bytes(tile, f.onchip, f.staged, 4)
     assert f.tiles == CUDA.tiles[2]
@@ -112,11 +112,52 @@ def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
 
 
 def test_register_queues_beyond_the_limit_refuse(caplog):
-    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=15, tiles=CUDA.tiles)
+    """Two x-flux queues of 8 planes and the columns of P and M (8 each) a thread."""
+    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=31, tiles=CUDA.tiles)
     with caplog.at_level(logging.INFO, logger="stencilgen"):
         prog = _program(_sa_tti(), limits)
     assert len(prog.steps) == 2
-    assert "register queues would hold 16 values a thread (at most 15)" in caplog.text
+    assert "register queues would hold 32 values a thread (at most 31)" in caplog.text
+
+
+def test_producer_points_count_the_halo_rows_and_columns():
+    """A thread a producer point: the 16x32 tile with 7 rows of y-fluxes and, on its 16 rows,
+    7 columns of z-fluxes (SA-TTI so 8); too few threads a block refuses."""
+    f = _program(_sa_tti()).steps[0].fusion
+    assert producer_points((16, 32), f.parts) == 23 * 32 + 16 * 7
+    assert producer_points((8, 32), f.parts) == 15 * 32 + 8 * 7
+    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=32, tiles=CUDA.tiles,
+                    points=15 * 32 + 8 * 7)
+    assert _program(_sa_tti(), limits).steps[0].fusion.tiles == ((8, 32),)
+    few = Limits(shared_bytes=CUDA.shared_bytes, queue_values=32, tiles=CUDA.tiles, points=500)
+    prog = _program(_variable_density(), few)
+    assert len(prog.steps) == 2
+
+
+def test_staged_reads_off_the_axes_refuse(caplog):
+    """The x-derivatives of a staged input come from each thread's column, the inner ones
+    from one shared plane: a read at x+1 and y+1 at once has neither."""
+    prog = _program(_variable_density(), None)
+    k1, k2 = prog.steps
+    name = next(n for n, o in k1.reads.items() if any(any(q[1:]) for q in o))
+    slot = next(iter(k1.reads[name]))[0]
+    k1r = replace(k1, reads=dict(k1.reads, **{name: set(k1.reads[name]) | {(slot, 1, 1, 0)}}))
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        out = fuse(replace(prog, steps=(k1r, k2)), CUDA)
+    assert len(out.steps) == 2
+    assert "off the axes (along x and an inner dimension at once)" in caplog.text
+
+
+def test_a_temporary_read_across_two_inner_dimensions_refuses(caplog):
+    """Its halo would have corners, which no thread of the fused layout owns."""
+    prog = _program(_variable_density(), None)
+    k1, k2 = prog.steps
+    temp = next(t for t in sorted(k1.writes) if any(o[2] for o in k2.reads[t]))
+    k2r = replace(k2, reads=dict(k2.reads, **{temp: set(k2.reads[temp]) | {(0, 1, 0)}}))
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        out = fuse(replace(prog, steps=(k1, k2r)), CUDA)
+    assert len(out.steps) == 2
+    assert f"{temp} would be read across two inner dimensions" in caplog.text
 
 
 def test_no_tiles_for_the_dimension_count_refuses(caplog):
@@ -185,7 +226,7 @@ def test_the_setting_turns_fusion_on_for_cuda_only():
         configuration["fusion"] = saved
 
 
-@pytest.mark.parametrize("tile", [(16, 32), (8, 32), (8, 64)])
+@pytest.mark.parametrize("tile", [(16, 32), (12, 32), (8, 32)])
 def test_recompute_counts_the_halo_parts_statements(tile):
     """Producer statements a point: the tile's, plus each halo part's on its rows (y) or
     columns (z) of 7 points beyond the tile."""

@@ -14,25 +14,26 @@ from test_cuda import needs_gpu, needs_nvcc
 SOURCE = Path(__file__).resolve().parents[1] / "benchmarks" / "sa_tti_handwritten.cu"
 
 
-def _build(tmp_path) -> Path:
-    exe = tmp_path / "sa_tti_handwritten"
-    done = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(exe), str(SOURCE)],
+@pytest.fixture(scope="module")
+def exe(tmp_path_factory) -> Path:
+    """The program, built once for the module."""
+    out = tmp_path_factory.mktemp("handwritten") / "sa_tti_handwritten"
+    done = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-o", str(out), str(SOURCE)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    return exe
+    return out
 
 
 @needs_nvcc
-def test_builds(tmp_path):
-    assert _build(tmp_path).exists()
+def test_builds(exe):
+    assert exe.exists()
 
 
 @pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("mode", [1, 2])
 @pytest.mark.parametrize("planes,rows", [(0, 16), (16, 16), (9, 12)])
-def test_fused_matches_reference(tmp_path, mode, planes, rows):
-    exe = _build(tmp_path)
+def test_fused_matches_reference(exe, mode, planes, rows):
     done = subprocess.run([str(exe), "61", "70", "83", "200", str(mode), str(planes), str(rows)],
                           capture_output=True, text=True)
     rel = float(re.search(r"rel (\S+)", done.stdout).group(1))

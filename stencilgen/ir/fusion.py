@@ -4,10 +4,12 @@ Two time-step nests where the first writes temporaries that only the second read
 bounded offsets (SA-TTI's fluxes: the x-fluxes along x, the y-fluxes along y...), become one
 nest that streams along the outermost dimension (2.5D, Micikevicius 2009): a thread block owns
 a tile of the inner dimensions and walks the outer one. The producer runs ``lag`` planes ahead
-of the consumer. A temporary the consumer reads only along the streamed dimension stays in a
-register queue of the thread's own column; one read across the tile lives in shared memory,
-computed over the tile and the halo its readers reach (only along the axes they reach it). The
-producer's stencil inputs are staged plane by plane in shared memory, read from DRAM once.
+of the consumer, on the tile and on the halo its shared temporaries are read over (each along
+one inner dimension). A temporary the consumer reads only along the streamed dimension stays in
+a register queue of the thread's own column; one read across the tile lives in a shared ring of
+planes. The producer's stencil inputs are staged: each producer point keeps its column in a
+register queue along the streamed dimension and one shared plane holds the current plane over
+the tile and the halo the inner derivatives reach (so reads must lie on the axes).
 
 The pass decides and records; the CUDA backend prints. Where the pattern does not hold or the
 tile does not fit the target's limits, the nests stay apart and the log says why.
@@ -40,12 +42,13 @@ class OnChip:
 
 @dataclass(frozen=True)
 class Staged:
-    """One time slot of an array the producer reads at neighbours, held in a shared ring of
-    planes over the tile and ``halo`` (a plane is read from global memory once a block)."""
+    """One time slot of an array the producer reads at neighbours: a register queue of each
+    producer point's column over ``reach`` along the streamed dimension, and one shared plane
+    over the tile and ``halo`` (each value read from global memory once a block)."""
 
     name: str
     slot: sympy.Expr | None               # the time index of the slot (None: no time axis)
-    reach: tuple[int, int]                # streamed offsets the producer reads
+    reach: tuple[int, int]                # streamed offsets the producer reads (0 included)
     halo: tuple[tuple[int, int], ...]     # per inner dimension, before and after the tile
     reads: tuple[tuple[int, int], ...]    # per inner dimension, the lowest and highest offset
                                           # read: a plane holds the values of the points the
@@ -53,6 +56,7 @@ class Staged:
 
     @property
     def depth(self) -> int:
+        """Values in the register queue."""
         return self.reach[1] - self.reach[0] + 1
 
 
@@ -84,12 +88,14 @@ class Fusion:
 @dataclass(frozen=True)
 class Limits:
     """What a target's fused nests may use (the backend's figures): shared memory a block in
-    bytes, register-queue values a thread, and per number of inner dimensions the candidate
-    tiles (innermost last), the most favoured first."""
+    bytes, register-queue values a thread, producer points a plane (a block's threads), and
+    per number of inner dimensions the candidate tiles (innermost last), the most favoured
+    first."""
 
     shared_bytes: int
     queue_values: int
     tiles: dict
+    points: int = 1024
 
 
 def _span(offsets) -> tuple[int, int]:
@@ -175,22 +181,25 @@ def _staged(k1, onchip, arrays) -> tuple[Staged, ...] | str:
                 continue   # read at the point only: from global memory
             if a.sparse or a.axes or a.ndim != ndim:
                 return f"{k1.name} reads {a.user} at neighbours but it is not a grid array"
+            if any(s[0] and any(s[1:]) for s in space):
+                return f"{k1.name} reads {a.user} off the axes (along {k1.dims[0]} and an " \
+                       f"inner dimension at once)"
             halo = tuple((around[j][0] + max(0, -min(s[j + 1] for s in space)),
                           around[j][1] + max(0, max(s[j + 1] for s in space)))
                          for j in range(ndim - 1))
             reads = tuple(_span([s[j + 1] for s in space]) for j in range(ndim - 1))
-            out.append(Staged(name, slot, _span([s[0] for s in space]), halo, reads))
+            out.append(Staged(name, slot, _span([0] + [s[0] for s in space]), halo, reads))
     return tuple(out)
 
 
 def shared_bytes(tile, onchip, staged, itemsize: int) -> int:
-    """Shared memory a block of ``tile`` uses: the staged planes and the shared rings."""
+    """Shared memory a block of ``tile`` uses: a plane per staged input and the shared rings."""
     def plane(halo):
         n = 1
         for size, (lo, hi) in zip(tile, halo):
             n *= size + lo + hi
         return n
-    total = sum(s.depth * plane(s.halo) for s in staged)
+    total = sum(plane(s.halo) for s in staged)
     total += sum(t.depth * plane(t.halo) for t in onchip if t.place == "shared")
     return total * itemsize
 
@@ -202,6 +211,17 @@ def _parts(k1, onchip) -> tuple[HaloPart, ...]:
             groups.setdefault(t.halo, []).append(t.name)
     return tuple(HaloPart(tuple(ts), halo, _slice(k1.body, set(ts)))
                  for halo, ts in sorted(groups.items()))
+
+
+def producer_points(tile, parts) -> int:
+    """Points the producer runs on a plane: the tile with the halo rows of the parts read
+    across the first inner dimension, plus (in 3D) the halo columns of the tile's rows."""
+    rows = max((p.halo[0][0] for p in parts), default=0) + \
+        max((p.halo[0][1] for p in parts), default=0)
+    if len(tile) == 1:
+        return tile[0] + rows
+    cols = max((sum(p.halo[1]) for p in parts), default=0)
+    return (tile[0] + rows) * tile[1] + tile[0] * cols
 
 
 def _recompute(tile, k1, parts) -> float:
@@ -225,21 +245,29 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
         return f"no tiles for {inner + 1}-dimensional nests"
     arrays = {a.name: a for a in prog.arrays}
     onchip, lag = _onchip(k1, k2, arrays)
-    queued = sum(t.depth for t in onchip if t.place == "queue")
-    if queued > limits.queue_values:
-        return f"its register queues would hold {queued} values a thread (at most " \
-               f"{limits.queue_values})"
     staged = _staged(k1, onchip, arrays)
     if isinstance(staged, str):
         return staged
+    queued = sum(t.depth for t in onchip if t.place == "queue") + sum(s.depth for s in staged)
+    if queued > limits.queue_values:
+        return f"its register queues would hold {queued} values a thread (at most " \
+               f"{limits.queue_values})"
+    parts = _parts(k1, onchip)
+    across = [p for p in parts if sum(1 for h in p.halo if any(h)) > 1]
+    if across:
+        return f"{', '.join(across[0].temps)} would be read across two inner dimensions"
     size = np.dtype(real_type(prog.dtype)).itemsize   # rings hold values widened
     fit = [(t, shared_bytes(t, onchip, staged, size)) for t in limits.tiles[inner]]
+    fit = [(t, b) for t, b in fit if producer_points(t, parts) <= limits.points]
+    if not fit:
+        fewest = min(producer_points(t, parts) for t in limits.tiles[inner])
+        return f"its producer would run on {fewest} points a plane for the smallest tile, " \
+               f"more than the {limits.points} threads a block may have"
     fit = [(t, b) for t, b in fit if b <= limits.shared_bytes]
     if not fit:
         smallest = min(shared_bytes(t, onchip, staged, size) for t in limits.tiles[inner])
         return f"its shared memory, {smallest} bytes a block for the smallest tile, exceeds " \
                f"the {limits.shared_bytes} a block may use"
-    parts = _parts(k1, onchip)
     reads = {n: set(o) for n, o in k1.reads.items()}
     for n, o in k2.reads.items():
         if n not in k1.writes:
