@@ -27,9 +27,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from demos import seismic  # noqa: E402
+from stencilgen import seismic  # noqa: E402
 from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
-from demos.seismic.tti import sa_tti_operator, tti_critical_dt  # noqa: E402
+from stencilgen.seismic.tti import sa_tti_operator, tti_critical_dt  # noqa: E402
 from stencilgen import configuration  # noqa: E402
 
 

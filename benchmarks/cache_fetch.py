@@ -3,7 +3,7 @@ Operator's construction + first apply from a warm cache (median of many repetiti
 
     python benchmarks/cache_fetch.py [--reps 400] [--op-reps 30]
 
-The Operator is the so 8 acoustic propagator of ``demos/seismic`` on a small 3D grid (C
+The Operator is the so 8 acoustic propagator of ``stencilgen/seismic`` on a small 3D grid (C
 backend), so the library has the size of a real one; its build is done once before timing.
 Also times hashing the library alone (sha256), the cost the integrity check adds to the first
 fetch of a library in a process (later fetches find it verified by inode, size and times).

@@ -5,7 +5,7 @@
         compute-sanitizer: one shape, few steps
 
 Programs (each on a shape that leaves partial tiles along the inner dimensions and uneven
-chunks along the outer one): SA-TTI in 3D and 2D on a random smooth medium (demos/seismic/tti.py),
+chunks along the outer one): SA-TTI in 3D and 2D on a random smooth medium (stencilgen/seismic/tti.py),
 the variable-density acoustic with staggered fluxes, and the acoustic wave equation (which has
 nothing to fuse: it checks that programs outside the pattern still agree). Prints per program
 and launch shape the largest difference from C relative to the largest value of each field;
@@ -40,7 +40,7 @@ def _bump(grid):
 
 
 def sa_tti(shape, backend):
-    from demos.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium
+    from stencilgen.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
     rng = np.random.default_rng(5)
     eps = _smooth(rng, shape, 0.1, 0.25)

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from stencilgen import Eq, Grid, Operator, TimeFunction, configuration  # noqa: E402
-from demos import seismic  # noqa: E402
+from stencilgen import seismic  # noqa: E402
 from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
 from benchmarks import charts  # noqa: E402
 

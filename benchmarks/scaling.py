@@ -5,7 +5,7 @@
     python benchmarks/scaling.py --backend c cuda --sizes 128 256 512 --plot scaling.png
 
 The propagator is the constant-density acoustic wave equation with a sponge (the acoustic
-demo's, ``demos/seismic``), on cubes of ``--sizes`` points a side; each Operator is applied
+demo's, ``stencilgen/seismic``), on cubes of ``--sizes`` points a side; each Operator is applied
 once to warm up (build, device copies, tuning) and then timed for ``--nt`` steps three times,
 the best kept: kernel time from the performance summary. ``--plot`` draws both series (``charts.py``).
 """
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from stencilgen import configuration  # noqa: E402
-from demos import seismic  # noqa: E402
+from stencilgen import seismic  # noqa: E402
 from benchmarks import charts  # noqa: E402
 
 ORDER_SIZE = 128   # the cube of the space-order series (or the largest size, if smaller)

@@ -50,7 +50,7 @@ def staggered(api, shape, so):
 
 
 def sa_tti(api, shape, so):
-    """The self-adjoint TTI system of demos/seismic/tti.py (Bube et al. 2016) on the dummy
+    """The self-adjoint TTI system of stencilgen/seismic/tti.py (Bube et al. 2016) on the dummy
     benchmark's constant medium, written once for both: P and M, fluxes of forward-staggered
     gradients, backward-staggered divergences."""
     import sympy

@@ -41,7 +41,7 @@ ADVICE = {
     "error": "Devito's logging helpers are not provided: use the logging module",
     "CheckpointOperator": _CHECKPOINT, "DevitoCheckpoint": _CHECKPOINT, "Revolver": _CHECKPOINT,
     "MPI": "take it from mpi4py (from mpi4py import MPI); a Grid splits over MPI ranks with "
-           "Grid(..., comm=MPI.COMM_WORLD) or STENCILGEN_MPI=1 (README: MPI)",
+           "Grid(..., comm=MPI.COMM_WORLD) or STENCILGEN_MPI=1 (docs/mpi.md)",
     "CustomTopology": "give the ranks per dimension as Grid(..., topology=(2, '*', 1)) ('*': "
                       "chosen)",
     "PrecomputedSparseFunction": "use SparseFunction (multilinear interpolation)",

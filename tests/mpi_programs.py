@@ -98,11 +98,11 @@ def staggered(comm, so=4, n=(52, 45), nt=80):
 
 
 def sa_tti(comm, so=8, n=(30, 27, 25), nt=40):
-    """The SA-TTI propagator of demos/seismic on a small 3D grid, a source and receivers on
+    """The SA-TTI propagator of stencilgen/seismic on a small 3D grid, a source and receivers on
     the blocks' edges."""
-    from demos.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium
-    from demos.seismic.geometry import make_shot
-    from demos.seismic.wavelets import TimeAxis
+    from stencilgen.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium
+    from stencilgen.seismic.geometry import make_shot
+    from stencilgen.seismic.wavelets import TimeAxis
     h = 10.0
     grid = Grid(n, extent=tuple(h * (k - 1) for k in n), comm=comm)
     theta = np.linspace(0.2, 0.7, n[0], dtype=np.float32)[:, None, None] * np.ones(n)

@@ -1,11 +1,11 @@
-"""Binomial checkpointing (stencilgen/checkpointing.py): every schedule is run on a fake
+"""Binomial checkpointing (stencilgen/seismic/checkpointing.py): every schedule is run on a fake
 state machine that checks each action; its forward steps match a brute-force minimum."""
 import math
 import time
 
 import pytest
 
-from stencilgen.checkpointing import (Action, Stats, _split, _steps, cost,
+from stencilgen.seismic.checkpointing import (Action, Stats, _split, _steps, cost,
                                       reverse_with_checkpoints, schedule)
 from stencilgen.errors import InvalidArgument
 

@@ -23,7 +23,7 @@ from stencilgen import Grid, Operator, configuration
 from test_cuda import needs_nvcc
 from test_fusion import _variable_density
 
-from demos.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium
+from stencilgen.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium
 
 #: the largest difference from the C backend relative to the field's largest value (float32
 #: round-off over a few steps; a wrong or missing point is of the order of the values)

@@ -29,7 +29,7 @@ def _variable_density(shape=(24, 20, 28), so=8):
 
 
 def _sa_tti(shape=(20, 18, 22)):
-    from demos.seismic.tti import sa_tti_equations, tti_medium
+    from stencilgen.seismic.tti import sa_tti_equations, tti_medium
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
     medium = tti_medium(grid, 8)
     P, M = (TimeFunction(name=n, grid=grid, time_order=2, space_order=8) for n in "PM")

@@ -1,4 +1,4 @@
-"""Imaging with the SA-TTI propagator (demos/seismic/imaging.py, demos/rtm/run.py): the adjoint
+"""Imaging with the SA-TTI propagator (stencilgen/seismic/imaging.py, demos/rtm/run.py): the adjoint
 identity, the FWI gradient's Taylor test, the same image from the three ways of keeping the
 forward wavefield, and the RTM demo's reflector at its depth."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from stencilgen import ConditionalDimension, Grid, SparseTimeFunction
 
-from demos.seismic import imaging
-from demos.seismic.tti import tti_critical_dt, tti_medium
+from stencilgen.seismic import imaging
+from stencilgen.seismic.tti import tti_critical_dt, tti_medium
 
 from test_cuda import needs_gpu
 
@@ -158,7 +158,7 @@ def test_three_ways_of_keeping_the_wavefield_give_the_same_image():
         np.linalg.norm(mem.image)
     assert corr > 0.9
     assert chk.forward_steps > nt and chk.checkpoints == 6
-    from stencilgen.checkpointing import cost
+    from stencilgen.seismic.checkpointing import cost
     assert chk.forward_steps == cost(nt, 6) + 1
 
 

@@ -1,4 +1,4 @@
-"""demos/seismic: wavelet, models, the sponge, the time step, geometry; the shot demo.
+"""stencilgen/seismic: wavelet, models, the sponge, the time step, geometry; the shot demo.
 
 The sponge acceptance (issue 3): in 2D, with a source and a receiver near one edge of a
 homogeneous model, the reflection from that edge must be at least 20 dB below the direct
@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from demos import seismic  # noqa: E402
-from demos.seismic import (Model, homogeneous_model, layered_model, layered_velocity,  # noqa: E402
+from stencilgen import seismic  # noqa: E402
+from stencilgen.seismic import (Model, homogeneous_model, layered_model, layered_velocity,  # noqa: E402
                            make_shot, receiver_line, ricker, source_at, time_axis)
 
 DEMO = ROOT / "demos" / "acoustic" / "run.py"

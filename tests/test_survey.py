@@ -1,4 +1,4 @@
-"""Surveys of many shots on a local Dask cluster of 2 worker processes (stencilgen.survey):
+"""Surveys of many shots on a local Dask cluster of 2 worker processes (stencilgen.seismic.survey):
 the same records as a serial loop, a worker killed mid-shot, a shot that fails, Ctrl-C and
 the rerun that skips what is on disk, images summed on the workers."""
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stencilgen import survey  # noqa: E402
+from stencilgen.seismic import survey  # noqa: E402
 from stencilgen.errors import InvalidArgument  # noqa: E402
-from stencilgen.survey import Shot, ShotResult, run_survey  # noqa: E402
+from stencilgen.seismic.survey import Shot, ShotResult, run_survey  # noqa: E402
 from test_cuda import needs_gpu  # noqa: E402
 
 distributed = pytest.importorskip("distributed", reason="surveys need Dask: pip install "
@@ -35,8 +35,8 @@ def client():
 
 
 def _acoustic(nshots=4):
-    from demos import seismic
-    from demos.survey import shots
+    from stencilgen import seismic
+    from stencilgen.seismic import shots
     model = seismic.layered_model(SHAPE, SPACING, velocities=(1.5, 2.5), nbl=10, space_order=4)
     rec = seismic.receiver_line(model, 9, depth=2 * SPACING)
     xs = np.linspace(60.0, 340.0, nshots)
@@ -87,7 +87,7 @@ def killing_shoot(state, shot):
 
 
 def killing_setup(inputs):
-    from demos.survey import shots
+    from stencilgen.seismic import shots
     state = shots.acoustic_setup(inputs)
     state.update(marker=inputs["marker"], shoot=shots.acoustic_shoot)
     return state

@@ -1,4 +1,4 @@
-"""The self-adjoint TTI propagator (demos/seismic/tti.py): the acceptance checks of its issue.
+"""The self-adjoint TTI propagator (stencilgen/seismic/tti.py): the acceptance checks of its issue.
 
 - the discrete spatial operator is self-adjoint: <L x, y> = <x, L y> for random fields;
 - epsilon = delta = 0 reduces it to variable-density acoustics, written here independently;
@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction  # noqa: E402
-from demos.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, sa_tti_rhs,  # noqa: E402
+from stencilgen.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, sa_tti_rhs,  # noqa: E402
                                tti_critical_dt, tti_medium, tti_stability_limit)
 
 

@@ -7,7 +7,7 @@
     python demos/acoustic/run.py -d 301 201 --storage float16 --compensated
 
 Units: lengths in metres, velocity in km/s (= m/ms), hence time in milliseconds and frequency
-in kHz. The model (``demos/seismic``) has three horizontal layers, v = 1.5, 2.5, 3.5 km/s, with
+in kHz. The model (``stencilgen/seismic``) has three horizontal layers, v = 1.5, 2.5, 3.5 km/s, with
 interfaces at 1/3 and 2/3 of the depth, on a grid of ``-d`` points 10 m apart, padded by an
 absorbing (sponge) layer of ``--nbl`` points on every side. The PDE is
 
@@ -37,7 +37,7 @@ from the source's largest increment. ``--compensated`` keeps what u's stores rou
 companion field (6 more bytes per point, a few times less error: benchmarks/precision.py).
 The report names the storage and the bytes per point the performance summary counts.
 
-The script needs only ``stencilgen`` and the ``demos/seismic`` package next to it: it runs from a
+The script needs only ``stencilgen`` and the ``demos/cli.py`` next to it: it runs from a
 checkout (``python demos/acoustic/run.py``) and after ``pip install .`` in a checkout.
 
 Also here, used by the tests as a library: the homogeneous, sponge-free building blocks of the
@@ -56,11 +56,11 @@ from pathlib import Path
 
 import numpy as np
 
-# the checkout this script lives in: stencilgen (installed or not) and demos/seismic
+# the checkout this script lives in: stencilgen (installed or not) and demos/cli.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve  # noqa: E402
-from demos import seismic  # noqa: E402
-from demos.seismic import cli  # noqa: E402
+from stencilgen import seismic  # noqa: E402
+from demos import cli  # noqa: E402
 
 VELOCITY = 1.5      # km/s (= m/ms)
 SPACING = 10.0      # m

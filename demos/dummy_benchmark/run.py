@@ -6,7 +6,7 @@
     python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda --chunks 10
     python demos/dummy_benchmark/run.py -d 412 423 476 -nt 200 --backend cuda --storage float16
 
-The propagator is ``demos/seismic/tti.py`` (Bube et al. 2016: two fields P and M, nested
+The propagator is ``stencilgen/seismic/tti.py`` (Bube et al. 2016: two fields P and M, nested
 staggered derivatives, space order 8 by default). The medium is constant, V = 1.5 km/s,
 b = 1, epsilon = 0.1, delta = 0.05, f = 0.85, theta = pi/6, phi = pi/4, stored in full arrays
 as a real model would be; there are no absorbing boundaries, as in the benchmark this one
@@ -32,13 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-# the checkout this script lives in: stencilgen (installed or not) and demos/seismic
+# the checkout this script lives in: stencilgen (installed or not) and demos/cli.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Grid  # noqa: E402
 from stencilgen.mpi import allreduce_max  # noqa: E402
-from demos.seismic import cli  # noqa: E402
-from demos.seismic.propagators import field_values  # noqa: E402
-from demos.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, tti_critical_dt,  # noqa: E402
+from demos import cli  # noqa: E402
+from stencilgen.seismic.propagators import field_values  # noqa: E402
+from stencilgen.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, tti_critical_dt,  # noqa: E402
                                tti_medium, tti_stability_limit)
 
 SPACING = 10.0   # m

@@ -1,4 +1,4 @@
-"""A survey of many shots farmed over Dask workers (``stencilgen.survey``): shots along a line
+"""A survey of many shots farmed over Dask workers (``stencilgen.seismic.survey``): shots along a line
 at the surface of a layered model, each worker building its Operator once, the records written
 to ``--out`` as shots finish (``shot_NNNNN.npz``, the geometry beside each), a rerun skipping
 those already there.
@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from stencilgen import configuration  # noqa: E402
-from stencilgen.survey import Shot, run_survey  # noqa: E402
-from demos import seismic  # noqa: E402
-from demos.seismic import cli  # noqa: E402
-from demos.survey import shots  # noqa: E402
+from stencilgen.seismic.survey import Shot, run_survey  # noqa: E402
+from stencilgen import seismic  # noqa: E402
+from demos import cli  # noqa: E402
+from stencilgen.seismic import shots  # noqa: E402
 
 SPACING = 10.0
 NBL = 30
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         print(f"  shot {index} failed: {message}")
     if args.rtm and result.image is not None:
         from demos.rtm.run import image_depth
-        from demos.seismic import imaging
+        from stencilgen.seismic import imaging
         filtered = imaging.laplace_filter(result.image, model.spacing)
         np.save(Path(args.out) / "image.npy", filtered)
         print(f"Stacked image of {len(result.done)} shots: strongest at depth "

@@ -5,7 +5,7 @@
     python demos/tti/run.py -d 101 81 81 -so 8        # 3D
     python demos/tti/run.py -d 301 201 --storage float16 --compensated   # P, M, medium in 16 bits
 
-The propagator is ``demos/seismic/tti.py`` (Bube et al. 2016), the same as the benchmark's,
+The propagator is ``stencilgen/seismic/tti.py`` (Bube et al. 2016), the same as the benchmark's,
 here with a sponge of ``--nbl`` points per side. The model has three flat layers, top down:
 
     V (km/s)  rho (g/cc)  epsilon  delta  tilt theta
@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-# the checkout this script lives in: stencilgen (installed or not) and demos/seismic
+# the checkout this script lives in: stencilgen (installed or not) and demos/cli.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen.mpi import gather  # noqa: E402
-from demos import seismic  # noqa: E402
-from demos.seismic import cli  # noqa: E402
-from demos.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium  # noqa: E402
+from stencilgen import seismic  # noqa: E402
+from demos import cli  # noqa: E402
+from stencilgen.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium  # noqa: E402
 
 SPACING = 10.0
 NBL = 40

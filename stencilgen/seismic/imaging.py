@@ -13,7 +13,7 @@ gradient of J(m) = 1/2 |R P - d|^2 is the sum over steps and over both fields of
 wavefield at step t is what the adjoint step t needs. (A source inside the sponge adds a
 term this leaves out: keep sources out of it.) The wavefield is kept in memory (every step),
 as snapshots every k steps (a ConditionalDimension: the image of those steps), or recomputed
-from binomial checkpoints (``stencilgen.checkpointing``: the same image as in memory,
+from binomial checkpoints (``stencilgen.seismic.checkpointing``: the same image as in memory,
 exactly).
 """
 from __future__ import annotations
@@ -212,7 +212,7 @@ def migrate(fwd: Forward, adj: Adjoint, observed: np.ndarray, dt: float,
 def _migrate_checkpointed(fwd, adj, observed, dt, nt, checkpoints):
     """``migrate`` recomputing the forward states from at most ``checkpoints`` stored ones:
     the adjoint runs one step at a time, each with the forward state of that step."""
-    from stencilgen.checkpointing import reverse_with_checkpoints
+    from .checkpointing import reverse_with_checkpoints
     if checkpoints is None:
         raise ValueError("migrate: give the number of checkpoints for keep='checkpoints'")
     _zero(fwd.P, fwd.M, fwd.rec, adj.P, adj.M, adj.src_adj, adj.image, adj.gradient)

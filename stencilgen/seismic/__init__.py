@@ -1,8 +1,9 @@
-"""Seismic support for the demos: wavelets, velocity models with a sponge layer, source and
-receiver geometry, the acoustic propagator, arrival times and pictures.
-
-The physics lives here, outside the ``stencilgen`` package. Units: metres, km/s and ms
-(frequencies in kHz). Import from a checkout with the repository root on ``sys.path``.
+"""The seismic toolkit: wavelets, velocity models with a sponge layer, source and receiver
+geometry, the acoustic, TTI and SA-TTI propagators, arrival times and pictures; in its
+modules, imaging with checkpointing (``imaging``, ``checkpointing``), surveys of many shots
+on Dask (``survey``, with the workers' shot functions in ``shots``) and the RTM survey of
+the demos (``rtm``). Installed with the package (Dask workers import the shot functions by
+name). Units: metres, km/s and ms (frequencies in kHz).
 """
 from .geometry import Shot, make_shot, receiver_line, source_at
 from .model import (SAFETY, Model, damping_profile, homogeneous_model, laplacian_weight_sum,

@@ -118,7 +118,7 @@ def storage_label(args) -> str:
 def traffic_line(args, summary, field) -> str:
     """``Storage float16, compensated (P stored in units of 2**-2): 14.1 bytes per grid
     point...``: the storage the run used, the wavefield's scale, the summary's byte count."""
-    from .propagators import bytes_per_point
+    from stencilgen.seismic.propagators import bytes_per_point
     name = args.storage if args.storage != "float32" else getattr(args, "dtype", "float32")
     comp = ", compensated" if args.compensated else ""
     scale = field.storage_scale

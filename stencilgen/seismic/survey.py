@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import logger as log
-from .errors import InvalidArgument
+from .. import logger as log
+from ..errors import InvalidArgument
 
 RECORD = "shot_{:05d}.npz"
 
@@ -227,8 +227,8 @@ def _map(client, setup, shoot, todo, inputs, out, failed):
 def default_gpus() -> int:
     """The GPUs a local cluster gives a worker each: all the machine has where the backend
     setting is (or ``auto`` chooses) CUDA, else none."""
-    from . import platform
-    from .configuration import configuration
+    from .. import platform
+    from ..configuration import configuration
     name = configuration["backend"]
     if name == "auto":
         name = platform.choose_auto()[0]

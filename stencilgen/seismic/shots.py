@@ -1,4 +1,4 @@
-"""What the survey demo's workers run (``stencilgen.survey``): a setup built once per worker
+"""What the survey demo's workers run (``stencilgen.seismic.survey``): a setup built once per worker
 and a function per shot, for the acoustic forward model and for SA-TTI RTM.
 
 The shot functions check the geometry first, so a source or receiver outside the model
@@ -11,11 +11,11 @@ import argparse
 import numpy as np
 
 from stencilgen.errors import InvalidArgument
-from stencilgen.survey import Shot, ShotResult
+from stencilgen import seismic
 
-from demos import seismic
-from demos.seismic import imaging
-from demos.seismic.geometry import _bounds, _check_inside
+from . import imaging
+from .geometry import _bounds, _check_inside
+from .survey import Shot, ShotResult
 
 
 def check_geometry(model, shot: Shot) -> None:
@@ -56,11 +56,11 @@ def acoustic_shoot(state: dict, shot: Shot) -> ShotResult:
     return ShotResult(record=np.array(s.rec.data), meta={"dt": state["dt"], "f0": s.f0})
 
 
-# -- SA-TTI reverse-time migration (demos/rtm) ---------------------------------------------
+# -- SA-TTI reverse-time migration (demos/rtm, seismic/rtm.py) ---------------------------------------------
 
 def rtm_setup(inputs: dict) -> dict:
-    """The RTM demo's models and three Operators (``demos/rtm/run.build``)."""
-    from demos.rtm.run import build
+    """The RTM demo's models and three Operators (``rtm.build``)."""
+    from .rtm import build
     return {"survey": build(argparse.Namespace(**inputs))}
 
 
