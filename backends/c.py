@@ -91,7 +91,7 @@ class CBackend:
     #: after such a run hangs in its own first parallel region
     openmp_threads = True
 
-    #: where the entry point's arrays are (``stencilgen.places``): host memory
+    #: where the entry point's arrays are (``stencilgen.data.places``): host memory
     residency = "host"
 
     def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:

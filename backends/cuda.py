@@ -2,7 +2,7 @@
 
 The ``extern "C"`` entry point takes the same arguments as the C backend's, but its arrays are
 device allocations in the layout of ``device_layout`` (made, filled and read back by the
-caller, ``stencilgen.places``): it runs all sections there (the contiguous dimension on
+caller, ``stencilgen.data.places``): it runs all sections there (the contiguous dimension on
 ``threadIdx.x``, sparse points with ``atomicAdd``) and copies nothing but the sparse
 coordinates, so fields stay on the GPU between applies. Each CUDA call is checked; a failure
 returns a nonzero status and leaves a message in ``stencilgen_error()``. Section times come
@@ -366,7 +366,7 @@ class CudaBackend(CBackend):
             self.printer.stored = self.stored
 
     # -- what kernels take --------------------------------------------------------------------
-    residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.places)
+    residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.data.places)
 
     def pitched(self, a) -> bool:
         """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays,

@@ -2,7 +2,7 @@
 
 One data region around all sections copies each array in once and the written ones out once,
 unless the caller made it present (``stencilgen_acc_enter``: fields kept on the device between
-applies, ``stencilgen.places``), when it moves nothing;
+applies, ``stencilgen.data.places``), when it moves nothing;
 every loop nest is a ``parallel loop`` (collapsed, gang vector) with ``present`` clauses, and
 sparse injection adds with ``atomic update``. Arrays are indexed from their base pointer
 (``u_vec[u_o + ...]``) so the data clauses name exactly what the kernels touch. The source is

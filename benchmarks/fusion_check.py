@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from stencilgen import Eq, Function, Grid, TimeFunction, autotune, solve  # noqa: E402
-from stencilgen.operator import Operator  # noqa: E402
+from stencilgen import Eq, Function, Grid, TimeFunction, solve  # noqa: E402
+from stencilgen.runtime import autotune  # noqa: E402
+from stencilgen.runtime.operator import Operator  # noqa: E402
 
 
 def _smooth(rng, shape, lo, hi):

@@ -19,8 +19,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from demos.dummy_benchmark.run import setup as tti_setup  # noqa: E402
-from stencilgen import (Eq, Function, Grid, Operator, TimeFunction, autotune,  # noqa: E402
-                        configuration, platform, solve)
+from stencilgen import Eq, Function, Grid, Operator, TimeFunction, configuration, platform, solve
+from stencilgen.runtime import autotune
 
 #: the shape every nest runs with, and the backend (set by main)
 SHAPE = [0]

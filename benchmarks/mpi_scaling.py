@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stencilgen.decomposition import topology  # noqa: E402
+from stencilgen.distributed.decomposition import topology  # noqa: E402
 
 DEMO = ROOT / "demos" / "dummy_benchmark" / "run.py"
 GLOBAL = re.compile(r"Global performance: \[OI=[\d.]+, ([\d.]+) GFlops/s, ([\d.]+) GPts/s\]")

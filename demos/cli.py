@@ -186,7 +186,7 @@ def mpi_setup(args) -> int:
         if launched <= 1:
             return 0
         configuration["mpi"] = "basic"
-    from stencilgen.mpi import import_mpi
+    from stencilgen.distributed.mpi import import_mpi
     rank = import_mpi().COMM_WORLD.Get_rank()
     if rank:
         sys.stdout = open(os.devnull, "w")
@@ -196,7 +196,7 @@ def mpi_setup(args) -> int:
 
 def print_mpi(grid) -> None:
     """``MPI: 2 ranks, topology (1, 1, 2), rank 0 owns 412x423x238 points`` where split."""
-    from stencilgen.mpi import mode
+    from stencilgen.distributed.mpi import mode
     dist = grid.distributor
     if dist is not None:
         print(f"MPI: {dist.size} ranks ({mode()} halo exchange), topology {dist.dims}, "

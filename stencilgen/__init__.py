@@ -3,29 +3,29 @@ from sympy import (Abs, And, Ge, Gt, Le, Lt, Max, Min, Ne, Not, Or, acos, asin, 
                    ceiling, cos, cosh, exp, floor, log, sign, sin, sinh, sqrt, tan, tanh)
 
 from . import devito_names
-from .builtins import initialize_function, norm
-from .calculus import curl, diag, div, grad, laplace
+from .symbolic.builtins import initialize_function, norm
+from .symbolic.calculus import curl, diag, div, grad, laplace
 from .configuration import configuration
-from .derivatives import Derivative, first_derivative
-from .conditions import CondEq, CondNe
-from .dimensions import (ConditionalDimension, Dimension, SpaceDimension, SteppingDimension,
-                         TimeDimension)
-from .equations import Eq, solve
+from .symbolic.derivatives import Derivative, first_derivative
+from .symbolic.conditions import CondEq, CondNe
+from .symbolic.dimensions import (ConditionalDimension, Dimension, SpaceDimension,
+                                  SteppingDimension, TimeDimension)
+from .symbolic.equations import Eq, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
                      ExecutionError, HaloError, InvalidArgument, InvalidEquation,
                      InvalidOperator, NumericalWarning, StencilgenError,
                      UnsupportedDerivative)
-from .fd_sides import centered, left, right
-from .functions import Constant, Function, TimeFunction
-from .grid import Grid
+from .symbolic.fd_sides import centered, left, right
+from .symbolic.functions import Constant, Function, TimeFunction
+from .symbolic.grid import Grid
 from .errors import ApplyInterrupted
-from .memory import clear_cache
-from .operator import Operator
-from .sparse import SparseFunction, SparseTimeFunction
-from .staggering import CELL, NODE
-from .tensors import (Tensor, TensorFunction, TensorTimeFunction, Vector, VectorFunction,
-                      VectorTimeFunction)
-from .subdomains import SubDomain
+from .data.memory import clear_cache
+from .runtime.operator import Operator
+from .symbolic.sparse import SparseFunction, SparseTimeFunction
+from .symbolic.staggering import CELL, NODE
+from .symbolic.tensors import (Tensor, TensorFunction, TensorTimeFunction, Vector, VectorFunction,
+                               VectorTimeFunction)
+from .symbolic.subdomains import SubDomain
 
 __version__ = "0.1.0"
 

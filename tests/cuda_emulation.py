@@ -35,7 +35,7 @@ import tempfile
 
 import numpy as np
 
-from stencilgen.arguments import bind
+from stencilgen.runtime.arguments import bind
 
 #: the stack of each emulated thread of a kernel with barriers (the kernels have big locals)
 STACK_KIB = 256

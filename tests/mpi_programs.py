@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stencilgen import (Eq, Function, Grid, NODE, Operator, SparseTimeFunction,  # noqa: E402
                         TimeFunction, VectorTimeFunction, configuration, div, grad, solve)
-from stencilgen.mpi import gather  # noqa: E402
+from stencilgen.distributed.mpi import gather  # noqa: E402
 
 BACKEND = {"name": "c"}
 

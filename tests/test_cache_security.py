@@ -94,7 +94,7 @@ def test_directories_0700_and_files_0600_under_umask_000(tmp_path, tc):
         first.library_path.unlink()                     # rebuilt from the generated copy
         with pytest.warns(jitcache.EditedSourceWarning):
             again = build(source(1), tc, "um", cache_dir=cache)
-        from stencilgen import autotune      # the Operator's launch shapes, beside the build
+        from stencilgen.runtime import (autotune)      # the Operator's launch shapes, beside the build
         autotune.Remembered(first.source_path.parent).put("size", [0])
     finally:
         os.umask(old)

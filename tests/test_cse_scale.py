@@ -3,7 +3,7 @@ import sympy
 
 from stencilgen.ir.optimize import (Literal, count_flops, cse, share_scaled_sums,
                                     simplify_stencil)
-from stencilgen.names import NameRegistry
+from stencilgen.ir.names import NameRegistry
 
 a, b, c, d, e, f = sympy.symbols("a b c d e f", real=True)
 x = sympy.Symbol("x", integer=True)

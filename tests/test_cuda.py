@@ -112,7 +112,7 @@ def test_every_cuda_call_is_checked():
         if ln.startswith(("if (d_", "if (sg_d_")):
             assert "sg_release(cudaFree(" in ln, ln
     # the entry point allocates and copies only the sparse coordinates (fields are the
-    # caller's device copies: stencilgen/places.py), and frees them at the one exit
+    # caller's device copies: stencilgen/data/places.py), and frees them at the one exit
     cleanup = body[body.index("sg_cleanup:"):]
     for a in op.program.arrays:
         assert f"cudaMalloc((void **)&d_{a.name}_vec" not in body

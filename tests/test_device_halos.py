@@ -1,4 +1,4 @@
-"""Halo moves between GPU copies (stencilgen.device_halos): the transport chosen, and each
+"""Halo moves between GPU copies (stencilgen.distributed.device_halos): the transport chosen, and each
 transport moving faces, contiguous and strided, bit for bit (a rank sending to itself)."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import types
 import numpy as np
 import pytest
 
-from stencilgen.device_halos import DeviceHalos, Move, choose, communicator, mpi_takes_cuda
+from stencilgen.distributed.device_halos import (DeviceHalos, Move, choose, communicator,
+                                                 mpi_takes_cuda)
 from stencilgen.errors import InvalidArgument
 from test_cuda import needs_gpu
 

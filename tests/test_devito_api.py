@@ -170,8 +170,8 @@ def test_evaluate_is_a_property_that_may_be_called():
     """Devito's ``u.dx.evaluate`` and ``Eq(...).evaluate`` are properties; stencilgen's
     ``.evaluate()`` of earlier releases gives the same expression."""
     from stencilgen import Eq, Grid, TimeFunction
-    from stencilgen.derivatives import evaluate
-    from stencilgen.differentiable import plain
+    from stencilgen.symbolic.derivatives import evaluate
+    from stencilgen.symbolic.differentiable import plain
     grid = Grid(shape=(6,))
     u = TimeFunction(name="u", grid=grid, space_order=2)
     assert plain(u.dxl.evaluate) == plain(u.dxl.evaluate()) == evaluate(u.dxl)

@@ -15,10 +15,10 @@ import pytest
 import sympy as sp
 
 from stencilgen import Derivative, Eq, Function, Grid, Operator, TimeFunction
-from stencilgen.derivatives import centered, evaluate, first_derivative, left, right
-from stencilgen.differentiable import plain
+from stencilgen.symbolic.derivatives import centered, evaluate, first_derivative, left, right
+from stencilgen.symbolic.differentiable import plain
 from stencilgen.errors import InvalidArgument, UnsupportedDerivative
-from stencilgen.fd_weights import fornberg_weights
+from stencilgen.symbolic.fd_weights import fornberg_weights
 
 R = sp.Rational
 

@@ -1,4 +1,4 @@
-"""Tests for stencilgen.fd_weights against published coefficient tables and independent checks.
+"""Tests for stencilgen.symbolic.fd_weights against published coefficient tables and independent checks.
 
 The tables below are typed from the literature (Fornberg 1988, Math. Comp. 51, Tables 1-2, and the
 standard central / staggered-grid coefficient tables). Every table row is first checked on its own
@@ -14,7 +14,7 @@ import pytest
 import sympy
 from sympy import Rational as R
 
-from stencilgen.fd_weights import derivative_weights, fornberg_weights, stencil_offsets
+from stencilgen.symbolic.fd_weights import derivative_weights, fornberg_weights, stencil_offsets
 
 HALF = R(1, 2)
 ORDERS = (2, 4, 6, 8, 10, 12, 14, 16)

@@ -7,7 +7,8 @@ import pytest
 
 from backends import c_blocking
 from backends.c import CBackend
-from stencilgen import Eq, Function, Grid, Operator, TimeFunction, autotune, solve
+from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
+from stencilgen.runtime import autotune
 
 
 def _variable_density(shape):

@@ -10,7 +10,7 @@ import pytest
 
 from backends.cuda import CudaBackend
 from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve
-from stencilgen.compiler import compile_program
+from stencilgen.compiler.pipeline import compile_program
 from stencilgen.ir.fusion import Limits, fuse, producer_points, shared_bytes
 
 CUDA = Limits(**CudaBackend.FUSION)

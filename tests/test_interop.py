@@ -1,4 +1,4 @@
-"""stencilgen.interop: DLPack and CUDA Array Interface exchange. Here (no GPU) DeviceArrays
+"""stencilgen.data.interop: DLPack and CUDA Array Interface exchange. Here (no GPU) DeviceArrays
 over host memory are read back by numpy and by our own importer; views labelled as CUDA
 memory are only described, never dereferenced. The CuPy/PyTorch/JAX round trips need a GPU."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ import weakref
 import numpy as np
 import pytest
 
-from stencilgen import interop
+from stencilgen.data import interop
 from stencilgen.errors import InvalidArgument
-from stencilgen.interop import DeviceArray, Strided, foreign, foreign_view
+from stencilgen.data.interop import DeviceArray, Strided, foreign, foreign_view
 
 
 class Owner:

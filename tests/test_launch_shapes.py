@@ -11,8 +11,9 @@ import sympy
 
 import programs
 from programs import TOL
-from stencilgen import Eq, Function, Grid, Operator, TimeFunction, autotune, solve
-from stencilgen.compiler import compile_program
+from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
+from stencilgen.runtime import autotune
+from stencilgen.compiler.pipeline import compile_program
 from test_cuda import needs_gpu
 
 GPU_PROGRAMS = ["laplace3d_so8", "damped3d", "temporary3d", "shot3d", "coupled2d",

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 import stencilgen
-from stencilgen import (ApplyInterrupted, Eq, Grid, Operator, SparseTimeFunction,
-                        TimeFunction, longrun, memory, solve)
+from stencilgen import ApplyInterrupted, Eq, Grid, Operator, SparseTimeFunction, TimeFunction, solve
+from stencilgen.runtime import longrun
+from stencilgen.data import memory
 from stencilgen import Function as Func
 
 from test_cuda import needs_gpu, needs_nvcc

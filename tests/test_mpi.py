@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from stencilgen import Grid, configuration
-from stencilgen.decomposition import check_topology, split, topology
-from stencilgen.distributed_data import DistributedArray
+from stencilgen.distributed.decomposition import check_topology, split, topology
+from stencilgen.data.distributed_data import DistributedArray
 from stencilgen.errors import InvalidArgument
-from stencilgen.storage import HostArray
+from stencilgen.data.storage import HostArray
 from test_cuda import needs_gpu
 
 HERE = Path(__file__).resolve().parent
@@ -135,7 +135,7 @@ def test_global_writes_land_on_the_owned_part_only():
 def test_a_single_rank_communicator_runs_the_split_code():
     MPI = pytest.importorskip("mpi4py.MPI")
     from stencilgen import Eq, Operator, TimeFunction, solve
-    from stencilgen.mpi import gather
+    from stencilgen.distributed.mpi import gather
     out = []
     for comm in (None, MPI.COMM_SELF):
         g = Grid((24, 20), comm=comm)

@@ -11,8 +11,8 @@ import pytest
 
 from backends.reserved import is_reserved
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
-from stencilgen.compiler import compile_program
-from stencilgen.names import NameRegistry
+from stencilgen.compiler.pipeline import compile_program
+from stencilgen.ir.names import NameRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ["derivative expansion", "indexing", "scale folding", "classification",

@@ -10,7 +10,7 @@ import sympy
 
 from stencilgen import (Eq, Function, Grid, Operator, SparseTimeFunction, TimeFunction,
                         InvalidArgument, InvalidOperator)
-from stencilgen import precision
+from stencilgen.data import precision
 
 try:
     import ml_dtypes

@@ -1,4 +1,4 @@
-"""Fields that stay where an operator ran: the rules of ``stencilgen/storage.py``, checked on
+"""Fields that stay where an operator ran: the rules of ``stencilgen/data/storage.py``, checked on
 any machine with an emulated device (C kernels reading "device" copies that are separate host
 buffers, every copy between them counted). The GPU tests are in test_residency_gpu.py."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import weakref
 import numpy as np
 import pytest
 
-from stencilgen import (Eq, Function, Grid, Operator, SparseTimeFunction, TimeFunction,
-                        memory, places)
-from stencilgen.storage import HostArray
+from stencilgen import Eq, Function, Grid, Operator, SparseTimeFunction, TimeFunction
+from stencilgen.data import memory, places
+from stencilgen.data.storage import HostArray
 
 
 class EmuCopy:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from stencilgen import (Eq, Function, Grid, Operator, SparseTimeFunction, TimeFunction,
-                        clear_cache, places, platform)
-from stencilgen.interop import DeviceArray
+                        clear_cache, platform)
+from stencilgen.data import places
+from stencilgen.data.interop import DeviceArray
 
 from test_cuda import needs_gpu
 

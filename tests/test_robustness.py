@@ -276,7 +276,7 @@ def test_blowup_of_a_field_without_time_axis():
 def test_last_written_slots():
     """The check reads the slot each written field's last step wrote: (time_M + 1) % 2 of a
     buffered field, time_M + 1 of a saved one; a field without time axis whole."""
-    from stencilgen.operator import last_written
+    from stencilgen.runtime.operator import last_written
     grid = Grid(shape=(6, 5))
     u = TimeFunction(name="u", grid=grid, time_order=2)
     v = TimeFunction(name="v", grid=grid, save=8)

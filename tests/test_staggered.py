@@ -15,7 +15,7 @@ from stencilgen import (CELL, NODE, Eq, Function, Grid, InvalidArgument, Invalid
                         Operator, TensorFunction, TensorTimeFunction, TimeFunction,
                         VectorFunction, VectorTimeFunction, configuration, curl, diag, div,
                         grad, laplace, platform, solve)
-from stencilgen.differentiable import plain
+from stencilgen.symbolic.differentiable import plain
 
 from test_cuda import needs_gpu
 from test_devito_ports import TOLERANCE

@@ -35,7 +35,7 @@ import numpy as np
 # the checkout this script lives in: stencilgen (installed or not) and demos/cli.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Grid  # noqa: E402
-from stencilgen.mpi import allreduce_max  # noqa: E402
+from stencilgen.distributed.mpi import allreduce_max  # noqa: E402
 from demos import cli  # noqa: E402
 from stencilgen.seismic.propagators import field_values  # noqa: E402
 from stencilgen.seismic.tti import (DUMMY_MEDIUM, sa_tti_operator, tti_critical_dt,  # noqa: E402

@@ -32,7 +32,7 @@ import numpy as np
 
 # the checkout this script lives in: stencilgen (installed or not) and demos/cli.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from stencilgen.mpi import gather  # noqa: E402
+from stencilgen.distributed.mpi import gather  # noqa: E402
 from stencilgen import seismic  # noqa: E402
 from demos import cli  # noqa: E402
 from stencilgen.seismic.tti import sa_tti_operator, tti_critical_dt, tti_medium  # noqa: E402

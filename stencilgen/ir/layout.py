@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
-from ..names import NameRegistry
+from .names import NameRegistry
 from .nodes import (ArrayLayout, ArrayParam, IndexTypes, Parameter, Program, Section,
                     element_size)
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import sympy
 
-from ..names import NameRegistry
+from .names import NameRegistry
 from .accesses import access_map
 from .nodes import Assign, Kernel, Program, SparseKernel, SparseLocals, Stencils
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import sympy
 
-from ..names import NameRegistry
+from .names import NameRegistry
 from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, element_size, real_type
 from .accesses import access_map, shift_accesses
 from .optimize import (InvariantHoister, Local, ScalarHoister, count_bytes, count_flops, cse,

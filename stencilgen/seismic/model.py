@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stencilgen import Function, Grid
-from stencilgen.fd_weights import fornberg_weights
+from stencilgen.symbolic.fd_weights import fornberg_weights
 
 #: the fraction of the leapfrog stability limit that ``Model.critical_dt`` uses
 SAFETY = 0.8

@@ -10,8 +10,8 @@ from typing import Callable
 import numpy as np
 
 from stencilgen import Eq, Operator, TimeFunction, solve
-from stencilgen.mpi import allreduce_max, gather
-from stencilgen.profiling import PerfEntry, PerformanceSummary
+from stencilgen.distributed.mpi import allreduce_max, gather
+from stencilgen.runtime.profiling import PerfEntry, PerformanceSummary
 
 
 def acoustic_pde(model, u):

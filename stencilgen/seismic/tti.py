@@ -190,7 +190,7 @@ def tti_stability_limit(spacing, vmax: float, epsmax: float, space_order: int) -
 
     The bound is attained (up to the finite grid) when eps = 0.
     """
-    from stencilgen.fd_weights import fornberg_weights
+    from stencilgen.symbolic.fd_weights import fornberg_weights
     p = space_order // 2
     s1 = sum(abs(float(w)) for w in fornberg_weights([k + 0.5 for k in range(-p, p)], 0, 1))
     lam = sum((s1 / float(h)) ** 2 for h in spacing)

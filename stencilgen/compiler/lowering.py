@@ -1,0 +1,653 @@
+"""Lowering: symbolic equations -> indexed equations on arrays.
+
+``check_equations`` validates; ``register_names`` gives every user object its C name;
+``expand_derivatives`` turns lazy derivatives into weighted shifts, the argument of an outer
+space derivative that holds a space derivative becoming a temporary; ``index_equations``
+turns ``u(t + dt, x + 2*h_x)`` into ``u[t1, x + 2]`` and collects what the code takes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import sympy
+
+from ..symbolic import conditions
+from ..symbolic.derivatives import Derivative, expand
+from ..symbolic.differentiable import location, placed, plain
+from ..symbolic.dimensions import stepping_dimension, time_dimension
+from ..symbolic.equations import Eq, SparseEq
+from ..errors import HaloError, InvalidEquation
+from ..symbolic.functions import Constant, DiscreteFunction, FieldData, Function
+from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils,
+                        Subsampling, TimeIndex)
+from ..symbolic.indexing import GridIndex
+from ..ir.names import NameRegistry
+from ..symbolic.relocation import at_nodes, at_place
+from ..symbolic.staggering import natural_index
+from ..symbolic.sparse import Injection, Interpolation
+
+
+class TempFunction(Function):
+    """A grid array the compiler introduces (gradient temporaries, hoisted invariants)."""
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, dtype=None, staggered=(),
+                     storage=None) -> FieldData:
+        return FieldData(name=name, grid=grid, space_order=2, dtype=dtype, store=storage,
+                         halo=(0,) * grid.dim, staggered=staggered)
+
+
+def check_equations(eqs) -> tuple:
+    """Flatten and validate a list of Eq; return (eqs, grid)."""
+    flat = _flatten(eqs)
+    if not flat:
+        raise InvalidEquation("Operator: no equations given")
+    for i, e in enumerate(flat):
+        if isinstance(e, Injection):
+            flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
+        elif isinstance(e, Interpolation):
+            flat[i] = SparseEq("interpolate", e.sparse.origin, e.expr, e.sparse)
+    found = {}
+    for e in flat:
+        if not isinstance(e, Eq):
+            raise InvalidEquation(f"Operator: expected Eq objects, got {type(e).__name__}: {e!r}")
+        if not (isinstance(e, SparseEq) and e.kind == "interpolate"):
+            _check_lhs(e)
+        foreign = e.rhs.atoms(sympy.Derivative)
+        if foreign:
+            raise InvalidEquation(f"{e}: holds a sympy derivative ({min(foreign, key=str)}), which "
+                                  "has no finite-difference meaning; write u.dx, u.diff(x) or "
+                                  "stencilgen.Derivative(u, x) instead")
+        for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
+            found.setdefault(f.name, f)
+    return flat, _operator_grid([found[n] for n in sorted(found)])
+
+
+def _operator_grid(functions):
+    """The grid the equations loop over: the one Grid of their functions or, where every one
+    is built without a grid, the largest of their own; each function without a grid must lie
+    on it (its dimensions among the grid's, in order, with the grid's sizes)."""
+    real = {id(f.grid): (f.grid, f.name) for f in functions if not f.grid.implicit}
+    if len(real) > 1:
+        names = ", ".join(f"{n!r} on {g!r}" for g, n in real.values())
+        raise InvalidEquation(f"Operator: the equations mix Functions of different Grids ({names}); "
+                              "build every Function of one Operator on the same Grid")
+    grid = next(iter(real.values()))[0] if real else max((f.grid for f in functions),
+                                                         key=lambda g: g.dim)
+    for f in functions:
+        if not f.grid.implicit:
+            continue
+        dims = f.grid.dimensions
+        axes = [grid.dimensions.index(d) if d in grid.dimensions else -1 for d in dims]
+        if -1 in axes or axes != sorted(axes):
+            raise InvalidEquation(f"Operator: {f.name} has dimensions {dims}, which are not "
+                                  f"among the loop dimensions {grid.dimensions} in that order; "
+                                  "build it on the dimensions of the other functions")
+        for d, n, axis in zip(dims, f.grid.shape, axes):
+            if grid.shape[axis] != n:
+                raise InvalidEquation(f"Operator: {f.name} has {n} points along {d} but the "
+                                      f"equations loop over {grid.shape[axis]} (the shape of "
+                                      f"{grid!r}); give it shape {grid.shape[axis]} along {d}")
+    return grid
+
+
+def _flatten(eqs) -> list:
+    """Nested lists of equations, and vector or tensor Eqs, as one list of scalar ones."""
+    if isinstance(eqs, (list, tuple)):
+        return [e for item in eqs for e in _flatten(item)]
+    if getattr(eqs, "components", None) is not None:
+        return list(eqs.components)
+    return [eqs]
+
+
+def _check_lhs(eq: Eq):
+    lhs = eq.lhs
+    if not isinstance(lhs, DiscreteFunction):
+        raise InvalidEquation(f"{eq}: the left-hand side must be a Function or TimeFunction "
+                              f"access such as u.forward, got {lhs}")
+    dims = lhs.grid.dimensions
+    for d, a in zip(dims, lhs.args[-len(dims):]):
+        if a != natural_index(d, lhs.staggered) and not (isinstance(a, GridIndex) and a.dim == d):
+            raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
+                                  f"{dims} (or at a fixed index along some, u[t + 1, 0, y]), not "
+                                  f"at shifted indices {lhs.args[-len(dims):]}")
+
+
+def fixed_indices(lhs, dims) -> dict:
+    """Axis -> index of the left-hand side's fixed indices (``u[t + 1, 0, y]``: {0: 0})."""
+    args = lhs.args[-len(dims):] if isinstance(lhs, DiscreteFunction) else ()
+    return {axis: a.value for axis, a in enumerate(args) if isinstance(a, GridIndex)}
+
+
+# -- derivatives --------------------------------------------------------------------------
+
+def _axis_offset(arg, dim) -> sympy.Rational:
+    if arg.has(GridIndex):
+        raise InvalidEquation(f"index {arg} along {dim}: a fixed index (u[t, 0, y]) cannot be "
+                              "shifted or differentiated; write the neighbour's index instead")
+    off = sympy.expand((arg - dim) / dim.spacing)
+    if not off.is_Rational:
+        raise InvalidEquation(f"index {arg} is not {dim} plus a multiple of {dim.spacing}")
+    return off
+
+
+def _has_space_derivative(expr) -> bool:
+    return any(not d.dim.is_Time for d in expr.atoms(Derivative))
+
+
+class _Expander:
+    """Expands derivatives; the argument of a space derivative that itself holds a space
+    derivative becomes a zero-halo temporary, so the outer derivative always sees the inner
+    expression as zero outside the domain (the discrete -G^T B G form, exactly self-adjoint)."""
+
+    def __init__(self, grid, names):
+        self.grid = grid
+        self.names = names
+        self.new_eqs: list[Eq] = []
+
+    def temp(self, expr):
+        """A temporary for ``expr``, its values sitting where ``expr``'s do."""
+        places = {d: location(expr, d) for d in self.grid.dimensions}
+        staggered = tuple(d for d, p in places.items() if p is not None and p[0] != 0)
+        temp = TempFunction(name=self.names.counted("r"), grid=self.grid, dtype=self.grid.dtype,
+                            staggered=staggered, storage=_temp_store(expr))
+        self.names.bind(temp.field, temp.name)
+        return temp
+
+    def __call__(self, expr):
+        if isinstance(expr, Derivative):
+            inner = self(expr.expr)
+            place = placed(expr, location(expr.expr, expr.dim))
+            if not expr.dim.is_Time and _has_space_derivative(expr.expr):
+                t = self.temp(expr.expr)
+                self.new_eqs.append(Eq(t, inner))
+                inner = t
+            return expand(expr, inner, place)
+        if isinstance(expr, DiscreteFunction) or not expr.args or not expr.has(Derivative):
+            return expr
+        return expr.func(*[self(a) for a in expr.args])
+
+
+def _temp_store(expr) -> str | None:
+    """A temporary's storage: the 16-bit format of the fields in time it is made of, where
+    they share one (a derivative of a float16 wavefield is stored as float16)."""
+    formats = {f.field.store for f in expr.atoms(DiscreteFunction) if f.field.is_time}
+    return formats.pop() if len(formats) == 1 else None
+
+
+def _companion(eq):
+    comp = getattr(getattr(eq.lhs, "field", None), "companion", None)
+    return None if isinstance(eq, SparseEq) else comp
+
+
+def compensate(eqs, names: NameRegistry) -> list[Eq]:
+    """Compensated stepping (Gao and Harms), first half: where a field keeps a companion of
+    what its 16-bit stores round off, the time-stepping sum (its reads at the point it
+    writes, outside space derivatives) adds the companion back. Space derivatives read the
+    stored values alone: a correction at one point of their stencil only would add noise."""
+    out = []
+    for eq in eqs:
+        comp = _companion(eq)
+        if comp is not None:
+            names.user(comp.field, comp.name)
+            eq = eq.with_rhs(_add_companion(eq.rhs, eq.lhs, comp))
+        out.append(eq)
+    return out
+
+
+def compensation_stores(eqs) -> list[Eq]:
+    """Second half, after derivative expansion (so both stores share its temporaries): the
+    companion stores what the field's store rounds off (exact in float32: the two values
+    are close)."""
+    out = []
+    for eq in eqs:
+        out.append(eq)
+        comp = _companion(eq)
+        if comp is not None:
+            rounded = ROUNDED[eq.lhs.field.store](eq.rhs)
+            out.append(_with_lhs(eq, comp.func(*eq.lhs.args), eq.rhs - rounded))
+    return out
+
+
+def _add_companion(expr, lhs, comp):
+    """``expr`` with each read of ``lhs``'s field at its point, outside space derivatives,
+    plus the companion there."""
+    if isinstance(expr, Derivative) and not expr.dim.is_Time:
+        return expr
+    if isinstance(expr, DiscreteFunction):
+        if expr.field is lhs.field and expr.args[1:] == lhs.args[1:]:
+            return expr + comp.func(*expr.args)
+        return expr
+    if not expr.args:
+        return expr
+    return expr.func(*[_add_companion(a, lhs, comp) for a in expr.args])
+
+
+def _with_lhs(eq, lhs, rhs):
+    """A copy of ``eq`` (its subdomain, conditions) writing ``rhs`` into ``lhs``."""
+    new = eq.with_rhs(rhs)
+    new.lhs = lhs
+    return new
+
+
+def expand_derivatives(eqs, grid, names) -> list[Eq]:
+    """Every Eq with derivatives expanded; temporaries' equations precede their users."""
+    out = []
+    for eq in eqs:
+        ex = _Expander(grid, names)
+        rhs = ex(at_nodes(eq.rhs, grid) if getattr(eq, "kind", None) == "interpolate" else
+                 eq.rhs if isinstance(eq, SparseEq) else at_place(eq.rhs, eq.lhs))
+        out.extend(ex.new_eqs)
+        out.append(eq.with_rhs(rhs))
+    return out
+
+
+# -- names ----------------------------------------------------------------------------------
+
+def _functions(eqs) -> list:
+    found = set()
+    for e in eqs:
+        found |= e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)
+        if isinstance(e, SparseEq):
+            found.add(e.sparse)
+    return sorted((f.origin for f in found), key=lambda f: f.name)
+
+
+def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistry:
+    """Every user name first, so each keeps its spelling where it is safe: the dimensions,
+    the Functions and Constants (by name), then the Operator."""
+    for d in grid.dimensions + (time_dimension(),):
+        names.user(d, d.name)
+    for d in sorted({d for e in eqs for d in conditions.conditional_dims(e)}, key=str):
+        names.user(d, d.name)
+    seen = {}
+    for f in _functions(eqs):
+        other = seen.setdefault(f.name, f.field)
+        if other is not f.field:
+            raise InvalidEquation(f"two different functions are both named {f.name!r}; "
+                                  "give every Function of an Operator its own name")
+        names.user(f.field, f.name)
+    constants = set().union(*(e.rhs.atoms(Constant) for e in eqs))
+    constants |= {d.spacing for d in grid.dimensions if isinstance(d.spacing, Constant)}
+    for c in sorted(constants, key=lambda c: c.name):
+        names.user(c, c.name)
+    names.user("operator", operator)
+    return names
+
+
+# -- indexing -----------------------------------------------------------------------------
+
+@dataclass
+class Bindings:
+    """What the Operator binds to the program's parameters: the user objects by C name."""
+
+    grid: object
+    functions: dict = field(default_factory=dict)   # array C name -> DiscreteFunction
+    constants: dict = field(default_factory=dict)   # scalar C name -> Constant
+    factors: dict = field(default_factory=dict)     # factor C name -> ConditionalDimension
+    scales: dict = field(default_factory=dict)      # scale C name -> [FieldData] sharing it
+
+
+def _loop_dim(d, names: NameRegistry) -> LoopDim:
+    c = names.cname(d)
+    return LoopDim(symbol=sympy.Symbol(c, integer=True), user=d.name,
+                   size=names.fresh(f"{c}_size"), lower=names.fresh(f"{c}_m"),
+                   upper=names.fresh(f"{c}_M"), spacing=names.fresh(f"h_{c}"),
+                   origin=names.fresh(f"o_{c}"))
+
+
+class _Indexer:
+    """The state of one indexing pass: arrays, scalars and time slots met so far."""
+
+    def __init__(self, grid, names: NameRegistry, groups=None):
+        self.grid, self.names = grid, names
+        self.groups = groups or {}     # FieldData -> its scale scalar's C name
+        self.dims = tuple(_loop_dim(d, names) for d in grid.dimensions)
+        self.time = sympy.Symbol(names.cname(time_dimension()), integer=True)
+        self.point = sympy.Symbol(names.fresh("p"), integer=True)
+        self.dt = sympy.Symbol(names.fresh("dt"), real=True, positive=True)
+        self.arrays: dict = {}         # FieldData -> ArrayParam
+        self.scalars: dict = {}        # name -> ScalarParam
+        self.time_indices: dict = {}   # (shift, modulo) -> TimeIndex
+        self.subsamplings: dict = {}   # ConditionalDimension -> Subsampling
+        self.bindings = Bindings(grid)
+        self.symbols = {time_dimension(): self.time, stepping_dimension(): self.time}
+        for d, ld in zip(grid.dimensions, self.dims):
+            self.symbols[d] = ld.symbol
+            self.symbols[d.symbolic_min] = sympy.Symbol(ld.lower, integer=True)
+            self.symbols[d.symbolic_max] = sympy.Symbol(ld.upper, integer=True)
+
+    def array(self, f: DiscreteFunction) -> ArrayParam:
+        rec = f.field
+        if rec not in self.arrays:
+            sparse = bool(f.is_Sparse)
+            temporary = isinstance(f, TempFunction)
+            cname = self.names.cname(rec)
+            axes = () if sparse else self.axes(f)
+            halo = () if sparse else tuple(
+                rec.halo[axes.index(i)] if i in axes else 0 for i in range(len(self.dims)))
+            self.arrays[rec] = ArrayParam(
+                name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else len(self.dims),
+                time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
+                temporary=temporary, sparse=sparse, halo=halo,
+                axes=() if axes == tuple(range(len(self.dims))) else axes,
+                store=rec.store, scale=self.scale_of(rec, temporary))
+            if not temporary:
+                self.bindings.functions[cname] = f.origin
+        return self.arrays[rec]
+
+    def scale_of(self, rec, temporary):
+        """A field's scale: its group's run-time scale (fields in time stored in 16 bits),
+        the power of two it was given (others), None for a temporary (from its equation)."""
+        if temporary:
+            return None
+        if rec in self.groups:
+            return sympy.Symbol(self.groups[rec], positive=True)
+        return sympy.Rational(rec.scale) if rec.scale is not None else sympy.S.One
+
+    def axes(self, f) -> tuple:
+        """The loop dimensions ``f`` spans, by position (all, but for a Function built
+        without a grid on fewer dimensions: its array has strides 0 along the others)."""
+        return tuple(self.grid.dimensions.index(d) for d in f.grid.dimensions)
+
+    def time_index(self, shift: int, modulo: int | None):
+        if modulo is None:
+            return self.time + shift
+        key = (shift % modulo, modulo)
+        if key not in self.time_indices:
+            sym = sympy.Symbol(self.names.counted("t"), integer=True)
+            self.time_indices[key] = TimeIndex(sym, key[0], modulo)
+        ti = self.time_indices[key]
+        if shift not in ti.offsets:
+            self.time_indices[key] = replace(ti, offsets=tuple(sorted(ti.offsets + (shift,))))
+        return ti.symbol
+
+    def scalar(self, name, dtype, role):
+        self.scalars.setdefault(name, ScalarParam(name, dtype, role))
+
+    def access(self, f: DiscreteFunction):
+        """``f`` (a function at shifted indices) as an array access."""
+        arr = self.array(f)
+        self.timed |= arr.time_size is not None
+        if arr.sparse:
+            return self.sparse_access(f, arr)
+        idx = []
+        if arr.time_size is not None:
+            k = _axis_offset(f.args[0], _time_root(f))
+            if not k.is_Integer:
+                raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
+            sub = f.field.time_dim
+            idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None else
+                       self.time_index(int(k), arr.time_size if arr.modulo else None))
+        own = f.grid.dimensions
+        args = dict(zip(own, f.args[-len(own):]))
+        for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
+            if d not in args:          # a dimension f does not span: any index reads the same
+                idx.append(ld.symbol)
+                continue
+            if axis in self.fixed or isinstance(args[d], GridIndex):
+                idx.append(ld.symbol + self.fixed_offset(f, axis, args[d], arr.halo[axis]))
+                continue
+            o = _axis_offset(args[d], d) - f.field.stagger(d)
+            if not o.is_Integer:
+                raise InvalidEquation(
+                    f"{f} is read at {d}{o:+} {d.spacing}, between grid points: evaluate "
+                    f"staggered derivatives with x0= so that the result lands on a node")
+            if not arr.temporary and abs(o) > arr.halo[axis]:
+                raise HaloError(
+                    f"{f.name} is read at {d}{int(o):+d} but its halo is {arr.halo[axis]} points "
+                    f"wide (space_order={f.space_order}): the stencil is wider than the halo; raise "
+                    f"space_order to at least {2 * abs(int(o))} or lower the derivatives' fd_order")
+            idx.append(ld.symbol + int(o))
+        return arr.base[tuple(idx)]
+
+    def subsampling(self, d, indexed=False) -> Subsampling:
+        """The factor parameter of ConditionalDimension ``d`` (and, ``indexed``, the time
+        loop's ``time / factor`` that functions on ``d`` are indexed by), registered."""
+        sub = self.subsamplings.get(d)
+        if sub is None:
+            cname = self.names.cname(d)
+            constant = d.factor.name if isinstance(d.factor, Constant) else None
+            sub = Subsampling(self.names.fresh(f"{cname}f"), d.name, constant=constant)
+            self.bindings.factors[sub.factor] = d
+        if indexed and sub.symbol is None:
+            sub = replace(sub, symbol=sympy.Symbol(self.names.cname(d), integer=True))
+            self.symbols[d] = sub.symbol
+        self.subsamplings[d] = sub
+        return sub
+
+    def condition(self, expr, eq):
+        """A user condition (Gt(f, 0), Lt(y, 5)...) over the program's arrays and symbols."""
+        ex = _Expander(self.grid, self.names)
+        expr = ex(expr)
+        if ex.new_eqs:
+            raise InvalidEquation(f"{eq}: a condition holds a derivative of a derivative; "
+                                  "compute it into a Function first and compare that")
+        found = sorted(expr.atoms(DiscreteFunction), key=lambda a: (a.name, str(a)))
+        expr = expr.xreplace({f: self.access(f) for f in found})
+        return plain(expr.xreplace({**self.symbols, **self.scalars_of(expr, eq)}))
+
+    def conditions(self, eq):
+        """(condition on the time step, condition at each point) of ``eq``, or None each."""
+        dims = conditions.conditional_dims(eq)
+        # Devito's iteration space holds the dimensions named and the conditions' parents
+        self.timed |= any(d.root.is_Time for d in getattr(eq, "implicit_dims", ()) + dims)
+        if not dims:
+            return None, None
+        parts = []
+        for d in dims:
+            tests = [self.condition(d.condition, eq)] if d.condition is not None else []
+            if d.factor is not None:
+                parent = self.time if d.parent.is_Time else self.symbols.get(d.parent)
+                if parent is None:
+                    raise InvalidEquation(
+                        f"{eq}: ConditionalDimension {d.name} counts {d.parent}, which is not a "
+                        f"dimension of the grid {self.grid.dimensions}; give it "
+                        "parent=grid.time_dim or one of grid.dimensions")
+                tests.append(conditions.factor_test(
+                    parent, sympy.Symbol(self.subsampling(d).factor, integer=True)))
+            parts.append(tests[0] if len(tests) == 1 else d.relation(*tests))
+        mode = sympy.Or if all(d.relation is sympy.Or for d in dims) else sympy.And
+        loops = set(self.symbols.values()) - {self.time} - \
+            {s.symbol for s in self.subsamplings.values()}
+        when, guard = conditions.split(
+            eq, parts, mode, lambda c: bool(c.atoms(sympy.Indexed) or c.free_symbols & loops))
+        self.timed |= any(c is not None and c.has(self.time) for c in (when, guard))
+        return when, guard
+
+    def region(self, eq) -> tuple[tuple, tuple]:
+        """The iteration of ``eq`` on its subdomain: per dimension a widening (negative: the
+        points left out) and the bound both ends count from (``Kernel.span``), or ((), ())."""
+        sub = getattr(eq, "subdomain", None)
+        if sub is None:
+            return (), ()
+        if sub.grid is not self.grid:
+            raise InvalidEquation(f"{eq}: its subdomain {sub.name!r} belongs to another Grid; "
+                                  "use a subdomain of the grid of its functions")
+        extent, anchors = [], []
+        for side, *width in sub.spans:
+            if side == "middle":
+                extent.append((-width[0], -width[1]))
+            else:              # the first or last n points: both ends from x_m or from x_M
+                extent.append((0, width[0] - 1) if side == "left" else (width[0] - 1, 0))
+            anchors.append({"left": "lower", "right": "upper"}.get(side))
+        if not any(anchors):
+            return (tuple(extent) if any(lo or hi for lo, hi in extent) else ()), ()
+        return tuple(extent), tuple(anchors)
+
+    def fixed_offset(self, f, axis, arg, h) -> int:
+        """The offset of a read at fixed index ``arg`` from the left-hand side's fixed index
+        along ``axis`` (checked: both fixed, the read inside the domain and halo ``h``)."""
+        d, n = self.grid.dimensions[axis], self.grid.shape[axis]
+        if axis not in self.fixed:
+            raise InvalidEquation(f"{f} is read at the fixed index {arg} along {d} while the "
+                                  f"equation runs over every {d}: write {d} plus an integer, "
+                                  f"or fix {d} in the left-hand side too")
+        if not isinstance(arg, GridIndex):
+            raise InvalidEquation(f"{f} is read at {arg} along {d} while the left-hand side "
+                                  f"fixes {d} = {self.fixed[axis]}: index {d} by numbers on "
+                                  f"the right-hand side too (u[t, {self.fixed[axis]} + 1, ...])")
+        if not -h <= arg.value <= n - 1 + h:
+            raise HaloError(f"{f} is read at index {arg.value} along {d}, outside its domain "
+                            f"0..{n - 1} and halo of {h} points")
+        return arg.value - self.fixed[axis]
+
+    def sparse_access(self, f, arr):
+        """``src(time + k*dt, p_src)`` -> ``src[time + k, p]``."""
+        idx = []
+        if arr.time_size is not None:
+            k = _axis_offset(f.args[0], time_dimension())
+            if not k.is_Integer:
+                raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
+            idx.append(self.time + int(k))
+        if f.args[-1] != f.origin.args[-1]:
+            raise InvalidEquation(f"{f}: a sparse function is read at its own points only")
+        return arr.base[tuple(idx) + (self.point,)]
+
+    def scalars_of(self, rhs, eq) -> dict:
+        """The C symbols of the scalars ``rhs`` reads (Constants, spacings, dt), registered."""
+        out = {}
+        skip = set(self.grid.dimensions) | {time_dimension(), stepping_dimension()}
+        skip |= set(self.symbols)
+        skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {self.point, self.time}
+        skip |= {ti.symbol for ti in self.time_indices.values()} | set(self.symbols.values())
+        for s in rhs.free_symbols - skip:
+            if isinstance(s, sympy.Indexed):
+                continue
+            if isinstance(s, Constant):
+                cname = self.names.cname(s)
+                # a grid's spacing binds the grid's Constant: sympy's cache may hand back an
+                # equal one (same name) from an older expression
+                own = [d.spacing for d in self.grid.dimensions if d.spacing == s]
+                self.scalar(cname, s.dtype, ("constant", s.name))
+                self.bindings.constants[cname] = own[0] if own else s
+                out[s] = sympy.Symbol(cname, real=True)
+            elif s == time_dimension().spacing:
+                self.scalar(self.dt.name, self.grid.dtype, ("dt",))
+                out[s] = self.dt
+            elif any(s == d.spacing for d in self.grid.dimensions):
+                axis = [d.spacing for d in self.grid.dimensions].index(s)
+                if self.grid.implicit:
+                    raise InvalidEquation(
+                        f"{eq}: a derivative along {self.grid.dimensions[axis]} of functions "
+                        "built without a Grid has no spacing; build them on a Grid(shape=..., "
+                        "extent=..., dimensions=...) or give the dimension spacing=Constant(...)")
+                name = self.dims[axis].spacing
+                self.scalar(name, self.grid.dtype, ("spacing", axis))
+                out[s] = sympy.Symbol(name, real=True, positive=True)
+            else:
+                raise InvalidEquation(f"{eq}: the symbol {s} is neither a grid dimension, a "
+                                      "spacing, dt nor a Constant; use stencilgen.Constant for "
+                                      "run-time scalars")
+        return out
+
+    def __call__(self, eq: Eq) -> IndexedEq:
+        # sorted: the parameter order (and so the source text and its cache key) must not
+        # depend on set iteration order, which changes between processes
+        found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
+        if getattr(eq, "kind", None) != "interpolate" and \
+                eq.lhs.grid.dimensions != self.grid.dimensions:
+            raise InvalidEquation(
+                f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator loops "
+                f"over {self.grid.dimensions}; stencilgen writes a Function only in an Operator "
+                f"over its own dimensions: build a separate Operator for {eq.lhs.name}")
+        self.timed = False
+        self.fixed = fixed_indices(eq.lhs, self.dims) if getattr(eq, "kind", None) is None \
+            else {}
+        mapping = {f: self.access(f)
+                   for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a)))}
+        when, guard = self.conditions(eq)
+        rhs = eq.rhs.xreplace(mapping)
+        symbols = {**self.symbols, **self.scalars_of(rhs, eq)}
+        lhs, rhs = mapping[eq.lhs].xreplace(symbols), plain(rhs.xreplace(symbols))
+        kind = getattr(eq, "kind", None)
+        if kind is None:
+            fixed = tuple(self.fixed.get(axis) for axis in range(len(self.dims)))
+            extent, anchors = self.region(eq)
+            return IndexedEq(lhs, rhs, self.timed, extent=extent, anchors=anchors,
+                             fixed=fixed if self.fixed else (), when=when, guard=guard)
+        self.array(eq.sparse)
+        for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
+            self.scalar(ld.origin, np.float64, ("origin", axis))
+            if isinstance(d.spacing, Constant):   # as Devito: its value, whatever the extent
+                self.scalar(ld.spacing, self.grid.dtype, ("constant", d.spacing.name))
+                self.bindings.constants[ld.spacing] = d.spacing
+            else:
+                self.scalar(ld.spacing, self.grid.dtype, ("spacing", axis))
+        stagger = tuple(float(eq.lhs.field.stagger(d)) for d in self.grid.dimensions) \
+            if kind == "inject" else ()
+        return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,
+                         sparse=self.names.cname(eq.sparse.field),
+                         stagger=stagger if any(stagger) else ())
+
+
+def _time_root(f):
+    """The dimension ``f``'s time index counts along: ``t``, ``time`` or a subsampled one."""
+    if f.field.time_dim is not None:
+        return f.field.time_dim
+    root = f.args[0].free_symbols & {stepping_dimension(), time_dimension()}
+    return root.pop() if root else time_dimension()
+
+
+def _time_step(eqs) -> int:
+    """+1, or -1 when the equations write ``.backward`` (time then runs from time_M down)."""
+    shifts = set()
+    for e in eqs:
+        lhs = e.lhs
+        if isinstance(lhs, DiscreteFunction) and lhs.field.is_time and not lhs.is_Sparse \
+                and lhs.field.time_dim is None:
+            k = _axis_offset(lhs.args[0], _time_root(lhs))
+            shifts.add(int(sympy.sign(k)))
+    if {1, -1} <= shifts:
+        raise InvalidEquation("Operator: the equations write both .forward and .backward time "
+                              "levels; build one Operator for each time direction")
+    return -1 if -1 in shifts else 1
+
+
+def scale_groups(eqs, names: NameRegistry) -> dict:
+    """FieldData -> the C name of its run-time scale, for the 16-bit fields in time: one
+    scale for the fields an equation couples (SA-TTI's p and m), so it cancels there."""
+    parent: dict = {}
+
+    def root(r):
+        while parent[r] is not r:
+            r = parent[r]
+        return r
+    for e in eqs:
+        if isinstance(e, SparseEq) and e.kind == "interpolate":
+            continue
+        found = [f.field for f in {e.lhs} | e.rhs.atoms(DiscreteFunction)
+                 if isinstance(f, DiscreteFunction) and f.field.is_time and f.field.store
+                 and not isinstance(f, TempFunction)]
+        for r in found:
+            parent.setdefault(r, r)
+        for r in found[1:]:
+            parent[root(r)] = root(found[0])
+    heads = {}
+    for r in sorted(parent, key=lambda r: r.name):
+        heads.setdefault(root(r), names.fresh(f"scale_{root(r).name}"))
+    return {r: heads[root(r)] for r in parent}
+
+
+def index_equations(eqs, grid, names: NameRegistry):
+    """The equations on arrays, as ``Stencils``, and the ``Bindings`` of their parameters."""
+    groups = scale_groups(eqs, names)
+    ix = _Indexer(grid, names, groups)
+    for rec, name in groups.items():
+        ix.scalar(name, grid.dtype, ("scale",))
+        ix.bindings.scales.setdefault(name, []).append(rec)
+    indexed = tuple(ix(e) for e in eqs)
+    arrays = tuple(ix.arrays.values())
+    return Stencils(eqs=indexed, dims=ix.dims, time=ix.time, point=ix.point, arrays=arrays,
+                    time_step=_time_step(eqs),
+                    scalars=tuple(sorted(ix.scalars.values(), key=lambda s: s.name)),
+                    time_indices=tuple(sorted(ix.time_indices.values(),
+                                              key=lambda t: t.symbol.name)),
+                    dtype=grid.dtype,
+                    subsamplings=tuple(sorted(ix.subsamplings.values(), key=lambda s: s.factor))
+                    ), ix.bindings
+
+
+__all__ = ["Bindings", "TempFunction", "check_equations", "expand_derivatives",
+           "index_equations", "register_names"]

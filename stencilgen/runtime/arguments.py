@@ -1,0 +1,367 @@
+"""Binding ``apply``'s keywords to the entry point's parameters, checked, by each one's role."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy
+
+from ..errors import InvalidArgument
+from ..symbolic.functions import DiscreteFunction
+from ..symbolic.grid import as_int
+from ..symbolic.sparse import check_coordinates
+from ..data.storage import Storage
+from ..data import precision
+
+
+def _steering(prog) -> set:
+    """The keywords with a fixed meaning (time step, bounds); a Function or Constant of the
+    same name keeps its own data."""
+    return {"dt", "time_m", "time_M"} | {f"{d.user}_{s}" for d in prog.dims for s in "mM"}
+
+
+def _accepted(prog) -> set:
+    known = {a.user for a in prog.arrays if not a.temporary}
+    known |= {s.role[1] for s in prog.scalars if s.role[0] == "constant"}
+    known |= {s.constant for s in prog.subsamplings if s.constant}
+    return known | _steering(prog)
+
+
+def _kind(f) -> str:
+    if f.is_Sparse:
+        return "SparseTimeFunction" if f.field.time_size is not None else "SparseFunction"
+    if f.field.time_size is None:
+        return "Function"
+    return "TimeFunction(save=...)" if f.field.save is not None else "TimeFunction"
+
+
+def _override_mismatch(arr, f, override) -> str | None:
+    """What keeps ``override`` from standing in for ``f`` and what to pass instead (None: it
+    may stand in)."""
+    got, like = override.field, f"pass a {_kind(f)} built like {f.name}"
+    if (got.time_size is None) != (f.field.time_size is None) or \
+            bool(override.is_Sparse) != arr.sparse:
+        return f"is a {_kind(override)}, {f.name} a {_kind(f)}; {like}"
+    if override.grid.shape != f.grid.shape:
+        return (f"lies on a grid of shape {override.grid.shape}, {f.name} on {f.grid.shape}; "
+                f"{like} on a grid of that shape, or build an Operator for the other grid")
+    if np.dtype(override.dtype) != np.dtype(f.dtype):
+        return (f"holds {np.dtype(override.dtype).name}, the Operator was built for "
+                f"{np.dtype(f.dtype).name}; {like} with dtype={np.dtype(f.dtype).name}")
+    if arr.modulo and got.time_size != arr.time_size:
+        how = f"save={got.save}" if got.save is not None else f"time_order={override.time_order}"
+        return (f"has {got.time_size} time slots ({how}), but the Operator cycles through "
+                f"{f.name}'s {arr.time_size} (time_order={f.time_order}, save=None); build "
+                f"{override.name} with time_order={f.time_order} and no save, or build an "
+                f"Operator for {override.name}")
+    return None
+
+
+def _override(arr, f, override):
+    """The data of ``override`` standing in for ``f`` (the function compiled), checked.
+    A saved or sampled time axis may have any length (a run-time argument); a ring buffer's
+    slots, the grid's shape and the dtype are those built into the code."""
+    if not isinstance(override, DiscreteFunction):
+        raise InvalidArgument(f"apply: {f.name} must be overridden with a Function of the same "
+                              f"kind, got {type(override).__name__}")
+    wrong = _override_mismatch(arr, f, override)
+    if wrong:
+        raise InvalidArgument(f"apply: {f.name}={override.name} does not match {f.name}: it "
+                              f"{wrong}")
+    if not arr.sparse and any(h < r for h, r in zip(override.halo, f.halo)):
+        raise InvalidArgument(f"apply: {f.name}={override.name} has halo "
+                              f"{override.halo}, narrower than the stencil needs {f.halo}")
+    return override
+
+
+def _storage(arr, bindings, overrides, temps, shape, args, keep):
+    """The storage of ``arr`` for this apply and its halo widths (a temporary's own, sized
+    to the grid; a sparse function's coordinates bound on the way)."""
+    if arr.temporary:
+        full = tuple(n + 2 * h for n, h in zip(shape, arr.halo))
+        st = temps.get(arr.name)
+        if st is None or st.shape != full:
+            st = temps[arr.name] = Storage(arr.name, full,
+                                           precision.host_dtype(arr.store, arr.dtype), arr.halo)
+        return st, arr.halo
+    f = bindings.functions[arr.name]
+    if arr.user in overrides:
+        f = _override(arr, f, overrides[arr.user])
+    if arr.split and f.grid.distributor is not bindings.grid.distributor:
+        raise InvalidArgument(f"apply: {f.name} is not on the split grid of the Operator "
+                              f"({bindings.grid!r}); build it on that grid")
+    if arr.sparse:
+        check_coordinates(f)
+        coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
+        keep.append(coords)
+        args[arr.layout.coords], args[arr.layout.npoint] = coords.ctypes.data, f.npoint
+    return f.field.storage, f.halo
+
+
+def _array_args(prog, bindings, overrides, temps, args, keep, attach):
+    """Data pointers (from ``attach``: where the backend reads them), halo widths, point
+    counts, time lengths and coordinates of every array; returns the length of each
+    directly indexed time axis bound, by C name."""
+    lengths, bound = {}, []
+    for arr in prog.arrays:
+        lay = arr.layout
+        st, halo = _storage(arr, bindings, overrides, temps, bindings.grid.shape_local, args,
+                            keep)
+        bound.append((arr, st, halo))
+        for name, h in zip(lay.halo, halo):
+            args[name] = int(h)
+        if lay.nt:
+            args[lay.nt] = lengths[arr.name] = int(st.shape[0])
+    for (arr, st, _), ptr in zip(bound, attach(bound)):
+        args[arr.layout.vec] = ptr
+        keep.append(st)
+    return lengths
+
+
+def _time_accesses(prog):
+    """The time offsets of every access to a time array, relative to the time counter,
+    (array, offset) of each access to a directly indexed one (saved or sparse), and (array,
+    offset, factor parameter) of each access to a snapshot array (indexed ``time / factor``)."""
+    slots = {ti.symbol: ti.offsets for ti in prog.time_indices}
+    sampled = {s.symbol: s.factor for s in prog.subsamplings if s.symbol is not None}
+    offsets, direct, snapshots = set(), [], []
+    for k in prog.kernels:
+        for table in (k.reads, k.writes):
+            for name, offs in table.items():
+                arr = prog.array(name)
+                if arr.time_size is None:
+                    continue
+                for o in offs:
+                    if arr.modulo:
+                        offsets.update(slots[o[0]])
+                        continue
+                    sub = set(sampled) & sympy.sympify(o[0]).free_symbols
+                    if sub:
+                        sym = sub.pop()
+                        snapshots.append((arr, int(o[0] - sym), sampled[sym]))
+                        continue
+                    s = int(o[0] - prog.time)
+                    offsets.add(s)
+                    direct.append((arr, s))
+    return offsets, direct, snapshots
+
+
+def _given(kwargs, key, default):
+    """``kwargs[key]``, or ``default`` where it is absent or None (as Devito)."""
+    value = kwargs.get(key)
+    return default if value is None else value
+
+
+def _time_defaults(offsets, direct, snapshots, args, lengths):
+    """Devito's defaults: time_m = -(lowest offset), time_M = (fewest saved steps or sparse
+    samples of the functions bound) - 1 - (highest offset), or the last step a snapshot array
+    has room for (factor * snapshots - 1), over every access in the time loop (None: no
+    default)."""
+    lower, upper = min(offsets | {0}), max(offsets | {0})
+    limits = [lengths[arr.name] - 1 - upper for arr, _ in direct]
+    limits += [args[f] * (lengths[arr.name] - s) - 1 for arr, s, f in snapshots]
+    return -lower, min(limits) if limits else None
+
+
+def _check_snapshots(snapshots, args, lengths, time_m, time_M):
+    """InvalidArgument where time steps time_m..time_M would reach past a snapshot array
+    (snapshot ``time / factor + offset`` of each step that stores or reads one)."""
+    for arr, s, f in snapshots:
+        n, k = lengths[arr.name], args[f]
+        lo, hi = time_m // k + s, time_M // k + s
+        if 0 <= lo and hi <= n - 1:
+            continue
+        fix = f"use time_m >= {-s * k}" if lo < 0 else \
+            f"use time_M <= {k * (n - s) - 1} or save >= {hi + 1}"
+        raise InvalidArgument(
+            f"apply: {arr.user} holds {n} snapshots, one every {k} time steps, but time steps "
+            f"{time_m}..{time_M} reach snapshot {lo if lo < 0 else hi}; {fix}")
+
+
+def _time_bounds(prog, kwargs, op_name, args, lengths):
+    """time_m and time_M, given or Devito's defaults, checked against the length of every
+    directly indexed time axis bound (``lengths``, by C name) and every snapshot array."""
+    offsets, direct, snapshots = _time_accesses(prog)
+    default_m, default_M = _time_defaults(offsets, direct, snapshots, args, lengths)
+    if _given(kwargs, "time_M", None) is None and default_M is None:
+        raise InvalidArgument(f"Operator `{op_name}`.apply: missing time bounds; pass "
+                              f"time_M (the last step; time_m defaults to {default_m}), e.g. "
+                              "op.apply(time_M=100, dt=0.5)")
+    time_m = as_int(_given(kwargs, "time_m", default_m), "apply: time_m",
+                    f"pass the first time step as an integer, e.g. time_m={default_m}")
+    time_M = as_int(_given(kwargs, "time_M", default_M), "apply: time_M",
+                    "pass the last time step as an integer, e.g. time_M=100")
+    if time_m < 0 or time_M < time_m:
+        raise InvalidArgument(f"apply: time_m={time_m}, time_M={time_M} must satisfy "
+                              "0 <= time_m <= time_M")
+    for arr, s in direct:
+        n = lengths[arr.name]
+        if time_M + s > n - 1 or time_m + s < 0:
+            held = f"has nt={n} time samples" if arr.sparse else f"saves {n} time steps"
+            raise InvalidArgument(
+                f"apply: {arr.user} {held} but time steps {time_m}..{time_M} access index "
+                f"{time_m + s if time_m + s < 0 else time_M + s}; use time_M <= {n - 1 - s} "
+                f"or a larger {'nt' if arr.sparse else 'save='}")
+    _check_snapshots(snapshots, args, lengths, time_m, time_M)
+    return time_m, time_M
+
+
+def _factors(prog, bindings, overrides, args):
+    """Each subsampling factor: the ConditionalDimension's int, or its Constant's value now
+    (or the value apply gives the Constant by name)."""
+    for s in prog.subsamplings:
+        d = bindings.factors[s.factor]
+        value = d.factor if isinstance(d.factor, int) else overrides.get(s.constant,
+                                                                         d.factor.data)
+        if not (np.isscalar(value) and float(value).is_integer() and value > 0):
+            raise InvalidArgument(f"apply: the factor of ConditionalDimension {d.name} is "
+                                  f"{d.factor.name}={float(value):g}; set it to a positive integer")
+        args[s.factor] = int(value)
+
+
+def _bounds(prog, grid, kwargs, args):
+    for d, n in zip(prog.dims, grid.shape):
+        lo, hi = (as_int(_given(kwargs, key, default), f"apply: {key}",
+                         f"pass a grid index from 0 to {n - 1}, e.g. {key}={default}")
+                  for key, default in ((f"{d.user}_m", 0), (f"{d.user}_M", n - 1)))
+        if not 0 <= lo <= hi <= n - 1:
+            raise InvalidArgument(f"apply: {d.user}_m={lo} and {d.user}_M={hi} must satisfy "
+                                  f"0 <= {d.user}_m <= {d.user}_M <= {n - 1}")
+        args[d.size], args[d.lower], args[d.upper] = n, lo, hi
+    if prog.split:   # this rank's block: the arrays' sizes, where global indices start
+        for d, lo, n in zip(prog.dims, grid.distributor.starts, grid.shape_local):
+            args[d.size], args[d.first] = n, lo
+    _subdomain_ends(prog, grid, args)
+
+
+def _subdomain_ends(prog, grid, args):
+    """A subdomain's left or right end (n points from x_m, or up to x_M, as Devito) must
+    stay inside the domain at the bounds given."""
+    for k in prog.kernels:
+        for depth, anchor in enumerate(getattr(k, "anchors", ()) or ()):
+            if not anchor:
+                continue
+            d, n, at = prog.dims[depth], grid.shape[depth], args[getattr(prog.dims[depth], anchor)]
+            (_, lo), (_, hi) = k.span(depth)
+            if lo <= hi and not 0 <= at + lo <= at + hi <= n - 1:
+                raise InvalidArgument(
+                    f"apply: {d.user}_m={args[d.lower]}, {d.user}_M={args[d.upper]} put an "
+                    f"equation's subdomain at {d.user} = {at + lo}..{at + hi}, outside "
+                    f"0..{n - 1}; move the bounds")
+
+
+def _same_geometry(a, b) -> bool:
+    """Whether grids ``a`` and ``b`` have one spacing and origin (to round-off)."""
+    if a is b or (a.spacing == b.spacing and a.origin == b.origin):
+        return True   # the common case, without numpy's cost on each apply
+    h = np.array(a.spacing)
+    return (np.allclose(h, b.spacing, rtol=1e-9, atol=0)
+            and np.allclose(a.origin, b.origin, rtol=0, atol=1e-9 * h.min()))
+
+
+def _geometry(prog, bindings, overrides):
+    """The grid whose spacing and origin this call uses: that of every function bound (the
+    overrides and the compiled ones), which must agree; else an InvalidArgument."""
+    bound = [overrides.get(a.user, bindings.functions[a.name])
+             for a in prog.arrays if not a.temporary]
+    bound = [f for f in bound if not f.grid.implicit]   # Functions without a grid: no geometry
+    if not bound:
+        return bindings.grid
+    ref = bound[0].grid
+    odd = [f for f in bound if not _same_geometry(ref, f.grid)]
+    if not odd:
+        return ref
+    same = [f for f in bound if _same_geometry(ref, f.grid)]
+
+    def describe(fs):
+        return (f"{', '.join(f.name for f in fs)} (spacing {fs[0].grid.spacing}, "
+                f"origin {fs[0].grid.origin})")
+    raise InvalidArgument(
+        f"apply: the functions bound disagree on the grid: {describe(same)} but "
+        f"{', '.join(describe([f]) for f in odd)}; bind functions on grids of one spacing "
+        "and origin (override the others too, or build the overrides on grids with the same "
+        "extent and origin)")
+
+
+def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
+    kind = s.role[0]
+    if kind == "spacing":
+        return geometry.spacing[s.role[1]]
+    if kind == "origin":
+        return geometry.origin[s.role[1]]
+    if kind == "constant":
+        return overrides.get(s.role[1], bindings.constants[s.name].value)
+    if "dt" not in kwargs:
+        raise InvalidArgument(f"Operator `{op_name}`.apply: the equations use dt; "
+                              "pass it, e.g. op.apply(time_M=100, dt=0.5)")
+    return kwargs["dt"]
+
+
+def _dimension_names(prog, kwargs, op_name) -> dict:
+    """Devito's shorthand: a dimension's name stands for its last index (``time=100`` is
+    ``time_M=100``, ``x=10`` is ``x_M=10``) where no Function or Constant has that name."""
+    dims = (["time"] if prog.has_time_loop else []) + [d.user for d in prog.dims]
+    own = _accepted(prog) - _steering(prog)
+    out = dict(kwargs)
+    for dim in dims:
+        if dim in out and dim not in own:
+            if out.get(f"{dim}_M") is not None:
+                raise InvalidArgument(f"Operator `{op_name}`.apply: {dim}= and {dim}_M= both "
+                                      f"given; {dim}= means {dim}_M=, pass one of them")
+            out[f"{dim}_M"] = out.pop(dim)
+    return out
+
+
+def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
+    """Every argument of the entry point by C name, and what to keep alive meanwhile.
+    ``attach`` turns [(array, storage, halo)] into the pointers the entry point reads."""
+    kwargs = _dimension_names(prog, kwargs, op_name)
+    unknown = set(kwargs) - _accepted(prog)
+    if unknown:
+        raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "
+                              f"{', '.join(sorted(unknown))}; it accepts "
+                              f"{', '.join(sorted(_accepted(prog)))}")
+    # a Function or Constant named like a steering keyword keeps its own data
+    steering = _steering(prog)
+    overrides = {k: v for k, v in kwargs.items() if k not in steering}
+    args, keep = {prog.control: None}, []   # no stop flag or step count: apply sets one
+    lengths = _array_args(prog, bindings, overrides, temps, args, keep, attach)
+    _bounds(prog, bindings.grid, kwargs, args)
+    _factors(prog, bindings, overrides, args)
+    if prog.has_time_loop:
+        args[prog.time_bounds[0]], args[prog.time_bounds[1]] = \
+            _time_bounds(prog, kwargs, op_name, args, lengths)
+    geometry = _geometry(prog, bindings, overrides)
+    for s in prog.scalars:
+        if s.role[0] == "scale":
+            continue
+        value = _scalar(s, bindings, geometry, kwargs, overrides, op_name)
+        label = s.role[1] if s.role[0] == "constant" else s.name
+        try:
+            args[s.name] = float(value)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"apply: {label}={value!r} is not a number") from None
+        if not math.isfinite(args[s.name]):
+            raise InvalidArgument(f"apply: {label}={value!r} is not finite")
+    _scales(prog, bindings, overrides, args)
+    return args, keep
+
+
+def _scales(prog, bindings, overrides, args):
+    """The run-time scales of 16-bit fields (``stencilgen.data.precision``), chosen at the first
+    apply that needs them."""
+    for s in prog.scalars:
+        if s.role[0] != "scale":
+            continue
+        members = [overrides[r.name].field if r.name in overrides else r
+                   for r in bindings.scales[s.name]]
+        args[s.name] = precision.choose_scale(
+            s.name, members, lambda: _largest_increment(prog, s.name, bindings, overrides, args))
+
+
+def _largest_increment(prog, scale, bindings, overrides, args) -> float:
+    """``precision.largest_increment`` into the arrays of run-time scale ``scale``."""
+    names = {a.name for a in prog.arrays if getattr(a.scale, "name", None) == scale}
+    functions = {a.name: overrides.get(a.user, bindings.functions.get(a.name))
+                 for a in prog.arrays if not a.temporary}
+    return precision.largest_increment(prog, names, functions, args)

@@ -1,0 +1,95 @@
+"""Launch-shape autotuning: each shape a backend offers is timed for a few steps, the fastest
+kept per section and remembered beside the build, per problem size.
+
+A run is tuned when asked (``apply(autotune=True)``), or by itself when nothing is remembered
+for its size yet and the ``autotuning`` setting is ``on``, or ``auto`` (the default) and the
+run is large enough that a few trial steps per shape cost little next to it. Trials run on the
+caller's data; what they write is put back before the real run.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .. import logger as log
+
+#: steps timed per shape
+TRIAL_STEPS = 3
+#: point updates (points x steps) from which a run is tuned by itself: about 100^3 points
+#: for 2000 steps, or 412x423x476 for 25; the trials then cost a few percent of the run
+AUTO_FROM = 2.0e9
+
+
+def wanted(asked, setting: str, remembered: bool, updates: float) -> bool:
+    """Whether this apply tunes: ``asked`` (the apply's autotune=) wins, then the setting."""
+    if asked is not None:
+        return bool(asked)
+    if remembered or setting == "off":
+        return False
+    return setting == "on" or updates >= AUTO_FROM
+
+
+def size_key(prog, args) -> str:
+    """What tuning depends on besides the code: the sizes and iteration bounds."""
+    values = [args[d.size] for d in prog.dims]
+    values += [args[b] for d in prog.dims for b in (d.lower, d.upper)]
+    return "x".join(str(int(v)) for v in values)
+
+
+class Remembered:
+    """The shapes chosen for each size, in ``tuning.json`` beside the built library."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / "tuning.json"
+
+    def load(self) -> dict:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):   # none yet, or unreadable: tune again
+            return {}
+
+    def get(self, key: str):
+        found = self.load().get(key)
+        return np.asarray(found, dtype=np.int64) if found is not None else None
+
+    def put(self, key: str, choice) -> None:
+        table = self.load()
+        table[key] = [int(c) for c in choice]
+        tmp = self.path.with_name(f".tuning-{os.getpid()}.json")
+        try:
+            # 0600 as every file of the build cache (jitcache.trust), whatever the umask
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(json.dumps(table, indent=1))
+            os.replace(tmp, self.path)   # readers never see half a file
+        except OSError as exc:           # a read-only cache still runs, tuned or not
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            log.warning(f"could not remember the tuned launch shapes in {self.path}: {exc}")
+
+
+def tune(run, shapes: dict, sections: int, rounds: int = 1, defaults: dict | None = None,
+         margin: float = 0.0) -> np.ndarray:
+    """The fastest shape per section: ``run(choice)`` runs the trial steps with
+    ``choice[section]`` and returns the section timers. ``shapes``: section -> number of
+    shapes; sections not in it keep 0. With several ``rounds`` every shape is timed that many
+    times (interleaved) and its best time counts: CPU timers of a few steps vary by tens of
+    percent from one run to the next. A section keeps its shape of ``defaults`` unless
+    another ran faster by more than ``margin`` (a fraction of its time)."""
+    count = max(shapes.values())
+    times = np.full((count, sections), np.inf)
+    for _ in range(rounds):
+        for r in range(count):
+            choice = np.array([min(r, shapes.get(s, 1) - 1) for s in range(sections)],
+                              dtype=np.int64)
+            times[r] = np.minimum(times[r], run(choice))
+    best = np.zeros(sections, dtype=np.int64)
+    for s, n in shapes.items():
+        best[s] = int(np.argmin(times[:n, s]))
+        d = (defaults or {}).get(s)
+        if d is not None and times[best[s], s] > (1.0 - margin) * times[d, s]:
+            best[s] = d
+    return best

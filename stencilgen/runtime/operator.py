@@ -1,0 +1,388 @@
+"""The Operator: equations in, a compiled and cached loop program out, run by ``apply``."""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time as _time
+from contextlib import contextmanager
+
+import numpy as np
+
+import jitcache
+
+from .. import logger as log
+from . import autotune as tuning
+from . import finite
+from . import longrun
+from . import operator_options as options
+from ..data import places
+from .. import platform as targets
+from .arguments import bind
+from ..compiler.pipeline import compile_program
+from ..configuration import configuration
+from ..errors import ExecutionError, InvalidArgument, InvalidOperator
+from ..symbolic.functions import DiscreteFunction
+from ..distributed.halo_exchange import HaloExchange, SparseSums, ranks_timed
+from ..distributed import mpi
+from .profiling import PerformanceSummary, summarize
+
+_CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
+           "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "control": ctypes.c_void_p,
+           "index": ctypes.c_long, "exchange": ctypes.c_void_p,
+           "regions": ctypes.c_void_p}
+
+
+class Operator:
+    """Compiles equations into one entry point; ``apply`` binds data and runs it.
+
+    ``Operator(eqs, name="Kernel", backend="c", check_finite=None)``; ``str(op)`` /
+    ``op.ccode`` is the source. ``apply`` may run from several threads at once.
+    """
+
+    def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
+                 check_finite=None, *, language=None, platform=None, opt=None, subs=None):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
+        if check_finite not in (None, True, False):
+            raise InvalidArgument(f"Operator: check_finite must be True, False or None (the "
+                                  f"check-finite setting), got {check_finite!r}")
+        self._check_finite = check_finite
+        self.name = name
+        backend = options.backend_of(name, backend, language, platform)
+        options.check_opt(name, opt)
+        self._target = targets.select(backend)
+        self._cflags = cflags
+        start = _time.perf_counter()
+        self.program, self._bindings = compile_program(
+            expressions, name, self._target.narrow_index, self._target.flops_per_byte,
+            self._target.fusion)
+        self.grid = self._bindings.grid
+        options.check_subs(name, subs, self.grid)
+        self._emitter = self._target.emitter(
+            self.program, options=targets.emit_options(self._target.name))
+        refused = self._emitter.refusal()
+        if refused:
+            raise InvalidOperator(f"Operator `{name}`: {refused}")
+        self.ccode = self._emitter.emit()
+        self.codegen_seconds = _time.perf_counter() - start
+        log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
+        self._build = None
+        self._where = None
+        self._build_lock = threading.Lock()
+        self._temps = _Temporaries()
+
+    def __str__(self) -> str:
+        return self.ccode
+
+    # -- building ------------------------------------------------------------------------------
+    def _toolchain(self):
+        # cflags None: the backend's defaults (STENCILGEN_CFLAGS applies to C-language backends)
+        return targets.toolchain(self._target.name, self._cflags)
+
+    def _ensure_built(self):
+        if self._build is not None:
+            return False
+        with self._build_lock:   # two threads' first applies build once
+            if self._build is not None:
+                return False
+            return self._build_and_load()
+
+    def _check_storage(self):
+        """A clear error where the compiler cannot store a 16-bit format the program uses."""
+        tc = self._toolchain()
+        for fmt, (probe, needs) in self._emitter.storage_probes().items():
+            failed = jitcache.compile_failure(tc, probe)
+            if failed:
+                users = ", ".join(a.user for a in self.program.arrays if a.store == fmt)
+                raise InvalidOperator(
+                    f"Operator `{self.name}` stores {users} as {fmt}, which the "
+                    f"{self._target.name} compiler {tc.cc} ({tc.version()}) cannot build (it "
+                    f"needs {needs}); store them as float32 or bfloat16, or use another "
+                    f"compiler. The compiler said:\n{failed[-1500:]}")
+
+    def _build_and_load(self):
+        self._check_storage()
+        b = jitcache.build(self.ccode, self._toolchain(), self.name,
+                           cache_dir=configuration["cache-dir"],
+                           backdoor=configuration["jit-backdoor"],
+                           entry_point=self.program.entry)
+        if b.compiled:
+            extra = " (JIT backdoor: edited source)" if b.backdoor else ""
+            # the file the compiler read: the generated copy when the user's edit is not used
+            log.info(f"Operator `{self.name}` jit-compiled `{b.compiled_from or b.source_path}` "
+                     f"in {b.seconds:.2f} s with `{b.compiler}`{extra}")
+            if configuration["debug"] and b.log:   # e.g. gcc's vectorisation report
+                log.info(f"Operator `{self.name}`: the compiler said:\n{b.log}")
+        else:
+            log.info(f"Operator `{self.name}` fetched `{b.source_path}` from jit-cache")
+        # the platform may say what the loaded build does at run time (e.g. where it runs)
+        where = targets.describe(self._target.name, b.library)
+        if where:
+            log.info(f"Operator `{self.name}` {where}")
+        fn = b.library[self.program.entry]   # item access: a name like `_name` is a CDLL attribute
+        fn.restype = ctypes.c_int
+        fn.argtypes = [_CTYPES.get(p.kind) or np.ctypeslib.as_ctypes_type(p.dtype)
+                       for p in self.program.parameters()]
+        self._cfunction = fn
+        self._sigint = longrun.sigint_functions(b.library)   # Ctrl-C between time steps
+        self._build = b
+        return b.compiled
+
+    def _place(self):
+        """Where the build's arrays live while it runs (``stencilgen.data.places``), found on
+        first use: a GPU place needs the GPU, which building does not."""
+        if self._where is None:
+            try:
+                self._where = places.place_for(self._emitter.residency, self._build.library,
+                                               self._toolchain())
+            except ExecutionError as exc:
+                raise ExecutionError(f"Operator `{self.name}` failed: {exc}") from None
+        return self._where
+
+    @property
+    def cfunction(self):
+        """The loaded entry point (compiling or fetching it on first use)."""
+        self._ensure_built()
+        return self._cfunction
+
+    @property
+    def source_path(self):
+        self._ensure_built()
+        return self._build.source_path
+
+    # -- running ---------------------------------------------------------------------------------
+    def arguments(self, **kwargs):
+        """Every argument of the entry point by C name after defaults and overrides (arrays
+        where the backend reads them: on the GPU for CUDA), and what must stay alive while it
+        runs (temporaries fresh, the caller's own)."""
+        self._ensure_built()
+        return bind(self.program, self._bindings, kwargs, {}, self.name, self._attacher({}))
+
+    def _attacher(self, bound: dict):
+        """The ``attach`` of ``bind``: the pointers of the arrays where the backend reads them
+        (device copies made and brought up to date), noting each storage in ``bound``."""
+        em, place = self._emitter, self._place()
+
+        def attach(items):
+            bound.update({arr.name: st for arr, st, _ in items})
+            return place.attach([(st, em.device_layout(arr, st.shape, st.dtype.itemsize, h))
+                                 for arr, st, h in items])
+        return attach
+
+    def __call__(self, **kwargs) -> PerformanceSummary:
+        """``op(...)`` is ``op.apply(...)``."""
+        return self.apply(**kwargs)
+
+    def apply(self, autotune=None, **kwargs) -> PerformanceSummary:
+        """Run the operator; returns the performance summary (printed at STENCILGEN_LOGGING=PERF).
+
+        ``autotune``: True times the launch shapes the backend offers first (a few steps
+        each) and keeps the fastest for this size; False uses those kept or the defaults;
+        None (default) tunes by itself a large run of a size not tuned yet (see
+        ``stencilgen.runtime.autotune``)."""
+        t0 = _time.perf_counter()
+        compiled = self._ensure_built()
+        if self._emitter.openmp_threads:
+            longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
+        prog, check = self.program, self._check_finite
+        check = configuration["check-finite"] if check is None else check
+        with self._temps.borrow() as temps:   # never shared by two applies running at once
+            bound = {}
+            args, keep = bind(prog, self._bindings, kwargs, temps, self.name,
+                              self._attacher(bound))
+            written = [bound[n] for n in prog.checks]
+            timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
+            args[prog.timers] = timers.ctypes.data
+            span = (args[prog.time_bounds[0]], args[prog.time_bounds[1]]) \
+                if prog.has_time_loop else None
+            fields = self._written_fields(kwargs)
+            checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
+            args[prog.checks_param] = None if checks is None else checks.ctypes.data
+            shapes = self._launch_shapes(args, written, autotune, bound)
+            args[prog.tuning] = None if shapes is None else shapes.ctypes.data
+            keep.append(shapes)
+            split = self._split(args, bound, kwargs) if prog.split else None
+            run = self._run(args, written, split)
+            del keep
+        if run.stopped:
+            raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
+        wall, ranks = _time.perf_counter() - t0, ()
+        if prog.split:
+            wall, ranks = ranks_timed(self.grid.distributor, timers, wall, split[0])
+        summary = summarize(prog, args, timers, wall, compiled, ranks)
+        for line in summary.report():
+            log.perf(line)
+        if checks is not None:
+            finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
+        return summary
+
+    def _split(self, args, bound, kwargs):
+        """On a split grid: the halo exchange the entry point calls (arrays never written
+        exchanged now) and the receivers' sums over the ranks, their rows cleared."""
+        prog, dist = self.program, self.grid.distributor
+        exchange = HaloExchange(prog, dist, bound, mpi.mode() == "overlap", self._place())
+        args[prog.exchange] = exchange.pointer
+        args[prog.regions] = exchange.regions.ctypes.data
+        functions = {a.name: kwargs.get(a.user, self._bindings.functions.get(a.name))
+                     for a in prog.arrays if a.sparse}
+        sums = SparseSums(prog, dist, functions, args)
+        sums.clear()
+        exchange.start(args[prog.time_bounds[0]] if prog.has_time_loop else 0)
+        return exchange, sums
+
+    def _run(self, args, written, split=None) -> longrun.Run:
+        """Call the entry point with ``args`` (Ctrl-C stops it between time steps, a long run
+        reports its progress) and note that the storages ``written`` changed where it ran;
+        raises if it failed. ``split``: the halo exchange and receivers' sums (MPI)."""
+        run = longrun.Run(self.name, self.program, args)
+        t0 = _time.perf_counter()
+        status = run.call(self._cfunction, self._sigint,
+                          [args[p.name] for p in self.program.parameters()])
+        if split is not None:   # a GPU run's entry point returns after its last kernel
+            split[0].elapsed = _time.perf_counter() - t0
+        if self._emitter.openmp_threads:
+            longrun.openmp_ran()   # a process forked from now on is checked
+        place = self._place()
+        for st in written:
+            place.written(st)
+        if split is not None:
+            exchange, sums = split
+            exchange.close()
+            if exchange.error is not None:
+                exchange.raise_error(self.name)
+            sums.sum()
+        if status != 0:
+            text = self._error_text(status) + place.settle(written)
+            raise ExecutionError(f"Operator `{self.name}` failed: {text}")
+        return run
+
+    def _interrupted(self, run, timers, wall, compiled, fields):
+        """The ApplyInterrupted of a run Ctrl-C stopped, with the summary of its steps."""
+        prog, last, summary, span = self.program, run.last_step(), None, None
+        if last is not None:
+            part = dict(run.args)
+            part[prog.time_bounds[1 if prog.time_step > 0 else 0]] = last
+            summary = summarize(prog, part, timers, wall, compiled)
+            span = tuple(part[b] for b in prog.time_bounds)
+        written = finite.last_written(prog, span) if span else {}
+        return longrun.interrupted(run, summary, fields, written)
+
+    def _launch_shapes(self, args, written, asked, bound):
+        """The tuning argument: the launch shapes kept for this size or tuned now (None:
+        the backend's defaults). On a split grid every rank tunes or none does, with the
+        slowest rank's trial times, and all keep rank 0's shapes (trials exchange halos)."""
+        offered = self._emitter.launch_shapes()
+        if not offered:
+            return None
+        prog = self.program
+        memory = tuning.Remembered(self._build.source_path.parent)
+        key = tuning.size_key(prog, args)
+        choice = memory.get(key)
+        points = np.prod([args[d.upper] - args[d.lower] + 1 for d in prog.dims])
+        steps = args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1 \
+            if prog.has_time_loop else 1
+        want = tuning.wanted(asked, configuration["autotuning"], choice is not None,
+                             float(points) * steps)
+        dist = self.grid.distributor if prog.split else None
+        if dist is not None:
+            choice, want = dist.comm.bcast((choice, want), root=0)
+        if want:
+            start = _time.perf_counter()
+            em = self._emitter
+            choice = tuning.tune(self._trial(args, written, bound),
+                                 {s: len(v) for s, v in offered.items()},
+                                 max(len(prog.kernels), 1), em.tuning_rounds,
+                                 em.default_shapes(), em.tuning_margin)
+            if dist is None or dist.comm.Get_rank() == 0:
+                memory.put(key, choice)
+            picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
+                               for k in prog.kernels if k.section.timer in offered)
+            log.info(f"Operator `{self.name}` autotuned for size {key} in "
+                     f"{_time.perf_counter() - start:.2f} s: {picked}")
+        if choice is None or len(choice) != max(len(prog.kernels), 1):
+            return None
+        return choice
+
+    def _trial(self, args, written, bound):
+        """A function that runs a few steps with the launch shapes it is given and returns the
+        section timers (on a split grid, the slowest rank's), then puts back every array the
+        run wrote (``written``)."""
+        prog, trial = self.program, dict(args)
+        halos = self._trial_halos(trial, bound)
+        if prog.has_time_loop:
+            lo, hi = prog.time_bounds
+            n = min(tuning.TRIAL_STEPS, args[hi] - args[lo] + 1)
+            if prog.time_step > 0:
+                trial[hi] = args[lo] + n - 1
+            else:
+                trial[lo] = args[hi] - n + 1
+        trial[prog.checks_param] = None
+        restore = self._place().preserve(written)
+
+        def run(choice):
+            timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
+            trial[prog.timers], trial[prog.tuning] = timers.ctypes.data, choice.ctypes.data
+            status = self._cfunction(*[trial[p.name] for p in prog.parameters()])
+            restore()
+            if halos is not None:
+                halos.close()
+                if halos.error is not None:
+                    halos.raise_error(self.name)
+                MPI = mpi.import_mpi()
+                halos.dist.cart.Allreduce(MPI.IN_PLACE, timers, op=MPI.MAX)
+            if status != 0:
+                raise ExecutionError(f"Operator `{self.name}` failed while autotuning: "
+                                      f"{self._error_text(status)}")
+            return timers
+        return run
+
+    def _trial_halos(self, trial, bound):
+        """On a split grid: the halo exchange of the tuning trials, in ``trial``."""
+        if not self.program.split:
+            return None
+        halos = HaloExchange(self.program, self.grid.distributor, bound,
+                             mpi.mode() == "overlap", self._place())
+        trial[self.program.exchange] = halos.pointer
+        trial[self.program.regions] = halos.regions.ctypes.data
+        return halos
+
+    def _written_fields(self, kwargs) -> dict:
+        """The Functions (the overrides where given) of the arrays the run writes, by C name."""
+        out = {}
+        for name in self.program.checks:
+            f = kwargs.get(self.program.array(name).user)
+            out[name] = f if isinstance(f, DiscreteFunction) else self._bindings.functions[name]
+        return out
+
+    def _error_text(self, status):
+        """The message the generated code left in ``stencilgen_error`` (if it has one)."""
+        try:
+            fn = self._build.library.stencilgen_error
+        except AttributeError:
+            return f"error status {status}"
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = []
+        text = fn()
+        return text.decode(errors="replace") if text else f"error status {status}"
+
+
+class _Temporaries:
+    """Sets of temporary arrays, one per apply running at that moment: reused by later
+    applies (no reallocation in a single thread), never shared by two at once."""
+
+    def __init__(self):
+        self._free: list[dict] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def borrow(self):
+        with self._lock:
+            temps = self._free.pop() if self._free else {}
+        try:
+            yield temps
+        finally:
+            with self._lock:
+                self._free.append(temps)
+
+
+last_written = finite.last_written   # where tests and tools look for it

@@ -1,0 +1,74 @@
+"""Devito's ``Operator`` keywords, as stencilgen reads them: ``language`` picks the backend,
+``platform`` and ``opt`` are accepted and logged (stencilgen compiles for the machine it runs
+on, with its own optimisations), ``subs`` may only give the grid's own spacings."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import logger as log
+from ..errors import InvalidOperator
+
+#: Devito's languages -> stencilgen's backends
+LANGUAGES = {"c": "c", "openmp": "c", "openacc": "openacc", "cuda": "cuda"}
+#: platforms no backend of stencilgen compiles for
+FOREIGN_PLATFORMS = ("amdgpu", "intelgpu")
+
+
+def backend_of(name: str, backend, language, platform):
+    """The backend to use: ``backend``, else the one ``language`` names (None: the setting)."""
+    if isinstance(platform, str) and platform.lower().startswith(FOREIGN_PLATFORMS):
+        raise InvalidOperator(f"Operator `{name}`: platform={platform!r} is not supported: "
+                              "stencilgen compiles for CPUs (C/OpenMP) and NVIDIA GPUs (CUDA, "
+                              "OpenACC); leave platform out, or pass language='openmp' or 'cuda'")
+    if platform is not None:
+        log.info(f"Operator `{name}`: platform={platform!r} needs no setting here: stencilgen "
+                 "compiles for the CPU it runs on (-march=native) and the GPU it sees")
+    if language is None:
+        return backend
+    chosen = LANGUAGES.get(str(language).lower()) if isinstance(language, str) else None
+    if chosen is None:
+        raise InvalidOperator(f"Operator `{name}`: language={language!r} is not supported; use "
+                              f"one of {', '.join(repr(k) for k in ('C', 'openmp', 'openacc', 'cuda'))}"
+                              " (or backend='c', 'openacc', 'cuda')")
+    if backend is not None and backend != chosen:
+        raise InvalidOperator(f"Operator `{name}`: backend={backend!r} and language={language!r} "
+                              "disagree; pass one of them")
+    if str(language).lower() == "c":
+        log.info(f"Operator `{name}`: language='C' runs the C backend, which is OpenMP-parallel "
+                 "(OMP_NUM_THREADS=1 runs it on one thread)")
+    return chosen
+
+
+def check_opt(name: str, opt) -> None:
+    """``opt`` (a mode, or (mode, options)) is logged: stencilgen's pipeline has no modes."""
+    if opt is None:
+        return
+    mode, options = (opt if isinstance(opt, tuple) and len(opt) == 2 else (opt, {}))
+    if not isinstance(mode, str) or not isinstance(options, dict):
+        raise InvalidOperator(f"Operator `{name}`: opt must be a mode such as 'advanced' or "
+                              f"(mode, {{options}}), got {opt!r}")
+    log.info(f"Operator `{name}`: opt={opt!r} has no effect: stencilgen always runs its own "
+             "optimisations (invariants, CSE, factorisation, cache blocks; autotune=True for "
+             "the block sizes)")
+
+
+def check_subs(name: str, subs, grid) -> None:
+    """``subs`` may map the grid's spacing symbols to their values (``grid.spacing_map``, which
+    is what the generated code uses anyway); anything else is refused."""
+    if not subs:
+        return
+    if not isinstance(subs, dict):
+        raise InvalidOperator(f"Operator `{name}`: subs must be a dict such as "
+                              f"grid.spacing_map, got {type(subs).__name__}")
+    known = grid.spacing_map if grid is not None else {}
+    for key, value in subs.items():
+        if key not in known:
+            raise InvalidOperator(f"Operator `{name}`: subs={{{key}: ...}} is not supported: "
+                                  "only the grid's spacings (grid.spacing_map) may be given")
+        try:
+            same = np.isclose(float(value), float(known[key]), rtol=1e-6, atol=0)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            raise InvalidOperator(f"Operator `{name}`: subs gives {key}={value!r} but the grid's "
+                                  f"spacing is {known[key]}; make a Grid with that spacing")

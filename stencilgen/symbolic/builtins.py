@@ -1,0 +1,66 @@
+"""Devito's data helpers for Functions: ``norm`` and ``initialize_function``, computed with
+NumPy on the host (they touch each value once; no Operator is worth building for them)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgument
+
+
+def norm(f, order=2):
+    """The ``order``-norm of ``f``'s values in the domain (every time slot of a TimeFunction,
+    every sample of a sparse function), summed in float64 and returned in ``f``'s dtype."""
+    if not hasattr(f, "data"):
+        raise InvalidArgument(f"norm: expected a Function, TimeFunction or sparse function, "
+                              f"got {type(f).__name__}")
+    if not np.isscalar(order) or order <= 0:
+        raise InvalidArgument(f"norm: order must be a positive number, got {order!r}")
+    values = np.abs(np.asarray(f.data, dtype=np.float64))
+    total = np.sum(values ** order)
+    return np.dtype(f.dtype).type(total ** (1.0 / order))
+
+
+def _widths(nbl, ndim):
+    """``nbl`` (an int, per-dimension ints, or per-dimension (left, right) pairs) as pairs."""
+    if np.isscalar(nbl):
+        nbl = (nbl,) * ndim
+    if len(nbl) != ndim:
+        raise InvalidArgument(f"initialize_function: nbl={nbl!r} needs one entry per dimension "
+                              f"({ndim})")
+    pairs = [tuple(n) if isinstance(n, (tuple, list)) else (n, n) for n in nbl]
+    if any(int(a) != a or a < 0 for p in pairs for a in p):
+        raise InvalidArgument(f"initialize_function: nbl={nbl!r} must be non-negative integers")
+    return [(int(a), int(b)) for a, b in pairs]
+
+
+def initialize_function(function, data, nbl, mapper=None, mode="constant", name=None,
+                        pad_halo=True, **kwargs):
+    """``function``'s domain set to ``data`` extended by ``nbl`` layers on each side (the
+    absorbing layers): ``mode='constant'`` repeats the edge values, ``'reflect'`` mirrors the
+    data including its edge; with ``pad_halo`` the halo repeats the edges too. ``function``
+    and ``data`` may be lists of the same length."""
+    if isinstance(function, (list, tuple)):
+        if not isinstance(data, (list, tuple)) or len(data) != len(function):
+            raise InvalidArgument("initialize_function: a list of functions needs a list of "
+                                  "data of the same length")
+        for f, d in zip(function, data):
+            initialize_function(f, d, nbl, mapper, mode, name, pad_halo)
+        return
+    if mapper is not None:
+        raise InvalidArgument("initialize_function: mapper= (extra equations per dimension) is "
+                              "not supported; set the values with an Operator after this call")
+    if mode not in ("constant", "reflect"):
+        raise InvalidArgument(f"initialize_function: mode={mode!r}; use 'constant' or 'reflect'")
+    if getattr(function, "is_TimeFunction", False) or not hasattr(function, "data_with_halo"):
+        raise InvalidArgument("initialize_function: expected a Function (TimeFunctions and "
+                              "sparse functions are not supported, as in Devito)")
+    values = np.asarray(getattr(data, "data", data))
+    widths = _widths(nbl, values.ndim)
+    padded = np.pad(values, widths, mode="edge" if mode == "constant" else "symmetric")
+    if padded.shape != function.shape:
+        raise InvalidArgument(f"initialize_function: data of shape {values.shape} padded by "
+                              f"{widths} is {padded.shape}, not {function.name}'s domain "
+                              f"{function.shape}")
+    function.data[:] = padded
+    if pad_halo:
+        function.data_with_halo[:] = np.pad(padded, [(h, h) for h in function.halo], mode="edge")

@@ -1,0 +1,81 @@
+"""Devito's ConditionalDimensions in equations: the conditions an equation runs under.
+
+An equation runs where the conditions of its ConditionalDimensions hold: those of its
+``implicit_dims``, those its functions are indexed by (a snapshot ``usave`` on ``t_sub``) and
+those it names. A dimension with a factor adds ``parent % factor == 0``. The conditions are
+joined by And (by Or where every dimension says ``relation=Or``), then split into the part
+that depends on the time step only, tested once a step before the loop nest, and the part
+tested at each point.
+"""
+from __future__ import annotations
+
+import sympy
+
+from ..errors import InvalidEquation
+from .functions import DiscreteFunction
+from ..ir.nodes import Remainder
+
+
+def CondEq(lhs, rhs):   # noqa: N802 - Devito's name
+    """Devito's ``CondEq(a, b)``: the condition ``a == b``, kept unevaluated (stencilgen's
+    ``Eq`` is an equation, not a condition)."""
+    return sympy.Eq(lhs, rhs, evaluate=False)
+
+
+def CondNe(lhs, rhs):   # noqa: N802 - Devito's name
+    """Devito's ``CondNe(a, b)``: the condition ``a != b``, kept unevaluated."""
+    return sympy.Ne(lhs, rhs, evaluate=False)
+
+
+def conditional_dims(eq) -> tuple:
+    """The ConditionalDimensions ``eq`` runs under, each once, in a fixed order."""
+    found = [d for d in getattr(eq, "implicit_dims", ()) if d.is_Conditional]
+    functions = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
+    for f in sorted(functions, key=lambda f: f.name):
+        d = getattr(f.field, "time_dim", None)
+        if d is not None:
+            found.append(d)
+    found += sorted((s for s in eq.rhs.free_symbols if getattr(s, "is_Conditional", False)),
+                    key=lambda s: s.name)
+    out = []
+    for d in found:
+        if d not in out:
+            out.append(d)
+    if out and getattr(eq, "kind", None) is not None:
+        raise InvalidEquation(f"{eq}: sparse injection and interpolation cannot run under a "
+                              f"ConditionalDimension ({', '.join(d.name for d in out)}); "
+                              "interpolate a Function on the grid's own time dimension")
+    return tuple(out)
+
+
+def factor_test(parent, factor):
+    """``parent % factor == 0`` over C symbols."""
+    return sympy.Eq(Remainder(parent, factor), 0, evaluate=False)
+
+
+def _join(op, terms):
+    """``op`` of ``terms``, None where it always holds."""
+    if op is sympy.Or and sympy.true in terms:
+        return None
+    terms = [t for t in terms if t is not sympy.true]
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else op(*terms)
+
+
+def split(eq, parts, mode, at_points):
+    """(condition on the time step, condition at each point) of ``parts`` joined by ``mode``
+    (And, Or); ``at_points(c)`` says whether ``c`` reads arrays or loop counters. Under And,
+    each term goes where it can be tested first; under Or, all at the points if any must."""
+    if mode is sympy.And:
+        terms = [t for p in parts for t in sympy.And.make_args(p)]
+        when = _join(sympy.And, [t for t in terms if not at_points(t)])
+        guard = _join(sympy.And, [t for t in terms if at_points(t)])
+    elif any(at_points(p) for p in parts):
+        when, guard = None, _join(sympy.Or, parts)
+    else:
+        when, guard = _join(sympy.Or, parts), None
+    if sympy.false in (when, guard) or sympy.false in (_join(mode, parts),):
+        raise InvalidEquation(f"{eq}: its conditions never hold, so it would never run; check "
+                              "the ConditionalDimensions' conditions")
+    return when, guard

@@ -1,0 +1,607 @@
+"""The symbolic layer: expressions with derivative shorthands and the lazy Derivative node.
+
+Functions, derivatives and the sums/products/powers built from them carry ``.dx``,
+``.dy``, ``.dz``, ``.dx2``... ``.laplace``, which wrap the expression in a lazy Derivative,
+so ``(b * u.dx).dx`` works like ``u.dx.dx``. The two know each other, hence one module.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+
+import sympy
+from sympy.core.decorators import call_highest_priority
+from sympy.core.function import AppliedUndef
+
+from sympy.core.symbol import Str
+
+from .dimensions import Dimension
+from ..errors import InvalidArgument, InvalidEquation, UnsupportedDerivative
+from .fd_sides import side_name
+from .fd_weights import centred_weights, custom_offsets
+from .shifts import expand, shift
+
+
+class Differentiable:
+    """Mixin for sympy expressions that know their grid and offer derivative shorthands."""
+
+    _op_priority = 100.0
+
+    # -- arithmetic: results stay Differentiable ------------------------------------------
+    @call_highest_priority("__radd__")
+    def __add__(self, other):
+        return DAdd(self, other)
+
+    @call_highest_priority("__add__")
+    def __radd__(self, other):
+        return DAdd(other, self)
+
+    @call_highest_priority("__rsub__")
+    def __sub__(self, other):
+        return DAdd(self, DMul(sympy.S.NegativeOne, other))
+
+    @call_highest_priority("__sub__")
+    def __rsub__(self, other):
+        return DAdd(other, DMul(sympy.S.NegativeOne, self))
+
+    @call_highest_priority("__rmul__")
+    def __mul__(self, other):
+        return DMul(self, other)
+
+    @call_highest_priority("__mul__")
+    def __rmul__(self, other):
+        return DMul(other, self)
+
+    @call_highest_priority("__rtruediv__")
+    def __truediv__(self, other):
+        return DMul(self, DPow(other, sympy.S.NegativeOne))
+
+    @call_highest_priority("__truediv__")
+    def __rtruediv__(self, other):
+        return DMul(other, DPow(self, sympy.S.NegativeOne))
+
+    @call_highest_priority("__rpow__")
+    def __pow__(self, other, mod=None):
+        return DPow(self, other)
+
+    @call_highest_priority("__pow__")
+    def __rpow__(self, other):
+        return DPow(other, self)
+
+    def __neg__(self):
+        return DMul(sympy.S.NegativeOne, self)
+
+    def __pos__(self):
+        return self
+
+    # -- what the expression lives on ------------------------------------------------------
+    @property
+    def grid(self):
+        grids = {id(f.grid): f.grid for f in _grid_functions(self)}
+        if not grids:
+            raise InvalidEquation(f"{self} involves no Function, so it has no grid to "
+                                  "differentiate on")
+        if len(grids) > 1:
+            raise InvalidEquation(f"{self} mixes Functions of different Grids; "
+                                  "build all Functions of one expression on the same Grid")
+        return next(iter(grids.values()))
+
+    @property
+    def space_order(self) -> int:
+        """The smallest space order of the functions involved (the derivatives' default order);
+        functions of space order 0 (never differentiated) do not count unless alone."""
+        orders = [f.space_order for f in _grid_functions(self)]
+        return min([o for o in orders if o] or orders or [2])
+
+    @property
+    def time_order(self) -> int:
+        orders = [f.time_order for f in _grid_functions(self) if f.is_TimeFunction]
+        return min(orders) if orders else 0
+
+    # -- derivative shorthands -------------------------------------------------------------
+    def _space_dim(self, name: str):
+        """The grid dimension called ``name`` (``.dz`` on a grid of x and z is along z)."""
+        dims = {d.name: d for d in self.grid.dimensions}
+        if name not in dims:
+            raise UnsupportedDerivative(
+                f"d{name}: the grid of {self} has no dimension {name!r} (its dimensions are "
+                f"{', '.join(dims)}); differentiate along one of them")
+        return dims[name]
+
+    def _d(self, dim, order):
+        return Derivative(self, (dim, order))
+
+    def diff(self, *specs, fd_order=None, x0=None):
+        """The lazy finite-difference derivative, as Devito's ``u.diff(x)``:
+        ``u.diff(x)``, ``u.diff(x, 2)``, ``u.diff(x, y)``, with ``fd_order=`` and ``x0=``."""
+        if specs and isinstance(specs[0], (int, float, str)):
+            raise InvalidArgument(f"diff: expected grid dimensions (and orders), got "
+                                  f"{specs[0]!r}; e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
+        if not specs or not isinstance(specs[0], Dimension):
+            # sympy's own differentiation by a symbol, a function or (symbol, n): solve uses it
+            return super().diff(*specs)
+        rest, merged = list(specs), []
+        while rest:
+            dim = rest.pop(0)
+            if not isinstance(dim, Dimension):
+                raise InvalidArgument(f"diff: expected grid dimensions (and orders), got {dim!r}; "
+                                      "e.g. u.diff(x), u.diff(x, 2), u.diff(x, y)")
+            order = 1
+            if rest and isinstance(rest[0], (int, sympy.Integer)) and not isinstance(rest[0], bool):
+                order = rest.pop(0)
+            merged.append((dim, order))
+        return Derivative(self, *merged, fd_order=fd_order, x0=x0)
+
+    @property
+    def dx(self):
+        return self._d(self._space_dim("x"), 1)
+
+    @property
+    def dy(self):
+        return self._d(self._space_dim("y"), 1)
+
+    @property
+    def dz(self):
+        return self._d(self._space_dim("z"), 1)
+
+    @property
+    def dx2(self):
+        return self._d(self._space_dim("x"), 2)
+
+    @property
+    def dy2(self):
+        return self._d(self._space_dim("y"), 2)
+
+    @property
+    def dz2(self):
+        return self._d(self._space_dim("z"), 2)
+
+    @property
+    def dt(self):
+        return self._d(self.grid.stepping_dim, 1)
+
+    @property
+    def dt2(self):
+        return self._d(self.grid.stepping_dim, 2)
+
+    @property
+    def laplace(self):
+        return DAdd(*[self._d(d, 2) for d in self.grid.dimensions])
+
+    @property
+    def dxl(self):
+        return self._sided("x", "left")
+
+    @property
+    def dxr(self):
+        return self._sided("x", "right")
+
+    @property
+    def dxc(self):
+        return self._sided("x", "centered")
+
+    def _sided(self, index, side):
+        return Derivative(self, self._space_dim(index), side=side)
+
+    def __getattr__(self, name):
+        """Devito's other derivative shorthands (``dyl``, ``dx3``, ``dxdy``, ``dt2dx``, ``dx45``),
+        parsed from the name; a Devito name this expression cannot offer is an
+        UnsupportedDerivative saying what to write, any other name a plain AttributeError."""
+        if name == "T":
+            raise UnsupportedDerivative(
+                f".T is the adjoint of one Derivative (u.dx.T, u.dxl.T); {self} is not one. "
+                "Transpose each derivative in it, e.g. -u.dx45 for the adjoint of u.dx45")
+        if not _SHORTHAND.fullmatch(name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return _shorthand(self, name)
+
+    @property
+    def evaluate(self):
+        """This expression with every derivative expanded into weighted shifts: a property, as
+        Devito's (``u.dx.evaluate``); ``u.dx.evaluate()`` gives the same (see ``__call__``)."""
+        e = evaluate(self)
+        cls = _DIFFERENTIABLE.get(type(e)) or (DPow if type(e) is sympy.Pow else None)
+        return cls._from_args(e.args) if cls is not None else e
+
+    def __call__(self, *args, **kwargs):
+        """Called with nothing, the expression itself: ``expr.evaluate()`` works as well as
+        Devito's ``expr.evaluate``."""
+        if args or kwargs:
+            raise TypeError(f"{self} is an expression, not a function: it takes no arguments")
+        return self
+
+
+# Devito's shorthand names: one dimension (t, x, y, z) with a side (l, r, c) or the rotated
+# 45 suffix, or "d" before each of up to four dimensions in order, each with an optional order.
+_SHORTHAND = re.compile(r"d[txyz](?:l|r|c|45)|(?:dt(?:[2-9]|[1-9]\d+)?)?(?:dx(?:[2-9]|[1-9]\d+)?)?"
+                        r"(?:dy(?:[2-9]|[1-9]\d+)?)?(?:dz(?:[2-9]|[1-9]\d+)?)?")
+_TOKEN = re.compile(r"d([txyz])(l|r|c|45|\d*)")
+_SIDES = {"l": "left", "r": "right", "c": "centered"}
+
+
+def _shorthand(expr, name):
+    """The derivative that Devito's shorthand ``name`` (already matched) stands for on ``expr``."""
+    tokens = _TOKEN.findall(name)
+    if not tokens:
+        raise AttributeError(f"{type(expr).__name__!r} object has no attribute {name!r}")
+    try:
+        grid = expr.grid
+    except InvalidEquation:
+        raise UnsupportedDerivative(f"{name}: {expr} involves no Function, so it has no grid "
+                                    "to differentiate on") from None
+    result = expr
+    for letter, suffix in tokens:
+        dim = _shorthand_dim(grid, name, letter)
+        if suffix == "45":
+            return _rotated(expr, dim, name)
+        if suffix in _SIDES:
+            return Derivative(expr, dim, side=_SIDES[suffix])
+        result = Derivative(result, (dim, _shorthand_order(expr, name, dim, suffix)))
+    return result
+
+
+def _shorthand_dim(grid, name, letter):
+    """The grid dimension a shorthand's letter names; UnsupportedDerivative if there is none."""
+    if letter == "t":
+        return grid.stepping_dim
+    dims = {d.name: d for d in grid.dimensions}
+    if letter not in dims:
+        names = ", ".join(dims)
+        raise UnsupportedDerivative(
+            f"{name}: this grid has no dimension {letter!r} (its dimensions are {names}); "
+            f"differentiate along one of them, e.g. Derivative(u, {next(iter(dims))})")
+    return dims[letter]
+
+
+def _shorthand_order(expr, name, dim, suffix):
+    """The derivative order a shorthand asks for, if the expression's order allows it."""
+    n = int(suffix) if suffix else 1
+    limit = (2 if expr.time_order >= 2 else 1) if dim.is_Time else max(expr.space_order, 2)
+    if n < 1 or n > limit:
+        if dim.is_Time:
+            raise UnsupportedDerivative(
+                f"{name}: time derivatives go up to order {limit} here (time_order "
+                f"{expr.time_order}); write higher ones as differences of u.forward, u, u.backward")
+        raise UnsupportedDerivative(
+            f"{name}: a derivative of order {n} along {dim} is not offered at space_order "
+            f"{limit} (shorthands go up to order {limit}); write Derivative(u, ({dim}, {n}), "
+            f"fd_order={n + n % 2}) or raise the Function's space_order")
+    return n
+
+
+def _rotated(expr, dim, name):
+    """Devito's rotated derivative (``u.dx45``): the mean of the centred first differences along
+    every grid diagonal, each signed by its direction along ``dim``, divided by h_dim."""
+    dims = list(expr.grid.dimensions)
+    if len(dims) < 2:
+        raise UnsupportedDerivative(f"{name}: a rotated derivative needs a grid of 2 or 3 "
+                                    f"dimensions; on a 1D grid write u.d{dim}")
+    offsets, weights = centred_weights(1, expr.space_order, 0)
+    inner = evaluate(expr)
+    terms = []
+    for signs in itertools.product((1, -1), repeat=len(dims) - 1):
+        direction = dict(zip(dims, (1,) + signs))
+        for o, w in zip(offsets, weights):
+            moved = inner
+            for d, sign in direction.items():
+                moved = shift(moved, d, sign * o)
+            if w != 0:
+                terms.append(DMul(direction[dim] * w, moved))
+    return DMul(DAdd(*terms), sympy.Rational(1, 2 ** (len(dims) - 1)),
+                DPow(dim.spacing, sympy.S.NegativeOne))
+
+
+def _keep_differentiable(e):
+    """``e`` as a DAdd/DMul where sympy's evaluation built its own class (a number times a sum
+    distributes: ``(u + 1) / 2`` is an Add), so that the shorthands stay available."""
+    cls = _DIFFERENTIABLE.get(type(e))
+    return cls._from_args(e.args) if cls is not None else e
+
+
+class DAdd(Differentiable, sympy.Add):
+    def __new__(cls, *args, **kwargs):
+        return _keep_differentiable(super().__new__(cls, *args, **kwargs))
+
+
+class DMul(Differentiable, sympy.Mul):
+    def __new__(cls, *args, **kwargs):
+        return _keep_differentiable(super().__new__(cls, *args, **kwargs))
+
+
+class DPow(Differentiable, sympy.Pow):
+    pass
+
+
+_DIFFERENTIABLE = {sympy.Add: DAdd, sympy.Mul: DMul}
+
+
+def _grid_functions(expr):
+    """The grid functions in ``expr``: its applied functions that are Differentiable (the
+    DiscreteFunctions of functions.py, which builds on this module and so is not imported)."""
+    return {f for f in expr.atoms(AppliedUndef) if isinstance(f, Differentiable)}
+
+
+# -- the lazy derivative ----------------------------------------------------------------
+def _as_spec(spec):
+    if isinstance(spec, Dimension):
+        return spec, 1
+    if isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], Dimension):
+        order = spec[1]
+        if isinstance(order, bool) or not isinstance(order, (int, sympy.Integer)) or int(order) < 1:
+            raise InvalidArgument(f"Derivative: derivative order must be a positive integer, "
+                                  f"got {order!r} for {spec[0]}")
+        return spec[0], int(order)
+    raise InvalidArgument(f"Derivative: expected a dimension or (dimension, order), got {spec!r}")
+
+
+def _shift_of(dim, x0) -> sympy.Rational:
+    """The s of ``x0 = dim + s*h``; an InvalidArgument if x0 is not of that form."""
+    s = sympy.nsimplify(sympy.simplify((sympy.sympify(x0) - dim) / dim.spacing))
+    if not s.is_Rational or (2 * s).q != 1:
+        raise InvalidArgument(
+            f"Derivative: x0={x0} is not a node or midpoint along {dim}; write it as "
+            f"{dim} + k*{dim}.spacing/2 with an integer k")
+    return sympy.Rational(s)
+
+
+class Derivative(Differentiable, sympy.Expr):
+    """The lazy n-th derivative of an expression along one dimension, evaluated at ``x0``.
+
+    It stays symbolic until lowering (or ``.evaluate()``), so the compiler sees the nesting and
+    can materialise inner derivatives as temporaries. Args are ``(expr, dim, n, fd_order, x0)``
+    and, for a side, user weights or a transpose, a sixth ``(side, transposed, weights)``;
+    the user forms ``Derivative(u, x)``, ``Derivative(u, (x, 2))``, ``Derivative(u, x, y)`` and
+    ``Derivative(u, (x, 1), (y, 1))`` nest one Derivative per dimension.
+    """
+
+    is_commutative = True
+
+    def __new__(cls, expr, *specs, fd_order=None, x0=None, side=None, weights=None):
+        if (len(specs) in (4, 5) and fd_order is None and x0 is None and side is None
+                and weights is None and isinstance(specs[0], Dimension)
+                and isinstance(specs[1], sympy.Integer) and isinstance(specs[2], sympy.Integer)):
+            return sympy.Expr.__new__(cls, sympy.sympify(expr), *specs)
+        if not specs:
+            raise InvalidArgument("Derivative: give at least one dimension, e.g. Derivative(u, x)")
+        merged: dict = {}
+        for spec in specs:
+            dim, n = _as_spec(spec)
+            merged[dim] = merged.get(dim, 0) + n
+        if len(merged) > 1 and (side is not None or weights is not None):
+            raise InvalidArgument("Derivative: side= and weights= apply to one dimension; "
+                                  "nest one Derivative per dimension instead")
+        result = expr
+        for dim, n in merged.items():
+            result = cls._build(result, dim, n, fd_order, x0, side, weights)
+        return result
+
+    @classmethod
+    def _build(cls, expr, dim, n, fd_order, x0, side=None, weights=None, transposed=False):
+        expr = sympy.sympify(expr)
+        if isinstance(fd_order, dict):
+            fd_order = fd_order.get(dim)
+        if isinstance(x0, dict):
+            x0 = x0.get(dim)
+        explicit = x0 is not None
+        x0 = dim if x0 is None else sympy.sympify(x0)
+        shift = _shift_of(dim, x0)
+        side, weights = _check_scheme(dim, n, shift, side, weights)
+        if weights:
+            fd_order = len(weights) - (1 if shift.is_Integer else 0)
+        else:
+            if fd_order is None:
+                fd_order = _default_order(expr, dim, n)
+            _check_fd_order(expr, dim, n, fd_order, dim.is_Time)
+        args = [expr, dim, sympy.Integer(n), sympy.Integer(fd_order), dim + shift * dim.spacing]
+        if side or weights or transposed or explicit:
+            args.append(sympy.Tuple(Str(side or ""), sympy.Integer(bool(transposed)),
+                                    sympy.Tuple(*weights), sympy.Integer(explicit)))
+        return sympy.Expr.__new__(cls, *args)
+
+    # -- accessors -------------------------------------------------------------------------
+    @property
+    def expr(self):
+        return self.args[0]
+
+    @property
+    def dim(self) -> Dimension:
+        return self.args[1]
+
+    @property
+    def deriv_order(self) -> int:
+        return int(self.args[2])
+
+    @property
+    def fd_order(self) -> int:
+        return int(self.args[3])
+
+    @property
+    def x0(self):
+        return self.args[4]
+
+    @property
+    def shift(self) -> sympy.Rational:
+        return _shift_of(self.dim, self.x0)
+
+    @property
+    def explicit_x0(self) -> bool:
+        """Whether x0 was given; if not, the derivative sits where its operand's values do, or
+        where an Eq's left-hand side does (``stencilgen.symbolic.relocation``)."""
+        return bool(self.args[5][3]) if len(self.args) > 5 else False
+
+    @property
+    def side(self):
+        """'left', 'right', 'centered' or None (the default stencil)."""
+        return (str(self.args[5][0]) or None) if len(self.args) > 5 else None
+
+    @property
+    def transposed(self) -> bool:
+        return bool(self.args[5][1]) if len(self.args) > 5 else False
+
+    @property
+    def weights(self) -> tuple:
+        """The user's weights, leftmost node first; () for exact Fornberg weights."""
+        return tuple(self.args[5][2]) if len(self.args) > 5 else ()
+
+    @property
+    def T(self):
+        """The adjoint (transpose) of this derivative, as Devito defines ``.T``: the stencil read
+        mirrored, so that <D u, v> = <u, D.T v> for fields vanishing near the boundary."""
+        return Derivative._build(self.expr, self.dim, self.deriv_order, self.fd_order,
+                                 self.x0 if self.explicit_x0 else None, self.side,
+                                 self.weights or None, not self.transposed)
+
+    def __call__(self, x0=None, fd_order=None, side=None, weights=None):
+        """A copy evaluated at ``x0``, with accuracy ``fd_order``, on a ``side`` or with custom
+        ``weights`` (Devito's ``u.dx(x0=...)``, ``u.dx(weights=...)``)."""
+        own_x0 = self.x0 if self.explicit_x0 else None
+        new_x0 = x0.get(self.dim, own_x0) if isinstance(x0, dict) else (
+            x0 if x0 is not None else own_x0)
+        new_order = fd_order.get(self.dim, self.fd_order) if isinstance(fd_order, dict) else (
+            fd_order if fd_order is not None else self.fd_order)
+        if weights is None and fd_order is None and self.weights:
+            weights = self.weights
+        elif weights is not None:
+            new_order = None
+        inner = self.expr
+        if isinstance(x0, dict) and isinstance(inner, Derivative):
+            inner = inner(x0=x0)
+        return Derivative._build(inner, self.dim, self.deriv_order, new_order, new_x0,
+                                 side if side is not None else self.side, weights,
+                                 self.transposed)
+
+    def _sympystr(self, printer):
+        extra = f", x0={printer.doprint(self.x0)}" if self.explicit_x0 else ""
+        if self.side:
+            extra += f", side={self.side}"
+        if self.weights:
+            extra += f", weights={printer.doprint(self.weights)}"
+        text = (f"Derivative({printer.doprint(self.expr)}, ({self.dim}, {self.deriv_order}), "
+                f"fd_order={self.fd_order}{extra})")
+        return text + ".T" if self.transposed else text
+
+    def _eval_derivative(self, s):
+        # sympy's own diff treats a lazy derivative as opaque unless it contains s.
+        if self.has(s):
+            raise InvalidArgument(f"cannot differentiate {self} symbolically with respect to {s}")
+        return sympy.S.Zero
+
+
+def _check_scheme(dim, n, shift, side, weights):
+    """(side name or None, tuple of weights) after checking they fit this derivative."""
+    try:
+        side = side_name(side)
+    except ValueError as e:
+        raise InvalidArgument(f"Derivative along {dim}: {e}") from None
+    if side is not None and n != 1:
+        raise InvalidArgument(f"Derivative along {dim}: side={side} applies to first "
+                              f"derivatives only (this one has order {n}); drop side=")
+    if weights is None:
+        return side, ()
+    if side is not None:
+        raise InvalidArgument(f"Derivative along {dim}: give side= or weights=, not both")
+    weights = tuple(sympy.sympify(w) for w in _as_list(weights))
+    try:
+        custom_offsets(len(weights), shift)
+    except ValueError as e:
+        raise InvalidArgument(f"Derivative along {dim}: {e}") from None
+    if len(weights) <= n:
+        raise InvalidArgument(f"Derivative along {dim}: {len(weights)} weights cannot form a "
+                              f"derivative of order {n}; give at least {n + 1}")
+    return side, weights
+
+
+def _as_list(weights):
+    """The user's weights (a list, tuple, numpy array or sympy Tuple) as a list."""
+    try:
+        return [w.item() if hasattr(w, "item") else w for w in weights]
+    except TypeError:
+        raise InvalidArgument(f"weights={weights!r} must be a sequence of numbers, leftmost "
+                              "node first") from None
+
+
+def _default_order(expr, dim, n):
+    """Devito's default fd_order: the expression's time or space order (a first derivative of
+    order 2 is then the two-point difference, ``shifts.weights_of``)."""
+    if dim.is_Time:
+        order = expr.time_order if isinstance(expr, Differentiable) else 0
+        return max(order, 1) if n == 1 else 2
+    order = expr.space_order if isinstance(expr, Differentiable) else 2
+    if order == 0:
+        raise InvalidArgument(f"{expr} has space_order=0 (no halo), so no space derivatives "
+                              "(Devito offers none either); build it with space_order >= 1")
+    # space_order 1: Devito's two-point first derivatives; second ones take three points
+    return order if n == 1 else max(order, 2)
+
+
+def _check_fd_order(expr, dim, n, fd_order, is_time):
+    if isinstance(fd_order, bool) or not isinstance(fd_order, (int, sympy.Integer)):
+        raise InvalidArgument(f"Derivative along {dim}: fd_order must be an integer, got {fd_order!r}")
+    fd_order = int(fd_order)
+    if is_time:
+        if n == 2 and isinstance(expr, Differentiable) and 0 < expr.time_order < 2:
+            raise InvalidArgument(f"the second time derivative of {expr} needs time_order=2 "
+                                  f"(it has time_order={expr.time_order}): three time levels")
+        if fd_order not in (1, 2) or (n == 2 and fd_order != 2):
+            raise InvalidArgument(f"Derivative along {dim}: time derivatives take fd_order 1 "
+                                  f"(forward, first derivative only) or 2 (centred); got {fd_order}")
+    elif not (fd_order == 1 and n == 1) and (fd_order < 2 or fd_order % 2):
+        raise InvalidArgument(f"Derivative along {dim}: fd_order={fd_order} is not supported; "
+                              "use 1 (first derivatives) or an even order >= 2")
+
+
+def _places(expr, dim) -> set:
+    """{(where along ``dim``, staggered= given, priority)} of the values ``expr`` combines; a
+    derivative counts where its operand's values sit, whatever its x0 (as Devito)."""
+    if isinstance(expr, AppliedUndef) and hasattr(type(expr), "_field"):
+        rec = expr.field
+        return {(rec.stagger(dim), rec.stagger_given, (not rec.staggered, len(expr.args)))}
+    return set().union(*(_places(a, dim) for a in expr.args)) if expr.args else set()
+
+
+def location(expr, dim):
+    """(where ``expr``'s values sit along ``dim`` in spacings from the node, whether their
+    function was given staggered=): what a derivative of ``expr`` with no x0 is centred on and
+    how its two-point stencil leans (Devito's rule). None if its terms sit at different places."""
+    if dim.is_Time:
+        return sympy.S.Zero, False
+    places = _places(expr, dim)
+    if not places:
+        return sympy.S.Zero, False
+    if len({p[0] for p in places}) > 1:
+        return None
+    loc, flag, _ = max(places, key=lambda p: (p[2], p[1]))
+    return loc, flag
+
+
+def placed(d, inner_place):
+    """``inner_place`` (``location`` of a derivative's operand), or an error if there is none."""
+    if inner_place is None:
+        raise InvalidEquation(
+            f"{d}: its operand mixes functions staggered differently along {d.dim}; "
+            "differentiate each function separately, or store the product in a Function first")
+    return inner_place
+
+
+def evaluate(expr):
+    """``expr`` with every Derivative expanded, innermost first."""
+    if isinstance(expr, Derivative):
+        return expand(expr, evaluate(expr.expr), placed(expr, location(expr.expr, expr.dim)))
+    if not expr.args or not expr.has(Derivative):
+        return expr
+    return expr.func(*[evaluate(a) for a in expr.args])
+
+
+def plain(expr):
+    """``expr`` rebuilt with sympy's own Add/Mul/Pow (for printing and simplification)."""
+    mapping = {DAdd: sympy.Add, DMul: sympy.Mul, DPow: sympy.Pow}
+
+    def rebuild(e):
+        if not e.args:
+            return e
+        args = [rebuild(a) for a in e.args]
+        cls = mapping.get(type(e))
+        if cls is not None:
+            return cls(*args)
+        return e.func(*args) if any(a is not b for a, b in zip(args, e.args)) else e
+    return rebuild(expr)

@@ -1,0 +1,212 @@
+"""Dimensions: the sympy symbols that index grids (x, y, z, time) and their spacings."""
+from __future__ import annotations
+
+import numbers
+
+import sympy
+
+from ..errors import InvalidArgument
+
+
+class Dimension(sympy.Symbol):
+    """An iteration dimension; ``x.spacing`` is the symbol of its grid spacing (``h_x``)."""
+
+    is_Space = False
+    is_Time = False
+    is_Stepping = False
+    is_Conditional = False
+
+    def _sympystr(self, printer):
+        # sympy's printer has a method for its physics "Dimension"; print as a symbol.
+        return self.name
+
+    _ccode = _sympystr
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        return sympy.Symbol(f"h_{self.name}", real=True, positive=True)
+
+    @property
+    def root(self) -> "Dimension":
+        """The dimension an index of this one counts along (``time`` for the stepping ``t``)."""
+        return self
+
+    @property
+    def symbolic_min(self) -> sympy.Symbol:
+        """The first index an Operator computes along this dimension (apply's ``x_m``)."""
+        return sympy.Symbol(f"{self.root.name}_m", integer=True)
+
+    @property
+    def symbolic_max(self) -> sympy.Symbol:
+        """The last index an Operator computes along this dimension (apply's ``x_M``)."""
+        return sympy.Symbol(f"{self.root.name}_M", integer=True)
+
+
+class SpaceDimension(Dimension):
+    """A spatial dimension of a Grid (x, y, z or a name of the user's); ``spacing=`` a
+    Constant (Devito's ``SpaceDimension('z', spacing=Constant(name='h_z', value=...))``)
+    makes the derivatives along it use that Constant's run-time value."""
+
+    is_Space = True
+
+    def __new__(cls, name, spacing=None, **assumptions):
+        assumptions.setdefault("integer", True)
+        if spacing is None:
+            return super().__new__(cls, name, **assumptions)
+        if not isinstance(spacing, sympy.Symbol):
+            raise InvalidArgument(f"SpaceDimension {name!r}: spacing must be a Constant (e.g. "
+                                  f"Constant(name='h_{name}', value=0.1)), got {spacing!r}")
+        obj = sympy.Symbol.__xnew__(cls, name, **assumptions)   # uncached: its own spacing
+        obj._spacing = spacing
+        return obj
+
+    def _hashable_content(self):
+        own = getattr(self, "_spacing", None)
+        return super()._hashable_content() + ((own,) if own is not None else ())
+
+    def __getnewargs_ex__(self):
+        return (self.name,), {"spacing": getattr(self, "_spacing", None), **self.assumptions0}
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        own = getattr(self, "_spacing", None)
+        return own if own is not None else super().spacing
+
+
+class TimeDimension(Dimension):
+    """The physical time dimension; its spacing is the time step ``dt``."""
+
+    is_Time = True
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        return sympy.Symbol("dt", real=True, positive=True)
+
+
+class SteppingDimension(TimeDimension):
+    """Time index of buffered TimeFunctions: slots are addressed modulo the buffer size."""
+
+    is_Stepping = True
+
+    @property
+    def root(self) -> Dimension:
+        return time_dimension()
+
+
+class ConditionalDimension(Dimension):
+    """Devito's ConditionalDimension: the points of ``parent`` where an equation runs, every
+    ``factor``-th one (``time % factor == 0``) and/or where ``condition`` holds.
+
+    A TimeFunction built with ``time_dim=`` one of ``time`` with a factor holds a snapshot
+    every ``factor`` steps (index ``time / factor``); ``Eq(..., implicit_dims=c)`` runs an
+    equation only where ``c`` holds. The factor is an argument of the generated code."""
+
+    is_Conditional = True
+
+    def __new__(cls, name, parent=None, factor=None, condition=None, indirect=False,
+                relation=sympy.And, **unknown):
+        owner = f"ConditionalDimension {name!r}"
+        _check_conditional(owner, name, parent, condition, indirect, relation, unknown)
+        obj = sympy.Symbol.__xnew__(cls, name, integer=True)
+        obj._parent = parent
+        obj._factor = _check_factor(owner, factor)
+        if factor is None and condition is None:
+            raise InvalidArgument(f"{owner}: give factor= (run every factor-th step) or "
+                                  "condition= (run where it holds), or both")
+        obj._condition = condition
+        obj._relation = relation
+        return obj
+
+    def _hashable_content(self):
+        # two ConditionalDimensions of one name but other parents or factors differ
+        return super()._hashable_content() + (self._parent, self._factor, self._condition,
+                                              self._relation)
+
+    def __getnewargs_ex__(self):
+        return ((self.name, self._parent, self._factor, self._condition, False,
+                 self._relation), {})
+
+    @property
+    def parent(self) -> Dimension:
+        return self._parent
+
+    @property
+    def factor(self):
+        """The subsampling factor (an int, or a Constant read at apply), or None."""
+        return self._factor
+
+    @property
+    def condition(self):
+        return self._condition
+
+    @property
+    def relation(self):
+        """How this dimension's condition combines with the others' of an equation (And, Or)."""
+        return self._relation
+
+    @property
+    def indirect(self) -> bool:
+        return False
+
+    @property
+    def is_Time(self) -> bool:
+        return self._parent.is_Time
+
+    @property
+    def root(self) -> Dimension:
+        return self._parent.root
+
+    @property
+    def spacing(self):
+        """``factor`` steps of the parent (its spacing where there is no factor)."""
+        return self._parent.spacing * (1 if self._factor is None else self._factor)
+
+
+def _check_conditional(owner, name, parent, condition, indirect, relation, unknown):
+    """InvalidArgument for what ``ConditionalDimension`` cannot take."""
+    if unknown:
+        raise InvalidArgument(f"{owner}: unknown argument(s) {', '.join(sorted(unknown))} (it "
+                              "takes name, parent, factor, condition and relation)")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InvalidArgument(f"ConditionalDimension: name must be a valid identifier, got "
+                              f"{name!r}")
+    if not isinstance(parent, Dimension) or isinstance(parent, ConditionalDimension):
+        raise InvalidArgument(f"{owner}: parent must be a grid dimension (grid.time_dim or one "
+                              f"of grid.dimensions), got {parent!r}")
+    if condition is not None and not isinstance(condition, sympy.logic.boolalg.Boolean):
+        raise InvalidArgument(
+            f"{owner}: condition must be a relation such as Gt(f, 0), Lt(x, 5), CondEq(x, 3) "
+            f"or their And/Or, got {type(condition).__name__} {condition!r}"
+            + ("; stencilgen's Eq is an equation: write CondEq(a, b) for a == b"
+               if type(condition).__name__ == "Eq" else ""))
+    if indirect:
+        raise InvalidArgument(f"{owner}: indirect=True (indexing arrays by the condition's "
+                              "values) is not supported; index with the grid's dimensions")
+    if relation not in (sympy.And, sympy.Or):
+        raise InvalidArgument(f"{owner}: relation must be sympy.And or sympy.Or, got "
+                              f"{relation!r}")
+
+
+def _check_factor(owner, factor):
+    """``factor`` as a positive int, or a Constant (its value is checked at apply), or None."""
+    # a Constant (functions.py builds on this module): a symbol that carries its value
+    if factor is None or (isinstance(factor, sympy.Symbol) and hasattr(factor, "value")):
+        return factor
+    if isinstance(factor, sympy.Integer):
+        factor = int(factor)
+    if isinstance(factor, numbers.Integral) and not isinstance(factor, bool) and factor > 0:
+        return int(factor)
+    raise InvalidArgument(f"{owner}: factor must be a positive integer (the number of steps "
+                          f"between two runs, e.g. factor=4), got {factor!r}")
+
+
+def time_dimension() -> TimeDimension:
+    return TimeDimension("time", integer=True)
+
+
+def stepping_dimension() -> SteppingDimension:
+    return SteppingDimension("t", integer=True)
+
+
+def space_dimension(name: str) -> SpaceDimension:
+    return SpaceDimension(name, integer=True)

@@ -1,0 +1,456 @@
+"""Discrete functions on a Grid: Function, TimeFunction and the scalar Constant.
+
+A Function *is* a sympy expression, ``u(t, x, y, z)``: a shift is a substitution of its
+arguments (``u.forward`` is ``u(t + dt, x, y, z)``), so derivatives of whole expressions are
+plain substitutions too. Each Function gets its own sympy class carrying a ``_field`` record
+with the grid, orders, halo and the data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+
+import numpy as np
+import sympy
+from sympy.core.function import AppliedUndef, UndefinedFunction
+
+from ..data import places
+from .differentiable import Differentiable
+from .dimensions import Dimension
+from ..errors import InvalidArgument
+from .grid import Grid, as_int, check_dtype
+from .indexing import function_at
+from .staggering import HALF, natural_index, staggered_dims
+from ..data.distributed_data import DistributedArray
+from ..data.storage import Storage
+from ..data import precision
+
+
+@dataclass(eq=False)
+class FieldData:
+    """What a discrete function is: identity (by object), shape, halo and storage."""
+
+    name: str
+    grid: Grid
+    space_order: int
+    dtype: type
+    halo: tuple[int, ...]
+    time_order: int = 0
+    save: int | None = None
+    is_time: bool = False
+    staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
+    stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
+    time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
+    store: str | None = None       # 16-bit storage format ("float16", "bfloat16"), None: dtype
+    scale: float | None = None     # stored = value / scale (a power of two); None: not chosen
+    companion: object = None       # compensated=True: the TimeFunction keeping what each
+                                   # 16-bit store rounds off
+    _storage: Storage | None = dc_field(default=None, repr=False)
+
+    @property
+    def time_size(self) -> int | None:
+        if not self.is_time:
+            return None
+        return self.save if self.save is not None else self.time_order + 1
+
+    @property
+    def shape_with_halo(self) -> tuple[int, ...]:
+        space = tuple(n + 2 * h for n, h in zip(self.grid.shape_local, self.halo))
+        return ((self.time_size,) if self.is_time else ()) + space
+
+    def stagger(self, d) -> sympy.Rational:
+        """Where the values sit along ``d``, in spacings from the node (0 or 1/2)."""
+        return HALF if d in self.staggered else sympy.S.Zero
+
+    @property
+    def storage(self) -> Storage:
+        """The values, on the host and (after a GPU apply) on the GPU (``storage.py``)."""
+        if self._storage is None:
+            self._storage = Storage(self.name, self.shape_with_halo,
+                                    precision.host_dtype(self.store, self.dtype), self.halo)
+        return self._storage
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of host data allocated (0 before the first access)."""
+        return 0 if self._storage is None else self._storage.nbytes
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    view.flags.writeable = False
+    return view
+
+
+def _check_order(owner: str, value, what: str, allowed: str, valid) -> int:
+    """``value`` as an int if it is an integer (not a bool) that ``valid`` accepts."""
+    value = as_int(value, f"{owner}: {what}", allowed)
+    if not valid(value):
+        raise InvalidArgument(f"{owner}: {what}={value!r} is not supported; {allowed}")
+    return value
+
+
+class DiscreteFunction(Differentiable, AppliedUndef):
+    """Base of the grid functions; instances are applied sympy functions ``u(x, y, z)``."""
+
+    is_TimeFunction = False
+    is_Sparse = False
+
+    def __new__(cls, *args, **kwargs):
+        if "_field" in cls.__dict__:
+            # sympy rebuilding an application (subs, xreplace): args are indices.
+            return super().__new__(cls, *args, **kwargs)
+        record = cls._make_record(*args, **kwargs)
+        klass = UndefinedFunction(record.name, bases=(cls,), _field=record)
+        return klass(*cls._indices(record))
+
+    @classmethod
+    def _make_record(cls, *args, **kwargs) -> FieldData:
+        raise NotImplementedError
+
+    @classmethod
+    def _indices(cls, record: FieldData):
+        return tuple(natural_index(d, record.staggered) for d in record.grid.dimensions)
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def field(self) -> FieldData:
+        return type(self)._field
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+    @property
+    def grid(self) -> Grid:
+        return self.field.grid
+
+    @property
+    def space_order(self) -> int:
+        return self.field.space_order
+
+    @property
+    def time_order(self) -> int:
+        return self.field.time_order
+
+    @property
+    def dtype(self):
+        return self.field.dtype
+
+    @property
+    def halo(self) -> tuple[int, ...]:
+        return self.field.halo
+
+    @property
+    def dimensions(self):
+        return tuple(a if isinstance(a, Dimension) else
+                     next(s for s in a.free_symbols if isinstance(s, Dimension))
+                     for a in self.origin.args)
+
+    @property
+    def staggered(self) -> tuple:
+        """The dimensions along which the values sit half a spacing ahead (() on nodes)."""
+        return self.field.staggered
+
+    @property
+    def indices(self):
+        return self.args
+
+    @property
+    def origin(self):
+        """This function at its unshifted indices (``u(t, x)`` for ``u(t + dt, x)``)."""
+        return self.func(*self._indices(self.field))
+
+    def __getitem__(self, indices):
+        """Devito's index notation: ``u[t + 1, 0, y]`` (see ``stencilgen.symbolic.indexing``)."""
+        if self.is_Sparse:
+            raise InvalidArgument(f"{self.name}[...]: sparse functions are not indexed; use "
+                                  f"{self.name}.data, inject() or interpolate()")
+        return function_at(self, indices)
+
+    # -- data --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        time = (self.field.time_size,) if self.field.is_time else ()
+        return time + self.grid.shape
+
+    @property
+    def data_with_halo(self) -> np.ndarray:
+        """The values, halo included, on the host (copied back from the GPU first where an
+        apply left newer values there); writing through it marks the host copy newer. On a
+        split grid, this rank's block and its halo, indexed in the global array with halo
+        (the blocks' halos overlap their neighbours)."""
+        local = self.field.storage.view()
+        if self.grid.distributor is None or self.is_Sparse:   # sparse values: every rank's
+            return local
+        return self._global(local, self.halo)
+
+    def _global(self, local, halo):
+        """``local`` as a DistributedArray: along space axes it starts at the rank's first
+        index in the global array, which has ``halo`` points more each side."""
+        dist = self.grid.distributor
+        time = ((0, self.field.time_size),) if self.field.is_time else ()
+        return DistributedArray.of(local, time + tuple(
+            (lo, n + 2 * h) for lo, n, h in zip(dist.starts, dist.shape, halo)))
+
+    @property
+    def shape_local(self) -> tuple[int, ...]:
+        """The shape of this rank's block (``shape`` where the grid is not split)."""
+        time = (self.field.time_size,) if self.field.is_time else ()
+        return time + self.grid.shape_local
+
+    def _domain(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Where the domain starts in ``data_with_halo``, and its shape (this rank's)."""
+        time = (0,) if self.field.is_time else ()
+        return time + tuple(self.halo), self.shape_local
+
+    @property
+    def data(self) -> np.ndarray:
+        """A writable view of the domain, the halo hidden (``data_with_halo`` shows it); on a
+        split grid this rank's block, indexed in global terms (``distributed_data``)."""
+        start, shape = self._domain()
+        local = self.field.storage.view()[tuple(slice(a, a + n) for a, n in zip(start, shape))]
+        if self.grid.distributor is None:
+            return local
+        return self._global(local, (0,) * len(self.halo))
+
+    @data.setter
+    def data(self, value):
+        if places.foreign(value):
+            places.write_device(self.field.storage, *self._domain(), value, self.name)
+            return
+        view = self.data
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf" and arr.dtype != view.dtype:
+            raise InvalidArgument(f"{self.name}.data: got data of dtype {arr.dtype}; "
+                                  f"give real numbers (stored as {view.dtype.name})")
+        try:
+            np.broadcast_shapes(arr.shape, self.shape)
+        except ValueError:
+            raise InvalidArgument(f"{self.name}.data: got shape {arr.shape} but the domain has "
+                                  f"shape {self.shape} (data_with_halo: "
+                                  f"{self.field.shape_with_halo})") from None
+        if np.broadcast_shapes(arr.shape, self.shape) != self.shape:
+            raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit the "
+                                  f"domain shape {self.shape}")
+        view[...] = arr
+
+    data_domain = data
+
+    # -- storage ------------------------------------------------------------------------
+    @property
+    def storage_format(self) -> str:
+        """What each value is stored as: "float32", "float64", "float16" or "bfloat16"."""
+        return self.field.store or np.dtype(self.dtype).name
+
+    @property
+    def storage_scale(self) -> float:
+        """``data`` holds the field divided by this power of two (16-bit storage keeps its
+        values in range so; 1.0 otherwise, and until a first apply chooses it)."""
+        return 1.0 if self.field.scale is None else self.field.scale
+
+    @property
+    def compensation(self):
+        """The TimeFunction of compensated stepping (what the stores rounded off), or None."""
+        return self.field.companion
+
+    @property
+    def data_unscaled(self) -> np.ndarray:
+        """The domain's values in the arithmetic's type, the scale (and a compensation)
+        applied: a copy (``data`` is the stored array)."""
+        out = np.asarray(self.data, dtype=self.dtype)
+        if self.field.companion is not None:
+            out = out + np.asarray(self.field.companion.data, dtype=self.dtype)
+        return out * self.dtype(self.storage_scale)
+
+    @property
+    def data_ro_domain(self) -> np.ndarray:
+        """A read-only view of the domain (Devito's name)."""
+        return _read_only(self.data)
+
+    @property
+    def data_ro_with_halo(self) -> np.ndarray:
+        return _read_only(self.data_with_halo)
+
+    @property
+    def device_data(self):
+        """The domain's values on the GPU, without a copy: a view for ``cupy.asarray``,
+        ``torch.from_dlpack`` or ``jax.dlpack`` (``stencilgen.data.interop.DeviceArray``). The
+        GPU copy is made (or brought up to date) first, and counts as written: the host's
+        next read copies it back."""
+        return places.device_view(self.field.storage, *self._domain())
+
+    @property
+    def device_data_with_halo(self):
+        """``device_data`` with the halo."""
+        return places.device_view(self.field.storage, None, None)
+
+    def zero(self):
+        """Set every value, halo included, to zero where the values are (on the GPU: there,
+        with no copy through the host; a field never written stays unallocated)."""
+        self.field.storage.zero()
+
+    def release_device(self):
+        """Copy the values back to the host if the GPU has newer ones, and free the GPU copy
+        (the next GPU apply makes it again)."""
+        self.field.storage.release()
+
+    def _sympystr(self, printer):
+        return f"{self.name}({', '.join(printer.doprint(a) for a in self.args)})"
+
+
+class Function(DiscreteFunction):
+    """A field on the grid, constant in time (velocity, density...), Devito's ``Function``."""
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, space_order=1, dtype=None, shape=None,
+                     dimensions=None, staggered=None, storage=None, storage_scale=None,
+                     **unknown) -> FieldData:
+        owner = f"{cls.__name__} {name!r}"
+        dtype, store = precision.storage_format(storage, dtype, owner)
+        grid = _own_grid(owner, grid, shape, dimensions, dtype)
+        _common_checks(owner, name, grid, unknown)
+        so = _check_order(owner, space_order, "space_order",
+                          "use 0, 1 or an even integer from 2 to 32 (the halo is 0, 1 or "
+                          "space_order/2 points wide)",
+                          lambda v: v in (0, 1) or (2 <= v <= 32 and v % 2 == 0))
+        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
+        if store is not None and dtype is not np.float32:
+            raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
+                                  f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
+        return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
+                         halo=((so + 1) // 2,) * grid.dim,
+                         staggered=staggered_dims(grid, staggered, owner),
+                         stagger_given=staggered is not None, store=store,
+                         scale=precision.check_scale(storage_scale, store, owner))
+
+
+class TimeFunction(Function):
+    """A field that evolves in time: a buffer of time_order+1 slots, or ``save`` slots."""
+
+    is_TimeFunction = True
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, space_order=1, time_order=1, save=None,
+                     time_dim=None, dtype=None, staggered=None, compensated=False,
+                     **unknown) -> FieldData:
+        owner = f"TimeFunction {name!r}"
+        if not isinstance(grid, Grid) or "shape" in unknown or "dimensions" in unknown:
+            raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid) "
+                                  "and takes no shape= or dimensions=")
+        record = super()._make_record(name=name, grid=grid, space_order=space_order,
+                                      dtype=dtype, staggered=staggered, **unknown)
+        record.time_order = _check_order(owner, time_order, "time_order", "use 0, 1 or 2",
+                                         lambda v: v in (0, 1, 2))
+        if save is not None:
+            record.save = _check_order(owner, save, "save",
+                                       f"use None or a number of steps > time_order ({time_order})",
+                                       lambda v: v > record.time_order)
+        record.time_dim = _check_time_dim(owner, time_dim, grid, record.save)
+        record.is_time = True
+        if compensated not in (True, False):
+            raise InvalidArgument(f"{owner}: compensated must be True or False")
+        if compensated and record.store is None:
+            raise InvalidArgument(f"{owner}: compensated=True keeps what 16-bit stores round "
+                                  "off; give storage=numpy.float16 or 'bfloat16' too")
+        if compensated:
+            record.companion = TimeFunction(
+                name=f"{name}_rounding", grid=grid, space_order=space_order, time_order=time_order,
+                save=save, time_dim=time_dim, staggered=staggered, storage=record.store)
+        return record
+
+    @classmethod
+    def _indices(cls, record):
+        time = record.grid.time_dim if record.save is not None else record.grid.stepping_dim
+        return (record.time_dim or time,) + super()._indices(record)
+
+    @property
+    def time_dim(self):
+        return self.origin.args[0]
+
+    def _shifted(self, steps: int):
+        t = self.time_dim
+        args = list(self.args)
+        args[0] = args[0] + steps * t.spacing
+        return self.func(*args)
+
+    @property
+    def forward(self):
+        return self._shifted(1)
+
+    @property
+    def backward(self):
+        return self._shifted(-1)
+
+    @property
+    def save(self):
+        return self.field.save
+
+
+def _own_grid(owner, grid, shape, dimensions, dtype):
+    """The grid of a Function: ``grid``, or for Devito's ``Function(shape=, dimensions=)``
+    (with or without a grid) one of its own shape and dimensions (``Grid.of_function``),
+    which an Operator places on the loop dimensions it shares with other functions."""
+    if shape is None and dimensions is None:
+        return grid
+    if shape is None or dimensions is None:
+        raise InvalidArgument(f"{owner}: give shape= and dimensions= together (a Function "
+                              "without a grid), or grid= alone")
+    if grid is not None and not isinstance(grid, Grid):
+        return grid   # _common_checks says what is wrong
+    if grid is not None:
+        dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
+        if dims == grid.dimensions and tuple(shape) == grid.shape:
+            return grid
+        for d, n in zip(dims, tuple(shape)):
+            if d not in grid.dimensions or grid.shape[grid.dimensions.index(d)] != n:
+                raise InvalidArgument(f"{owner}: dimension {d} with {n} points is not one of "
+                                      f"{grid!r}'s; use its dimensions and sizes, or no grid")
+        dtype = grid.dtype if dtype is None else dtype
+    return Grid.of_function(shape, dimensions, np.float32 if dtype is None else dtype, owner)
+def _check_time_dim(owner, time_dim, grid, save):
+    """A ConditionalDimension of time with a factor (snapshots), or None for the grid's own."""
+    if time_dim is None or time_dim in (grid.time_dim, grid.stepping_dim):
+        return None
+    if not getattr(time_dim, "is_Conditional", False) or not time_dim.parent.is_Time \
+            or time_dim.factor is None:
+        raise InvalidArgument(
+            f"{owner}: time_dim must be the grid's time dimension or a ConditionalDimension "
+            f"of it with a factor (ConditionalDimension('t_sub', parent=grid.time_dim, "
+            f"factor=4)), got {time_dim!r}")
+    if save is None:
+        raise InvalidArgument(f"{owner}: a TimeFunction on {time_dim} (every "
+                              f"{time_dim.factor} steps) needs save=, the number of snapshots "
+                              f"it holds, e.g. save=nt//{time_dim.factor} + 1")
+    return time_dim
+
+
+def _common_checks(owner, name, grid, unknown):
+    if unknown:
+        raise InvalidArgument(f"{owner}: unknown argument(s) {', '.join(sorted(unknown))}")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InvalidArgument(f"{owner}: name must be a valid identifier, got {name!r}")
+    if not isinstance(grid, Grid):
+        raise InvalidArgument(f"{owner}: grid must be a stencilgen Grid, got "
+                              f"{type(grid).__name__} (or give shape= and dimensions=)")
+
+
+class Constant(Differentiable, sympy.Symbol):
+    """A scalar known at run time (``apply(c=2.0)`` overrides its value)."""
+
+    def __new__(cls, name, value=0.0, dtype=np.float32):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InvalidArgument(f"Constant: name must be a valid identifier, got {name!r}")
+        obj = sympy.Symbol.__xnew__(cls, name, real=True)
+        obj.value = value
+        obj.dtype = check_dtype(dtype, f"Constant {name!r}").type
+        return obj
+
+    @property
+    def data(self):
+        return self.dtype(self.value)
+
+    @data.setter
+    def data(self, value):
+        self.value = value
+
+    def __getnewargs_ex__(self):
+        return ((self.name, self.value, self.dtype), {})

@@ -1,0 +1,192 @@
+"""The Grid: a rectangular, uniformly spaced domain in one to three dimensions."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dimensions import (Dimension, SpaceDimension, space_dimension, stepping_dimension,
+                         time_dimension)
+from .subdomains import attach as attach_subdomains, builtin as builtin_subdomains
+from ..distributed.decomposition import Decomposition
+from ..errors import InvalidArgument
+from ..distributed import mpi
+
+_DIM_NAMES = ("x", "y", "z")
+SUPPORTED_DTYPES = (np.float32, np.float64)
+
+
+def as_int(value, what: str, hint: str) -> int:
+    """``value`` as an int if it is an integer (numpy integers too, not bools), else an
+    InvalidArgument saying ``what`` was wrong and ``hint``, what to pass."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise InvalidArgument(f"{what} is {value!r} ({type(value).__name__}), not an integer; {hint}")
+
+
+def check_dtype(dtype, owner: str) -> np.dtype:
+    """The numpy dtype for ``dtype`` if stencilgen supports it, else an InvalidArgument."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.type not in SUPPORTED_DTYPES:
+        raise InvalidArgument(f"{owner}: dtype {dtype!r} is not supported; "
+                              f"use numpy.float32 or numpy.float64")
+    return dt
+
+
+def _check_shape(shape, owner: str = "Grid") -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, 1 to 3 of them, each >= 2; else an InvalidArgument."""
+    try:
+        entries = tuple(shape) if not isinstance(shape, str) else None
+    except TypeError:
+        entries = None
+    if entries is None:
+        raise InvalidArgument(f"{owner}: shape must be a tuple of integers, e.g. "
+                              f"Grid(shape=(101, 101)); got {shape!r}")
+    entries = tuple(as_int(n, f"{owner}: an entry of shape {entries}", "give whole numbers of "
+                           "points, e.g. Grid(shape=(101, 101))") for n in entries)
+    if not 1 <= len(entries) <= 3:
+        raise InvalidArgument(f"{owner}: shape {entries} has {len(entries)} dimensions; "
+                              "stencilgen supports 1, 2 and 3")
+    if any(n < 2 for n in entries):
+        raise InvalidArgument(f"{owner}: every dimension needs at least 2 points, got shape "
+                              f"{entries}")
+    return entries
+
+
+def _check_dimensions(dimensions, shape, owner: str, implicit: bool) -> tuple:
+    """The grid's dimensions: x, y, z by default, else the user's (SpaceDimensions of distinct
+    names, one per entry of shape; any Dimension but time for a Function's own)."""
+    if dimensions is None:
+        return tuple(space_dimension(n) for n in _DIM_NAMES[:len(shape)])
+    dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
+    kind = Dimension if implicit else SpaceDimension
+    for d in dims:
+        if not isinstance(d, kind) or d.is_Time:
+            raise InvalidArgument(f"{owner}: dimensions must be stencilgen "
+                                  f"{kind.__name__}s (e.g. SpaceDimension(name='z')), got "
+                                  f"{d!r} ({type(d).__name__})")
+    if len(dims) != len(shape) or len({d.name for d in dims}) != len(dims):
+        raise InvalidArgument(f"{owner}: dimensions {dims} must be {len(shape)} of distinct "
+                              f"names, one per entry of shape {shape}")
+    taken = {d.name for d in dims} & {"t", "time"}
+    if taken:
+        raise InvalidArgument(f"{owner}: a space dimension named {taken.pop()!r} would clash "
+                              "with the time dimensions (time, t); name it otherwise")
+    return dims
+
+
+class Grid:
+    """A uniform grid of ``shape`` points spanning ``extent`` from ``origin`` (Devito's meaning).
+
+    ``extent`` defaults to the unit cube (spacing ``1 / (n - 1)``, as Devito), ``origin`` to zeros.
+    ``dimensions`` are x, y, z unless given (SpaceDimensions, kept in order and name; one
+    built with ``spacing=Constant(...)`` differentiates with that Constant's value, as
+    Devito); ``subdomains`` adds user SubDomains to ``grid.subdomains`` (Devito 4.8's way).
+    ``comm`` (an mpi4py communicator; MPI.COMM_WORLD by default where STENCILGEN_MPI is on)
+    splits the grid into one block per rank (``topology``: ranks per dimension, chosen when
+    not given; see ``stencilgen.distributed.decomposition``).
+    """
+
+    implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
+    distributor = None   # this rank's block where the grid is split over MPI ranks
+
+    def __init__(self, shape, extent=None, origin=None, dimensions=None, dtype=np.float32,
+                 subdomains=None, comm=None, topology=None, **unknown):
+        if unknown:
+            raise InvalidArgument(f"Grid: {', '.join(sorted(unknown))} not supported (Grid takes "
+                                  "shape, extent, origin, dimensions, dtype, subdomains, comm "
+                                  "and topology)")
+        self._setup(shape, extent, origin, dtype, dimensions, "Grid")
+        comm = comm if comm is not None else mpi.default_comm()
+        if comm is not None:
+            self.distributor = Decomposition.of(self.shape, comm, topology)
+            if self.distributor.size > 1:
+                mpi.abort_on_error()
+        elif topology is not None:
+            raise InvalidArgument("Grid: topology= splits a grid over MPI ranks; give comm= "
+                                  "too, or run with STENCILGEN_MPI=1")
+        self._subdomains = builtin_subdomains(self)
+        if subdomains is not None:
+            self._subdomains.update(attach_subdomains(self, subdomains))
+
+    @classmethod
+    def of_function(cls, shape, dimensions, dtype, owner: str) -> "Grid":
+        """The grid of a Function built without one (Devito's ``Function(shape=,
+        dimensions=)``): its shape and dimensions, no geometry of its own."""
+        grid = cls.__new__(cls)
+        grid.implicit = True
+        grid._setup(shape, None, None, dtype, dimensions, owner)
+        grid._subdomains = {}
+        return grid
+
+    def _setup(self, shape, extent, origin, dtype, dimensions, owner):
+        self.shape = shape = _check_shape(shape, owner)
+        self.extent = self._vector("extent", extent, (1.0,) * len(shape))
+        if any(e <= 0 for e in self.extent):
+            raise InvalidArgument(f"Grid: extent must be positive in every dimension, got {self.extent}")
+        self.origin = self._vector("origin", origin, (0.0,) * len(shape))
+        self.dtype = check_dtype(dtype, owner).type
+        self.dimensions = _check_dimensions(dimensions, shape, owner, self.implicit)
+        self.time_dim = time_dimension()
+        self.stepping_dim = stepping_dimension()
+
+    def _vector(self, what, value, default):
+        if value is None:
+            return default
+        try:
+            vec = tuple(float(v) for v in value)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"Grid: {what} must be a tuple of numbers, got {value!r}") from None
+        if len(vec) != len(self.shape):
+            raise InvalidArgument(f"Grid: {what} {vec} has {len(vec)} entries but shape "
+                                  f"{self.shape} has {len(self.shape)}")
+        if not np.isfinite(vec).all():
+            raise InvalidArgument(f"Grid: {what} {vec} is not finite; give finite numbers")
+        return vec
+
+    @property
+    def shape_local(self) -> tuple[int, ...]:
+        """The points of this rank's block (the whole shape where the grid is not split)."""
+        return self.shape if self.distributor is None else self.distributor.local_shape
+
+    @property
+    def comm(self):
+        """The communicator the grid is split over, or None."""
+        return None if self.distributor is None else self.distributor.comm
+
+    @property
+    def dim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def spacing(self) -> tuple[float, ...]:
+        return tuple(e / (n - 1) for e, n in zip(self.extent, self.shape))
+
+    @property
+    def spacing_symbols(self):
+        return tuple(d.spacing for d in self.dimensions)
+
+    @property
+    def subdomains(self) -> dict:
+        """The subdomains by name: 'domain', 'interior' and those of ``Grid(subdomains=)``
+        (as Devito, not those built with ``MySubDomain(grid=grid)``)."""
+        return dict(self._subdomains)
+
+    @property
+    def interior(self):
+        """The domain less one point on every side."""
+        return self._subdomains["interior"]
+
+    @property
+    def spacing_map(self) -> dict:
+        """Spacing symbol -> value, in the grid's dtype."""
+        return {d.spacing: self.dtype(h) for d, h in zip(self.dimensions, self.spacing)}
+
+    def __repr__(self) -> str:
+        if self.implicit:
+            return f"the grid of shape {self.shape} on dimensions {self.dimensions}"
+        split = "" if self.distributor is None else \
+            f", over {self.distributor.size} ranks as {self.distributor.dims}"
+        return (f"Grid(shape={self.shape}, extent={self.extent}, "
+                f"dtype={np.dtype(self.dtype).name}{split})")

@@ -1,0 +1,136 @@
+"""A right-hand side evaluated where its left-hand side's values sit (Devito's staggered
+semantics): a derivative without x0 is taken at the left-hand side's point, and a function
+that sits elsewhere is averaged onto it from its two neighbours along each dimension where it
+differs. ``Eq.evaluate`` and the lowering apply ``at_place`` before expanding derivatives."""
+from __future__ import annotations
+
+import sympy
+from sympy.core.function import AppliedUndef
+
+from .differentiable import DAdd, DMul, Derivative, location
+from ..errors import InvalidEquation
+from .shifts import shift
+from .staggering import HALF, natural_index
+
+
+def _is_field(e) -> bool:
+    return isinstance(e, AppliedUndef) and hasattr(type(e), "_field") and not e.is_Sparse
+
+
+def target_of(lhs) -> dict:
+    """Space dimension -> where ``lhs``'s values sit (0 or 1/2); {} if it has no grid."""
+    if not _is_field(lhs):
+        return {}
+    return {d: lhs.field.stagger(d) for d in lhs.grid.dimensions}
+
+
+def _mean_onto(expr, rec, dims, target: dict, keep=()):
+    """``expr``, whose values sit where ``rec``'s do, averaged from its two neighbours along
+    every dimension of ``dims`` (but ``keep``) where ``target`` sits half a spacing away."""
+    for d in dims:
+        delta = target.get(d, rec.stagger(d)) - rec.stagger(d)
+        if delta != 0 and d not in keep:
+            lo = delta - HALF
+            expr = DAdd(DMul(HALF, shift(expr, d, lo)), DMul(HALF, shift(expr, d, lo + 1)))
+    return expr
+
+
+def _averaged(f, target: dict):
+    """``f`` at its own point, averaged onto ``target`` along every dimension where it sits
+    half a spacing away; unchanged where it is read at another point (``v[t, x + 1]``)."""
+    rec, dims = f.field, f.grid.dimensions
+    moved = tuple(d for d, a in zip(dims, f.args[-len(dims):])
+                  if a != natural_index(d, rec.staggered))
+    return _mean_onto(f, rec, dims, target, keep=moved)
+
+
+def _interpolated(expr, target: dict):
+    """``expr`` with its mislocated values brought to ``target`` (Devito's ``interp_for_fd``:
+    in a product, the factors that need it are averaged together)."""
+    if _is_field(expr):
+        return _averaged(expr, target)
+    if isinstance(expr, Derivative):
+        rest = {d: t for d, t in target.items() if d != expr.dim}
+        return expr.func(_interpolated(expr.expr, rest), *expr.args[1:])
+    if isinstance(expr, sympy.Mul):
+        needs = [a for a in expr.args if _is_field(a) and _averaged(a, target) != a]
+        if len(needs) > 1:
+            keep = [a for a in expr.args if a not in needs]
+            return DMul(_averaged_product(DMul(*needs), target), *keep)
+    if not expr.args:
+        return expr
+    return expr.func(*[_interpolated(a, target) for a in expr.args])
+
+
+def _averaged_product(prod, target: dict):
+    """A product of functions that sit together, averaged onto ``target`` as one value."""
+    first = next(a for a in prod.args if _is_field(a))
+    return _mean_onto(prod, first.field, first.grid.dimensions, target)
+
+
+def _split_by_place(expr):
+    """An Add's terms grouped by where (and how) their values sit, or None if all agree."""
+    if not isinstance(expr, sympy.Add):
+        return None
+    groups: dict = {}
+    for term in expr.args:
+        key = tuple(location(term, d) for d in _space_dims(term))
+        groups.setdefault(key, []).append(term)
+    return list(groups.values()) if len(groups) > 1 else None
+
+
+def _space_dims(expr) -> tuple:
+    fields = [a for a in expr.atoms(AppliedUndef) if _is_field(a)]
+    return fields[0].grid.dimensions if fields else ()
+
+
+def _derivative_at(d, target: dict, lhs_field):
+    """Derivative ``d`` taken at ``target`` unless its x0 or side is the user's own."""
+    if d.explicit_x0 or d.side is not None or d.dim.is_Time:
+        return d
+    if _is_field(d.expr) and d.expr.field is lhs_field:
+        return d
+    groups = _split_by_place(d.expr)
+    if groups is not None:
+        return DAdd(*[_derivative_at(d.func(DAdd(*g), *d.args[1:]), target, lhs_field)
+                      for g in groups])
+    others = {k: t for k, t in target.items() if k != d.dim}
+    inner = _interpolated(d.expr, others)
+    if location(d.expr, d.dim) is None:
+        raise InvalidEquation(
+            f"{d}: its operand multiplies functions staggered differently along {d.dim}; "
+            "differentiate each function separately, or store the product in a Function first")
+    return Derivative._build(inner, d.dim, d.deriv_order, d.fd_order,
+                             d.dim + target.get(d.dim, 0) * d.dim.spacing, None,
+                             d.weights or None, d.transposed)
+
+
+def at_place(expr, lhs):
+    """``expr`` (a right-hand side) evaluated where ``lhs``'s values sit."""
+    target = target_of(lhs)
+    if not target or not _staggered_anywhere(expr, lhs):
+        return expr
+    return _at(sympy.sympify(expr), target, lhs.field)
+
+
+def at_nodes(expr, grid):
+    """``expr`` evaluated at the grid's nodes (what a sparse interpolation reads, as Devito)."""
+    if not _staggered_anywhere(expr, None):
+        return expr
+    return _at(sympy.sympify(expr), {d: sympy.S.Zero for d in grid.dimensions}, None)
+
+
+def _staggered_anywhere(expr, lhs) -> bool:
+    fields = [a for a in sympy.sympify(expr).atoms(AppliedUndef) if _is_field(a)]
+    return any(f.field.staggered for f in fields + ([lhs] if lhs is not None else []))
+
+
+def _at(expr, target, lhs_field):
+    if isinstance(expr, Derivative):
+        return _derivative_at(expr, target, lhs_field)
+    if _is_field(expr):
+        return expr if expr.field is lhs_field else _averaged(expr, target)
+    if not expr.args:
+        return expr
+    args = [_at(a, target, lhs_field) for a in expr.args]
+    return expr.func(*args) if any(a is not b for a, b in zip(args, expr.args)) else expr

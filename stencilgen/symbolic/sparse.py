@@ -1,0 +1,212 @@
+"""Off-grid points: sources and receivers (Devito's SparseFunction / SparseTimeFunction).
+
+A sparse function holds values at ``npoint`` physical coordinates. ``inject`` spreads an
+expression onto a grid field with multilinear weights; ``interpolate`` samples a grid
+expression at the points with the same weights, so the two are exact adjoints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy
+
+from ..data import places
+from .dimensions import Dimension
+from ..errors import InvalidArgument
+from .functions import DiscreteFunction, FieldData, _check_order, _common_checks
+from .grid import check_dtype
+
+
+class SparseDimension(Dimension):
+    """The point index of a sparse function."""
+
+
+class Coordinates:
+    """``src.coordinates.data``: an (npoint, ndim) float64 array of physical positions."""
+
+    def __init__(self, owner: str, npoint: int, ndim: int):
+        self._owner = owner
+        self._data = np.zeros((npoint, ndim), dtype=np.float64)
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        arr = np.asarray(value, dtype=np.float64)
+        if arr.shape != self._data.shape:
+            raise InvalidArgument(
+                f"{self._owner}: coordinates of shape {arr.shape} given, expected "
+                f"(npoint, ndim) = {self._data.shape}")
+        self._data[...] = arr
+
+
+@dataclass(eq=False)
+class SparseData(FieldData):
+    """A sparse function's record: the number of points and their coordinates."""
+
+    npoint: int = 0
+    nt: int | None = None
+    coordinates: Coordinates | None = None
+
+    @property
+    def shape_with_halo(self) -> tuple[int, ...]:
+        return ((self.nt,) if self.nt is not None else ()) + (self.npoint,)
+
+    @property
+    def time_size(self):
+        return self.nt
+
+
+class SparseFunction(DiscreteFunction):
+    """Values at off-grid points, constant in time (Devito's ``SparseFunction``)."""
+
+    is_Sparse = True
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, npoint=None, coordinates=None, dtype=None,
+                     space_order=None, nt=None, **unknown) -> SparseData:
+        owner = f"{cls.__name__} {name!r}"
+        _common_checks(owner, name, grid, unknown)
+        npoint = _check_order(owner, npoint, "npoint", "give the number of points (>= 1)",
+                              lambda v: v >= 1)
+        if nt is not None:
+            nt = _check_order(owner, nt, "nt", "give the number of time samples (>= 1)",
+                              lambda v: v >= 1)
+        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
+        rec = SparseData(name=name, grid=grid, space_order=2, dtype=dtype, halo=(),
+                         npoint=npoint, nt=nt, is_time=nt is not None,
+                         coordinates=Coordinates(owner, npoint, grid.dim))
+        if coordinates is not None:
+            rec.coordinates.data = coordinates
+        return rec
+
+    @classmethod
+    def _indices(cls, record):
+        p = SparseDimension(f"p_{record.name}", integer=True)
+        return (record.grid.time_dim, p) if record.nt is not None else (p,)
+
+    @property
+    def npoint(self) -> int:
+        return self.field.npoint
+
+    @property
+    def coordinates(self) -> Coordinates:
+        return self.field.coordinates
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.data_with_halo
+
+    @data.setter
+    def data(self, value):
+        if places.foreign(value):
+            places.write_device(self.field.storage, *self._domain(), value, self.name)
+            return
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            raise InvalidArgument(f"{self.name}.data: got dtype {arr.dtype}; give real numbers")
+        try:
+            self.data_with_halo[...] = arr
+        except ValueError:
+            raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit "
+                                  f"{self.data_with_halo.shape} (nt, npoint)") from None
+
+    @property
+    def shape(self):
+        return self.field.shape_with_halo
+
+    def inject(self, field, expr):
+        """``[Injection]``: add ``expr`` (at each point) into ``field`` with multilinear weights."""
+        if not isinstance(field, DiscreteFunction) or field.is_Sparse:
+            raise InvalidArgument(f"{self.name}.inject: field must be a grid Function access "
+                                  f"such as u.forward, got {field!r}")
+        return [Injection(self, field, sympy.sympify(expr))]
+
+    def interpolate(self, expr):
+        """An ``Interpolation``: store the multilinear interpolation of ``expr`` at each point
+        (an equation for ``Operator``; lists take it with ``+``, as Devito's)."""
+        return Interpolation(self, sympy.sympify(expr))
+
+
+class SparseTimeFunction(SparseFunction):
+    """Time series at off-grid points, ``data[time, point]`` (Devito's ``SparseTimeFunction``)."""
+
+    is_TimeFunction = True
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, npoint=None, nt=None, coordinates=None,
+                     dtype=None, time_order=None, **kwargs) -> SparseData:
+        # Devito's time_order only orders .dt of a sparse series, which stencilgen does not
+        # take: any order it accepts is accepted
+        if time_order is not None and time_order not in (1, 2):
+            raise InvalidArgument(f"SparseTimeFunction {name!r}: time_order={time_order!r}; "
+                                  "use 1 or 2")
+        if nt is None:
+            raise InvalidArgument(f"SparseTimeFunction {name!r}: give nt, the number of time "
+                                  "samples")
+        return super()._make_record(name=name, grid=grid, npoint=npoint, nt=nt,
+                                    coordinates=coordinates, dtype=dtype, **kwargs)
+
+    @property
+    def nt(self) -> int:
+        return self.field.nt
+
+
+class _Term:
+    """An injection or interpolation joins equation lists with ``+`` and evaluates to itself,
+    as Devito's do."""
+
+    def __radd__(self, other):
+        return other + [self] if isinstance(other, list) else NotImplemented
+
+    def __add__(self, other):   # term + [eqs], and term + term (rec_term += rec2.interpolate)
+        return [self] + list(other) if isinstance(other, (list, _Term)) else NotImplemented
+
+    def __iter__(self):   # eqs += rec.interpolate(expr=u)
+        yield self
+
+    @property
+    def evaluate(self) -> list:
+        """The equations this stands for: itself."""
+        return [self]
+
+
+@dataclass
+class Injection(_Term):
+    """``field += w_corner * expr`` at the 2**ndim grid nodes around each point."""
+
+    sparse: SparseFunction
+    field: DiscreteFunction
+    expr: sympy.Expr
+
+
+@dataclass
+class Interpolation(_Term):
+    """``sparse[time, p] = sum_corner w_corner * expr(corner)``."""
+
+    sparse: SparseFunction
+    expr: sympy.Expr
+
+
+def check_coordinates(f: SparseFunction):
+    """Every point inside the grid and finite; otherwise an error naming the point."""
+    grid = f.grid
+    coords = f.coordinates.data
+    lo = np.array(grid.origin)
+    hi = lo + np.array(grid.extent)
+    bad_nan = np.flatnonzero(~np.isfinite(coords).all(axis=1))
+    if bad_nan.size:
+        p = int(bad_nan[0])
+        raise InvalidArgument(f"{f.name}: point {p} has a non-finite coordinate "
+                              f"{tuple(coords[p])}; set {f.name}.coordinates.data[{p}]")
+    tol = 1e-9 * np.maximum(np.abs(hi), 1.0)
+    outside = np.flatnonzero(((coords < lo - tol) | (coords > hi + tol)).any(axis=1))
+    if outside.size:
+        p = int(outside[0])
+        raise InvalidArgument(
+            f"{f.name}: point {p} at {tuple(float(c) for c in coords[p])} lies outside the "
+            f"domain {tuple(lo)} .. {tuple(hi)} ({outside.size} point(s) outside); move it "
+            "inside the grid")

@@ -1,0 +1,47 @@
+"""Where a function's values sit in the grid cell (Devito's ``staggered=``): on the nodes
+(``NODE``), at the cell centres (``CELL``), or half a spacing ahead along some dimensions
+(``staggered=x``, ``staggered=(x, y)``)."""
+from __future__ import annotations
+
+import sympy
+
+from ..errors import InvalidArgument
+
+HALF = sympy.Rational(1, 2)
+
+
+class Stagger:
+    """NODE or CELL: a staggering named by where it puts the values, not by dimensions."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NODE = Stagger("node")
+CELL = Stagger("cell")
+
+
+def staggered_dims(grid, staggered, owner: str) -> tuple:
+    """The grid dimensions along which ``staggered`` moves the values half a spacing ahead."""
+    if staggered is None or staggered is NODE:
+        return ()
+    if staggered is CELL:
+        return tuple(grid.dimensions)
+    items = staggered if isinstance(staggered, (tuple, list)) else (staggered,)
+    dims = []
+    for d in items:
+        if d not in grid.dimensions:
+            names = ", ".join(str(g) for g in grid.dimensions)
+            raise InvalidArgument(
+                f"{owner}: staggered={staggered!r} is not NODE, CELL or dimensions of the grid "
+                f"({names}); e.g. staggered=x or staggered=(x, y)")
+        dims.append(d)
+    return tuple(d for d in grid.dimensions if d in dims)
+
+
+def natural_index(d, staggered: tuple):
+    """The argument along ``d`` of a function staggered along ``staggered`` (``x + h_x/2``)."""
+    return d + HALF * d.spacing if d in staggered else d

@@ -1,0 +1,164 @@
+"""Subdomains of a Grid, as Devito's: the built-in ``grid.interior`` (the domain less one
+point on every side) and ``grid.subdomains['domain']``, and user classes that override
+``define``. ``Eq(..., subdomain=sd)`` runs its equation on that region only; derivatives in it
+read outside the region as usual.
+
+A SubDomain maps each grid dimension to one span (Devito's meaning, bounds at run time):
+``d`` itself (all of it), ``('left', n)`` (``d_m`` to ``d_m + n - 1``), ``('right', n)``
+(``d_M - n + 1`` to ``d_M``) or ``('middle', l, r)`` (``d_m + l`` to ``d_M - r``).
+"""
+from __future__ import annotations
+
+from ..errors import InvalidArgument
+
+_FORMS = ("d (all of it), ('left', n), ('right', n) or ('middle', l, r), n, l and r "
+          "non-negative integers")
+
+
+def _count(value, what: str) -> int:
+    """``value`` as a non-negative int (numpy integers too, not bools), else an error."""
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 0:
+        raise InvalidArgument(f"{what} is {value!r}; give a non-negative integer")
+    return int(value)
+
+
+def _span(owner: str, d, n: int, spec) -> tuple:
+    """One dimension's span, checked: ('middle', l, r), ('left', n) or ('right', n)."""
+    if spec == d:
+        return ("middle", 0, 0)
+    entries = tuple(spec) if isinstance(spec, (tuple, list)) else ()
+    side = entries[0] if entries else None
+    if side == "middle" and len(entries) == 3:
+        return ("middle",) + tuple(_count(v, f"{owner}: a thickness along {d}")
+                                   for v in entries[1:])
+    if side in ("left", "right") and len(entries) == 2:
+        width = _count(entries[1], f"{owner}: the thickness along {d}")
+        if width > n:
+            raise InvalidArgument(f"{owner}: ({side!r}, {width}) along {d}, which has only {n} "
+                                  f"points; give at most {n}")
+        return (side, width)
+    raise InvalidArgument(f"{owner}: define() maps {d} to {spec!r}; map each dimension to "
+                          + _FORMS.replace("d (", f"{d} ("))
+
+
+def _spans(sub, grid) -> tuple:
+    """The spans ``sub.define`` gives the dimensions of ``grid``, in the grid's order."""
+    owner = f"SubDomain {sub.name!r}"
+    mapping = sub.define(grid.dimensions)
+    if not isinstance(mapping, dict):
+        raise InvalidArgument(f"{owner}: define() must return a dict from each of the grid's "
+                              f"dimensions {grid.dimensions} to {_FORMS}; got {mapping!r}")
+    missing = [d for d in grid.dimensions if d not in mapping]
+    extra = [k for k in mapping if k not in grid.dimensions]
+    if missing or extra:
+        raise InvalidArgument(f"{owner}: define() must map exactly the grid's dimensions "
+                              f"{grid.dimensions}; missing {missing}, not the grid's {extra}")
+    return tuple(_span(owner, d, n, mapping[d]) for d, n in zip(grid.dimensions, grid.shape))
+
+
+class SubDomain:
+    """Devito's SubDomain: subclass it, set ``name`` and override ``define(self, dimensions)``
+    to map every grid dimension to a span (see the module). Attach it to a grid with
+    ``MyDomain(grid=grid)`` or, Devito 4.8's older way, ``Grid(..., subdomains=(MyDomain(),))``
+    (which also lists it in ``grid.subdomains``)."""
+
+    name = None
+
+    def __init__(self, *args, grid=None, **kwargs):
+        if args or kwargs:
+            raise InvalidArgument(f"{type(self).__name__}: a SubDomain takes only grid=, got "
+                                  f"{len(args)} positional and {sorted(kwargs)} keyword "
+                                  "argument(s)")
+        if self.name is None:
+            self.name = type(self).__name__
+        self._grid = None
+        self.spans = ()
+        if grid is not None:
+            self._attach(grid)
+
+    def define(self, dimensions):
+        raise InvalidArgument(f"SubDomain {self.name!r}: override define(self, dimensions) to "
+                              f"return a dict from each dimension to {_FORMS}")
+
+    def _attach(self, grid):
+        """Compute the spans on ``grid`` (once; a SubDomain belongs to one grid)."""
+        if self._grid is not None and self._grid is not grid:
+            raise InvalidArgument(f"SubDomain {self.name!r} already belongs to {self._grid!r}; "
+                                  "create one SubDomain object per Grid")
+        self.spans = _spans(self, grid)
+        self._grid = grid
+
+    @property
+    def grid(self):
+        return self._grid
+
+    def _attached(self):
+        """The grid, or an error saying how to attach one."""
+        if self._grid is None:
+            raise InvalidArgument(f"SubDomain {self.name!r} belongs to no Grid yet; create it "
+                                  f"with {type(self).__name__}(grid=grid)")
+        return self._grid
+
+    @property
+    def shape(self) -> tuple:
+        """Points per dimension at the grid's full bounds (Devito's ``shape``)."""
+        return tuple(n - s[1] - s[2] if s[0] == "middle" else s[1]
+                     for n, s in zip(self._attached().shape, self.spans))
+
+    @property
+    def thickness(self) -> tuple:
+        """(left, right) points left out per dimension at the grid's full bounds."""
+        return tuple((s[1], s[2]) if s[0] == "middle" else
+                     (0, n - s[1]) if s[0] == "left" else (n - s[1], 0)
+                     for n, s in zip(self._attached().shape, self.spans))
+
+    @property
+    def dimensions(self):
+        raise InvalidArgument(f"SubDomain {self.name!r}: its SubDimensions are not supported; "
+                              "write the equation on the grid's dimensions with "
+                              "Eq(..., subdomain=...)")
+
+    def __repr__(self) -> str:
+        return f"SubDomain {self.name!r}"
+
+
+class Domain(SubDomain):
+    """The whole domain (Devito's ``grid.subdomains['domain']``)."""
+
+    name = "domain"
+
+    def define(self, dimensions):
+        return {d: d for d in dimensions}
+
+
+class Interior(SubDomain):
+    """The domain less one point on every side (Devito's ``grid.interior``)."""
+
+    name = "interior"
+
+    def define(self, dimensions):
+        return {d: ("middle", 1, 1) for d in dimensions}
+
+
+SubDomainRegion = SubDomain   # the name the equations and the lowering knew it by
+
+
+def builtin(grid) -> dict:
+    """``grid``'s own subdomains by name, as Devito names them."""
+    return {"domain": Domain(grid=grid), "interior": Interior(grid=grid)}
+
+
+def attach(grid, subdomains) -> dict:
+    """``Grid(subdomains=...)``: each user SubDomain attached to ``grid``, by name."""
+    items = subdomains if isinstance(subdomains, (tuple, list)) else (subdomains,)
+    out = {}
+    for sub in items:
+        if not isinstance(sub, SubDomain):
+            raise InvalidArgument(f"Grid: subdomains must be SubDomain objects (an instance of "
+                                  f"a class with define()), got {sub!r}")
+        if sub.name in out or sub.name in ("domain", "interior"):
+            raise InvalidArgument(f"Grid: two subdomains are named {sub.name!r}; give each "
+                                  "SubDomain class its own name")
+        sub._attach(grid)
+        out[sub.name] = sub
+    return out
