@@ -30,8 +30,36 @@ from .symbolic.subdomains import SubDomain
 __version__ = "0.1.0"
 
 
+#: modules that sat at the top of the package before it was grouped by concern: the
+#: name still gives the module (``from stencilgen import mpi``, ``stencilgen.grid``)
+_MOVED = {
+    "names": "ir.names", "dimensions": "symbolic.dimensions", "fd_sides": "symbolic.fd_sides",
+    "fd_weights": "symbolic.fd_weights", "shifts": "symbolic.shifts",
+    "differentiable": "symbolic.differentiable", "derivatives": "symbolic.derivatives",
+    "calculus": "symbolic.calculus", "tensors": "symbolic.tensors",
+    "staggering": "symbolic.staggering", "relocation": "symbolic.relocation",
+    "equations": "symbolic.equations", "subdomains": "symbolic.subdomains",
+    "indexing": "symbolic.indexing", "builtins": "symbolic.builtins",
+    "conditions": "symbolic.conditions", "functions": "symbolic.functions",
+    "grid": "symbolic.grid", "sparse": "symbolic.sparse", "memory": "data.memory",
+    "storage": "data.storage", "interop": "data.interop", "places": "data.places",
+    "precision": "data.precision", "distributed_data": "data.distributed_data",
+    "mpi": "distributed.mpi", "decomposition": "distributed.decomposition",
+    "halo_exchange": "distributed.halo_exchange", "device_halos": "distributed.device_halos",
+    "lowering": "compiler.lowering", "operator": "runtime.operator",
+    "operator_options": "runtime.operator_options", "arguments": "runtime.arguments",
+    "autotune": "runtime.autotune", "longrun": "runtime.longrun",
+    "profiling": "runtime.profiling", "finite": "runtime.finite", "survey": "seismic.survey",
+    "checkpointing": "seismic.checkpointing"
+}
+
+
 def __getattr__(name):
-    """A Devito name stencilgen lacks is an error saying what to write instead."""
+    """A module that moved into a subpackage, by its old name; a Devito name stencilgen lacks
+    is an error saying what to write instead."""
+    if name in _MOVED:
+        import importlib
+        return importlib.import_module(f"{__name__}.{_MOVED[name]}")
     raise devito_names.unsupported(__name__, name)
 
 
