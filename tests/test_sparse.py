@@ -172,3 +172,29 @@ def test_devito_sparse_conventions():
     assert np.isclose(other.data[0, 0], 2 * (2 * index[0] + 3 * index[1]), rtol=1e-6)
     with pytest.raises(InvalidArgument, match="time_order=3"):
         SparseTimeFunction(name="bad", grid=grid, npoint=1, nt=2, time_order=3)
+
+
+@pytest.mark.parametrize("staggered", [False, True], ids=["node", "cell"])
+def test_sparse_function_ignores_nt_as_devito_does(staggered):
+    """Devito's SparseFunction has no time axis whatever ``nt`` says (``p.data.shape ==
+    (1,)``): injecting ``b*p`` (b = 2, p = 1) at grid node (5, 5, 5) runs once, so the field
+    gains 2 in all (with a time axis it was 2 * nt = 20): all of it at the node, or 1/8 in
+    each of the eight cells around it for a cell-centred field (the point sits at their
+    common corner; Devito 4.8 shifts a staggered field's positions by h/2 the same way)."""
+    grid = Grid(shape=(11, 11, 11), extent=(10.0, 10.0, 10.0))
+    kw = dict(staggered=grid.dimensions) if staggered else {}
+    a = Function(name="a", grid=grid, **kw)
+    b = Function(name="b", grid=grid, **kw)
+    b.data[:] = 2.0
+    p = SparseFunction(name="p", grid=grid, npoint=1, nt=10)
+    assert p.data.shape == (1,) and not p.is_TimeFunction
+    p.coordinates.data[:] = [[5.0, 5.0, 5.0]]
+    p.data[:] = 1.0
+    Operator(p.inject(a, expr=b * p))()
+    assert float(np.sum(a.data)) == pytest.approx(2.0, rel=1e-6)
+    if staggered:
+        np.testing.assert_allclose(a.data[4:6, 4:6, 4:6], 0.25, rtol=1e-6)
+    else:
+        assert a.data[5, 5, 5] == pytest.approx(2.0, rel=1e-6)
+    q = SparseTimeFunction(name="q", grid=grid, npoint=1, nt=10)
+    assert q.data.shape == (10, 1)

@@ -72,6 +72,8 @@ class SparseFunction(DiscreteFunction):
         _common_checks(owner, name, grid, unknown)
         npoint = _check_order(owner, npoint, "npoint", "give the number of points (>= 1)",
                               lambda v: v >= 1)
+        if not cls.is_TimeFunction:
+            nt = None   # Devito's SparseFunction takes nt and ignores it: no time axis
         if nt is not None:
             nt = _check_order(owner, nt, "nt", "give the number of time samples (>= 1)",
                               lambda v: v >= 1)
@@ -111,8 +113,9 @@ class SparseFunction(DiscreteFunction):
         try:
             self.data_with_halo[...] = arr
         except ValueError:
+            axes = "(nt, npoint)" if self.is_TimeFunction else "(npoint,)"
             raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit "
-                                  f"{self.data_with_halo.shape} (nt, npoint)") from None
+                                  f"{self.data_with_halo.shape} {axes}") from None
 
     @property
     def shape(self):
