@@ -190,3 +190,29 @@ def test_gpu_overrides_equal_c(backend):
     op, _ = _diffusion(backend, f"SavedDiffusionGPU_{backend}")
     for a, b in zip(_longer_and_shorter(c_op, grid), _longer_and_shorter(op, grid)):
         assert np.abs(a - b).max() < 1e-6
+
+
+def test_a_constant_passed_for_a_constant_gives_its_value():
+    """Devito's ``op.apply(c=other)`` with ``other`` a Constant: that Constant's value now,
+    for a Constant of the equations and for a ConditionalDimension's factor."""
+    from stencilgen import ConditionalDimension, Constant
+    grid = Grid(shape=(6,))
+    c, other = Constant(name="c", value=1.0), Constant(name="other", value=3.5)
+    f = Function(name="f", grid=grid)
+    op = Operator(Eq(f, f + c), name="ConstantOverride")
+    op.apply(c=other)
+    np.testing.assert_array_equal(f.data, 3.5)
+    other.data = -1.0
+    op.apply(c=other)
+    np.testing.assert_array_equal(f.data, 2.5)
+    op.apply()
+    np.testing.assert_array_equal(f.data, 3.5)
+
+    time = grid.time_dim
+    k, four = Constant(name="k", value=2), Constant(name="four", value=4)
+    sub = ConditionalDimension(name="ts", parent=time, factor=k)
+    u = TimeFunction(name="u", grid=grid)
+    usave = TimeFunction(name="usave", grid=grid, save=4, time_dim=sub)
+    op = Operator([Eq(u.forward, u + 1), Eq(usave, u)], name="FactorOverride")
+    op.apply(time_M=11, k=four)
+    np.testing.assert_array_equal(usave.data[:, 0], [0, 4, 8, 0])

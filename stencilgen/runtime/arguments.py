@@ -7,7 +7,7 @@ import numpy as np
 import sympy
 
 from ..errors import InvalidArgument
-from ..symbolic.functions import DiscreteFunction
+from ..symbolic.functions import Constant, DiscreteFunction
 from ..symbolic.grid import as_int
 from ..symbolic.sparse import check_coordinates
 from ..data.storage import Storage
@@ -211,8 +211,8 @@ def _factors(prog, bindings, overrides, args):
     (or the value apply gives the Constant by name)."""
     for s in prog.subsamplings:
         d = bindings.factors[s.factor]
-        value = d.factor if isinstance(d.factor, int) else overrides.get(s.constant,
-                                                                         d.factor.data)
+        value = d.factor if isinstance(d.factor, int) else \
+            _value(overrides.get(s.constant, d.factor.data))
         if not (np.isscalar(value) and float(value).is_integer() and value > 0):
             raise InvalidArgument(f"apply: the factor of ConditionalDimension {d.name} is "
                                   f"{d.factor.name}={float(value):g}; set it to a positive integer")
@@ -283,6 +283,12 @@ def _geometry(prog, bindings, overrides):
         "extent and origin)")
 
 
+def _value(given):
+    """A number given for a Constant: itself, or the value of a Constant passed in its place
+    (Devito's ``op.apply(c=other_constant)``)."""
+    return given.data if isinstance(given, Constant) else given
+
+
 def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     kind = s.role[0]
     if kind == "spacing":
@@ -290,7 +296,7 @@ def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     if kind == "origin":
         return geometry.origin[s.role[1]]
     if kind == "constant":
-        return overrides.get(s.role[1], bindings.constants[s.name].value)
+        return _value(overrides.get(s.role[1], bindings.constants[s.name].value))
     if "dt" not in kwargs:
         raise InvalidArgument(f"Operator `{op_name}`.apply: the equations use dt; "
                               "pass it, e.g. op.apply(time_M=100, dt=0.5)")
