@@ -108,6 +108,24 @@ def test_custom_weights_follow_the_nodes_left_to_right():
     _same(stag, {(0, 0): -1, (1, 0): 1})
 
 
+def test_weights_with_the_spacing_in_them_are_taken_as_given():
+    """Devito scales user weights by h**-order only when they are all numbers; weights that
+    hold the spacing (``w / x.spacing**2``, the DRP tutorial's) are the coefficients: the two
+    spellings give one stencil, and the compiled second derivative of x**2 is 2 either way
+    (it was off by 1/h**2 with the spacing in the weights)."""
+    grid = Grid(shape=(21, 21), extent=(200.0, 200.0), dtype=np.float64)
+    x, _ = grid.dimensions
+    u = Function(name="u", grid=grid, space_order=4)
+    w = np.array([R(-1, 12), R(4, 3), R(-5, 2), R(4, 3), R(-1, 12)])
+    plain_w, scaled = u.dx2(weights=list(w)), u.dx2(weights=list(w / x.spacing ** 2))
+    assert sp.simplify(plain(evaluate(plain_w) - evaluate(scaled))) == 0
+    u.data[:] = (np.arange(21) * 10.0)[:, None] ** 2
+    for d in (plain_w, scaled):
+        f = Function(name="f", grid=grid, space_order=4)
+        Operator(Eq(f, d), backend="c").apply()
+        np.testing.assert_allclose(f.data[2:-2, 2:-2], 2.0, rtol=1e-12)
+
+
 def test_rotated_derivative_weights():
     """dx45: the mean over the grid's diagonals of the centred difference along each, signed
     by the diagonal's direction along x, over h_x."""

@@ -65,8 +65,12 @@ def _two_points(mid, step: int, leans_back: bool) -> tuple:
 
 def expand(d, inner, place=(0, False)):
     """The weighted-shift sum for derivative ``d`` applied to the (already expanded) ``inner``,
-    whose values sit at ``place`` (see ``weights_of``)."""
+    whose values sit at ``place`` (see ``weights_of``). User weights that are all numbers are
+    per unit spacing and divided by h**order; weights holding symbols (``w / x.spacing**2``)
+    are the coefficients themselves, as Devito takes them."""
     offsets, weights = weights_of(d, place)
-    h = d.dim.spacing
-    return sympy.Add(*[w * shift(inner, d.dim, o) for o, w in zip(offsets, weights) if w != 0]) \
-        / h ** d.deriv_order
+    total = sympy.Add(*[w * shift(inner, d.dim, o) for o, w in zip(offsets, weights) if w != 0])
+    custom = getattr(d, "weights", ())
+    if custom and not all(sympy.sympify(w).is_Number for w in custom):
+        return total
+    return total / d.dim.spacing ** d.deriv_order
