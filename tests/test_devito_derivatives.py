@@ -108,6 +108,40 @@ def test_custom_weights_follow_the_nodes_left_to_right():
     _same(stag, {(0, 0): -1, (1, 0): 1})
 
 
+@pytest.mark.parametrize("n, p, mid, side", [
+    (1, 1, 0, 0), (1, 3, 0, 0), (1, 5, 0, 0), (2, 3, 0, 0), (2, 5, 0, 0), (1, 1, 0, -1),
+    (1, 3, 0, 1), (1, 3, R(1, 2), 0), (1, 1, R(1, 2), 0), (2, 3, R(1, 2), 0)])
+def test_odd_fd_orders_take_devitos_nodes(n, p, mid, side):
+    """An odd fd_order p (``u.dx(fd_order=3)``, the DSL tutorial's ``fd_order=1``): Devito's
+    nodes are those within p/2 of x0, moved by a side, two ahead of a node for p = 1; the
+    weights are Fornberg's on them."""
+    _, u = _grid2(6)
+    x, _ = u.grid.dimensions
+    lo, hi = sp.ceiling(mid - R(p, 2)) + side, sp.floor(mid + R(p, 2)) + side
+    nodes = list(range(int(lo), int(hi) + 1 + (lo == hi)))
+    kw = dict(fd_order=p, x0=x + mid * x.spacing) if mid else dict(fd_order=p)
+    if side:
+        d = (u.dxl if side < 0 else u.dxr)(**kw)
+    else:
+        d = Derivative(u, (x, n), **kw)
+    _same(_stencil(evaluate(d), "u"), _fornberg_1d(nodes, mid, n))
+
+
+def test_an_odd_fd_order_converges_at_its_order_in_compiled_code():
+    """``u.dx(fd_order=3)`` is the three-point centred difference: second order, observed on
+    sin(x) in the compiled C code."""
+    errors = []
+    for nx in (41, 81):
+        grid = Grid(shape=(nx,), extent=(2.0,), dtype=np.float64)
+        u = Function(name="u", grid=grid, space_order=4)
+        f = Function(name="f", grid=grid, space_order=4)
+        xs = np.linspace(0.0, 2.0, nx)
+        u.data[:] = np.sin(xs)
+        Operator(Eq(f, u.dx(fd_order=3)), backend="c").apply()
+        errors.append(np.max(np.abs(f.data[2:-2] - np.cos(xs[2:-2]))))
+    assert 3.6 < errors[0] / errors[1] < 4.4
+
+
 def test_weights_with_the_spacing_in_them_are_taken_as_given():
     """Devito scales user weights by h**-order only when they are all numbers; weights that
     hold the spacing (``w / x.spacing**2``, the DRP tutorial's) are the coefficients: the two

@@ -545,9 +545,9 @@ def _check_fd_order(expr, dim, n, fd_order, is_time):
         if fd_order not in (1, 2) or (n == 2 and fd_order != 2):
             raise InvalidArgument(f"Derivative along {dim}: time derivatives take fd_order 1 "
                                   f"(forward, first derivative only) or 2 (centred); got {fd_order}")
-    elif not (fd_order == 1 and n == 1) and (fd_order < 2 or fd_order % 2):
+    elif not (fd_order == 1 and n == 1) and fd_order < 2:
         raise InvalidArgument(f"Derivative along {dim}: fd_order={fd_order} is not supported; "
-                              "use 1 (first derivatives) or an even order >= 2")
+                              "use 1 (first derivatives only) or an order >= 2")
 
 
 def _places(expr, dim) -> set:

@@ -94,14 +94,15 @@ def _as_shift(shift):
     return s
 
 
-def _as_fd_order(fd_order):
-    """fd_order as a positive even int, or raise ValueError."""
+def _as_fd_order(fd_order, odd: bool = False):
+    """fd_order as a positive even int (any positive int with ``odd``), or raise ValueError."""
     try:
-        p = _as_int(fd_order, "fd_order", 2)
+        p = _as_int(fd_order, "fd_order", 1 if odd else 2)
     except ValueError:
         p = None
-    if p is None or p % 2:
-        raise ValueError(f"fd_order must be a positive even integer, got {fd_order!r}")
+    if p is None or (p % 2 and not odd):
+        kind = "positive" if odd else "positive even"
+        raise ValueError(f"fd_order must be a {kind} integer, got {fd_order!r}")
     return p
 
 
@@ -147,14 +148,13 @@ def derivative_weights(deriv_order, fd_order, shift=0):
 
 
 def _centred_set(p, s):
-    """The nodes Devito samples for accuracy p at x + s*h: p + 1 around a node, p around a
-    midpoint (the two nodes ahead from the node for p = 1, a first time derivative)."""
-    if p == 1:
-        return [s, s + 1] if s.is_Integer else [s - sympy.Rational(1, 2), s + sympy.Rational(1, 2)]
-    if s.is_Integer:
-        return [s + i for i in range(-(p // 2), p // 2 + 1)]
-    lo = s - sympy.Rational(1, 2) - (p // 2 - 1)
-    return [lo + i for i in range(p)]
+    """The nodes Devito samples for accuracy p at x + s*h: those within p/2 of it (p + 1
+    around a node and p around a midpoint for an even p, the other way round for an odd one),
+    the two nodes ahead from the node for p = 1 (a first time derivative)."""
+    lo, hi = sympy.ceiling(s - sympy.Rational(p, 2)), sympy.floor(s + sympy.Rational(p, 2))
+    if lo == hi:
+        hi += 1
+    return [lo + i for i in range(int(hi - lo) + 1)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -162,7 +162,7 @@ def centred_weights(deriv_order, fd_order, shift=0):
     """(offsets, weights) on Devito's node set for every derivative order: p + 1 nodes (p at a
     midpoint) whatever the order, so ``dx3`` at space order 4 is the five-point stencil."""
     d = _as_int(deriv_order, "deriv_order", 0)
-    p = _as_fd_order(fd_order)
+    p = _as_fd_order(fd_order, odd=True)
     s = _as_shift(shift)
     offsets = _centred_set(p, s)
     if len(offsets) <= d:
@@ -176,7 +176,7 @@ def centred_weights(deriv_order, fd_order, shift=0):
 def side_weights(fd_order, shift, step):
     """(offsets, weights) of a first derivative at x + shift*h whose centred node set is moved
     ``step`` nodes (-1 left, +1 right, 0 centred), as Devito's one-sided derivatives are."""
-    p = 1 if fd_order == 1 else _as_fd_order(fd_order)
+    p = _as_fd_order(fd_order, odd=True)
     s = _as_shift(shift)
     offsets = [o + step for o in _centred_set(p, s)]
     return tuple(offsets), tuple(fornberg_weights(offsets, s, 1))
