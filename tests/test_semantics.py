@@ -118,3 +118,17 @@ def test_constants_named_like_the_loop_counter_and_spacing(backend):
     inner = (slice(1, -1), slice(None))       # g.dx2 reads the zero halo at the x edges
     assert np.all(outs[0].data == 100.0) and np.all(outs[1].data == 10.0)
     assert np.all(outs[2].data[inner] == 7.0) and np.all(outs[3].data == 0.5)
+
+
+def test_data_takes_a_list_of_slices_as_devitos_data():
+    """``f.data[[slice(1, 3), slice(0, 2)]]`` is one slice per axis (Devito's Data), for reading
+    and writing; a list of integers stays numpy's index array (rows 1 and 2)."""
+    grid = Grid(shape=(4, 5))
+    f = Function(name="f", grid=grid)
+    values = np.arange(20.0).reshape(4, 5)
+    f.data[:] = values
+    np.testing.assert_array_equal(f.data[[slice(1, 3), slice(0, 2)]], values[1:3, 0:2])
+    np.testing.assert_array_equal(f.data[[slice(1, 3), 4]], values[1:3, 4])
+    f.data[[slice(0, 1), slice(None)]] = -1.0
+    np.testing.assert_array_equal(f.data[0], -1.0)
+    np.testing.assert_array_equal(f.data[[1, 2]], values[[1, 2]])

@@ -38,7 +38,7 @@ def test_where_values_sit():
     assert Function(name="b", grid=grid, staggered=CELL).args == (x + hx / 2, y + hy / 2)
     assert Function(name="c", grid=grid, staggered=NODE).args == (x, y)
     v = TimeFunction(name="v", grid=grid, staggered=(y,))
-    assert v.staggered == (y,) and v.dimensions[1:] == (x, y)
+    assert v.staggered == (0, 0, 1) and v.dimensions[1:] == (x, y)
     assert v[v.dimensions[0] + 1, x, y + 1] == v.forward.subs(y, y + hy)
     assert v.data.shape == (2, 5, 6)
 
@@ -114,15 +114,35 @@ def test_staggered_div_is_minus_the_adjoint_of_grad():
     assert lhs == pytest.approx(rhs, rel=1e-12)
 
 
+def test_staggered_is_devitos_tuple_of_zeros_and_ones():
+    """``f.staggered`` as Devito 4.8 has it: 0 or 1 per dimension of the function (CELL: 1 on
+    every one, time included), () without staggered=, indexable by dimension; another
+    function built with ``staggered=f.staggered`` sits where f does."""
+    grid = Grid(shape=(5, 6))
+    x, y = grid.dimensions
+    a = Function(name="a", grid=grid, staggered=x)
+    assert a.staggered == (1, 0) and a.staggered[x] == 1 and a.staggered[y] == 0
+    assert Function(name="b", grid=grid).staggered == ()
+    node = Function(name="c", grid=grid, staggered=NODE).staggered
+    assert node == (0, 0) and node.on_node and node == Function(name="d", grid=grid).staggered
+    assert TimeFunction(name="u", grid=grid, staggered=CELL).staggered == (1, 1, 1)
+    assert TimeFunction(name="w", grid=grid, staggered=(x, y)).staggered == (0, 1, 1)
+    again = Function(name="e", grid=grid, staggered=a.staggered)
+    assert again.staggered == a.staggered and again.args == a.args
+    cell = Function(name="g", grid=grid, staggered=TimeFunction(name="v", grid=grid,
+                                                                 staggered=CELL).staggered)
+    assert cell.args == Function(name="k", grid=grid, staggered=CELL).args
+
+
 def test_vector_and_tensor_functions():
     grid = Grid(shape=(5, 5, 5))
     x, y, z = grid.dimensions
     v = VectorTimeFunction(name="v", grid=grid, space_order=4)
     tau = TensorTimeFunction(name="t", grid=grid)
     assert [c.name for c in v] == ["v_x", "v_y", "v_z"]
-    assert [c.staggered for c in v] == [(x,), (y,), (z,)]
-    assert tau[0, 1] is tau[1, 0] and tau[1, 2].staggered == (y, z)
-    assert tau[0, 0].staggered == () and len(tau.values()) == 6
+    assert [c.staggered for c in v] == [(0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1)]
+    assert tau[0, 1] is tau[1, 0] and tau[1, 2].staggered == (0, 0, 1, 1)
+    assert tau[0, 0].staggered.on_node and len(tau.values()) == 6
     assert TensorFunction(name="d", grid=grid, diagonal=True).values()[1].name == "d_yy"
     c = curl(v)
     assert c[0] == v[2].dy - v[1].dz

@@ -108,7 +108,8 @@ def _check_lhs(eq: Eq):
                               f"access such as u.forward, got {lhs}")
     dims = lhs.grid.dimensions
     for d, a in zip(dims, lhs.args[-len(dims):]):
-        if a != natural_index(d, lhs.staggered) and not (isinstance(a, GridIndex) and a.dim == d):
+        if a != natural_index(d, lhs.field.staggered) and \
+                not (isinstance(a, GridIndex) and a.dim == d):
             raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
                                   f"{dims} (or at a fixed index along some, u[t + 1, 0, y]), not "
                                   f"at shifted indices {lhs.args[-len(dims):]}")

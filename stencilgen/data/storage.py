@@ -179,6 +179,16 @@ def _mark(x):
 _WRITERS = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
 
 
+def _index(key):
+    """A list of slices (and integers) indexes one axis each, as a tuple does: Devito's Data
+    takes ``f.data[[slice(1, 3), slice(0, 2)]]`` so, where numpy would read a list as an
+    index array."""
+    if isinstance(key, list) and key and any(isinstance(k, slice) for k in key) and \
+            all(isinstance(k, (slice, int, np.integer)) or k is Ellipsis for k in key):
+        return tuple(key)
+    return key
+
+
 class HostArray(np.ndarray):
     """A numpy view of a field's host values that keeps them in step with its GPU copy.
 
@@ -200,9 +210,10 @@ class HostArray(np.ndarray):
 
     def __getitem__(self, key):
         self._fresh()
-        return super().__getitem__(key)
+        return super().__getitem__(_index(key))
 
     def __setitem__(self, key, value):
+        key = _index(key)
         if hasattr(value, "__cuda_array_interface__") or _on_gpu(value):
             raise TypeError("a GPU array cannot be written into part of a field's host "
                             "values; assign the whole field (f.data = array: copied on the "

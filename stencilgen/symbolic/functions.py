@@ -19,7 +19,7 @@ from .dimensions import Dimension
 from ..errors import InvalidArgument
 from .grid import Grid, as_int, check_dtype
 from .indexing import function_at
-from .staggering import HALF, natural_index, staggered_dims
+from .staggering import CELL, HALF, Staggering, natural_index, staggered_dims
 from ..data.distributed_data import DistributedArray
 from ..data.storage import Storage
 from ..data import precision
@@ -39,6 +39,7 @@ class FieldData:
     is_time: bool = False
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
+    stagger_cell: bool = False     # staggered=CELL: Devito's f.staggered is 1 on every axis
     time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
     store: str | None = None       # 16-bit storage format ("float16", "bfloat16"), None: dtype
     scale: float | None = None     # stored = value / scale (a power of two); None: not chosen
@@ -146,9 +147,15 @@ class DiscreteFunction(Differentiable, AppliedUndef):
                      for a in self.origin.args)
 
     @property
-    def staggered(self) -> tuple:
-        """The dimensions along which the values sit half a spacing ahead (() on nodes)."""
-        return self.field.staggered
+    def staggered(self) -> Staggering:
+        """Devito's staggering: per dimension 1 where the values sit half a spacing ahead, else
+        0 (all 1 for CELL, time included; () when no staggered= was given)."""
+        rec = self.field
+        if not rec.stagger_given:
+            return Staggering((), ())
+        dims = self.dimensions
+        return Staggering((1 if rec.stagger_cell or d in rec.staggered else 0 for d in dims),
+                          dims)
 
     @property
     def indices(self):
@@ -319,7 +326,8 @@ class Function(DiscreteFunction):
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
                          halo=((so + 1) // 2,) * grid.dim,
                          staggered=staggered_dims(grid, staggered, owner),
-                         stagger_given=staggered is not None, store=store,
+                         stagger_given=staggered is not None, stagger_cell=staggered is CELL,
+                         store=store,
                          scale=precision.check_scale(storage_scale, store, owner))
 
 

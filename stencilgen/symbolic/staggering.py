@@ -24,8 +24,45 @@ NODE = Stagger("node")
 CELL = Stagger("cell")
 
 
+class Staggering(tuple):
+    """Devito's ``f.staggered``: per dimension of the function 1 where its values sit half a
+    spacing ahead, else 0; () for a function given no staggered=. Indexed by position or by
+    dimension (``f.staggered[x]``); all-zero and empty ones are equal, as Devito's."""
+
+    def __new__(cls, values, dimensions):
+        obj = super().__new__(cls, tuple(values))
+        obj.dimensions = tuple(dimensions)
+        return obj
+
+    def __getitem__(self, key):
+        if key in getattr(self, "dimensions", ()):
+            key = self.dimensions.index(key)
+        return super().__getitem__(key)
+
+    @property
+    def on_node(self) -> bool:
+        return all(v == 0 for v in self)
+
+    def __eq__(self, other):
+        if isinstance(other, Staggering) and self.on_node and other.on_node:
+            return True
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def moved(self) -> tuple:
+        """The dimensions it moves the values along."""
+        return tuple(d for d, v in zip(self.dimensions, self) if v)
+
+
 def staggered_dims(grid, staggered, owner: str) -> tuple:
     """The grid dimensions along which ``staggered`` moves the values half a spacing ahead."""
+    if isinstance(staggered, Staggering):   # another function's f.staggered
+        staggered = NODE if staggered.on_node else \
+            tuple(d for d in staggered.moved() if d in grid.dimensions)
     if staggered is None or staggered is NODE:
         return ()
     if staggered is CELL:
