@@ -368,3 +368,22 @@ def test_every_devito_shorthand_works_or_says_why(devito):
         except UnsupportedDerivative:
             missing.append(name)
     assert missing == [], missing
+
+
+def test_derivatives_print_and_answer_sympys_questions():
+    """A notebook prints an Eq (the CFD tutorials do): sympy's pprint and latex show
+    ``lhs = rhs`` with derivatives as partial fractions, and a Derivative answers sympy's
+    ``expr``, ``variables``, ``variable_count`` and ``derivative_count``."""
+    grid = Grid(shape=(5, 5))
+    x, y = grid.dimensions
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    d = u.dx2
+    assert d.expr == u and d.variables == (x, x) and d.variable_count == ((x, 2),)
+    assert d.derivative_count == 2 and u.dxdy.expr.variables == (x,)
+    eq = Eq(u.dt, u.laplace + (u + 1).dx)
+    tex = sp.latex(eq)
+    assert " = " in tex and r"\frac{\partial}{\partial t}" in tex
+    assert r"\frac{\partial^{2}}{\partial x^{2}}" in tex and r"\left(" in tex
+    assert eq._repr_latex_() == f"$\\displaystyle {tex}$"
+    art = sp.pretty(eq, use_unicode=True)
+    assert "=" in art and "dt" in art and "Derivative" not in art

@@ -470,6 +470,36 @@ class Derivative(Differentiable, sympy.Expr):
                                  side if side is not None else self.side, weights,
                                  self.transposed)
 
+    @property
+    def variables(self) -> tuple:
+        """sympy's: the dimension once per order (``u.dx2``: (x, x))."""
+        return (self.dim,) * self.deriv_order
+
+    @property
+    def variable_count(self) -> tuple:
+        """sympy's: ((dimension, order),)."""
+        return ((self.dim, sympy.Integer(self.deriv_order)),)
+
+    @property
+    def derivative_count(self) -> int:
+        return self.deriv_order
+
+    def _as_sympy(self):
+        """sympy's own unevaluated Derivative of the same expression, for its printers."""
+        return sympy.Derivative(self.expr, (self.dim, self.deriv_order), evaluate=False)
+
+    def _latex(self, printer):
+        # a partial derivative (sympy writes d for integer symbols such as the dimensions)
+        n = self.deriv_order
+        power = f"^{{{n}}}" if n > 1 else ""
+        inner = printer._print(self.expr)
+        if isinstance(self.expr, sympy.Add):
+            inner = rf"\left({inner}\right)"
+        return rf"\frac{{\partial{power}}}{{\partial {printer._print(self.dim)}{power}}} {inner}"
+
+    def _pretty(self, printer):
+        return printer._print(self._as_sympy())
+
     def _sympystr(self, printer):
         extra = f", x0={printer.doprint(self.x0)}" if self.explicit_x0 else ""
         if self.side:

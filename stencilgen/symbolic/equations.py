@@ -55,6 +55,25 @@ class Eq:
     def __repr__(self) -> str:
         return f"Eq({self.lhs}, {self.rhs})"
 
+    # sympy's printers (pprint, latex) and a notebook's display show ``lhs = rhs``, with
+    # derivatives as fractions, as Devito's sympy Eq is shown
+    def _as_sympy(self):
+        try:
+            return sympy.Eq(self.lhs, self.rhs, evaluate=False)
+        except (TypeError, ValueError, AttributeError):
+            return None   # a vector or tensor equation: its text
+
+    def _latex(self, printer):
+        eq = self._as_sympy()
+        return printer._print(eq) if eq is not None else printer._print_str(repr(self))
+
+    def _pretty(self, printer):
+        eq = self._as_sympy()
+        return printer._print(eq) if eq is not None else printer._print_str(repr(self))
+
+    def _repr_latex_(self) -> str:
+        return f"$\\displaystyle {sympy.latex(self)}$"
+
     @property
     def evaluate(self) -> "Eq":
         """The equation with its right-hand side taken where the left-hand side's values sit
