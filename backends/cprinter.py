@@ -107,6 +107,10 @@ class CPrinter(C99CodePrinter):
     # sympy's printer skips methods named after intermediate Function subclasses
     _print_RoundedFloat16 = _print_RoundedBfloat16 = _print_Rounded
 
+    def _print_INT(self, expr):
+        """Devito's INT(e): the value truncated toward zero, an int in the expression."""
+        return f"(int)({self._print(expr.args[0])})"
+
     def literal(self, value) -> str:
         v = float(value)
         if self.single:

@@ -3,9 +3,9 @@ from sympy import (Abs, And, Ge, Gt, Le, Lt, Max, Min, Ne, Not, Or, acos, asin, 
                    ceiling, cos, cosh, exp, floor, log, sign, sin, sinh, sqrt, tan, tanh)
 
 from . import devito_names
-from .symbolic.builtins import initialize_function, norm
+from .symbolic.builtins import gaussian_smooth, initialize_function, norm
 from .symbolic.calculus import curl, diag, div, grad, laplace
-from .configuration import configuration
+from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
 from .symbolic.conditions import CondEq, CondNe
 from .symbolic.dimensions import (ConditionalDimension, Dimension, SpaceDimension,
@@ -82,4 +82,32 @@ __all__ = [
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
     "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]
-__all__ += ["ApplyInterrupted", "clear_cache"]
+__all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "switchconfig"]
+
+
+def _devito_module_paths():
+    """Devito's module paths that programs import from (``from
+    devito.finite_differences.operators import div``; ``devito.symbolics``,
+    ``devito.builtins``), under stencilgen's name: modules of the names they hold here."""
+    import sys
+    import types
+    from .symbolic import builtins, calculus, derivatives, expressions
+
+    def module(name, doc, **names):
+        m = types.ModuleType(f"{__name__}.{name}", doc)
+        m.__dict__.update(names)
+        sys.modules[m.__name__] = m
+        return m
+
+    ops = {n: getattr(calculus, n) for n in ("curl", "diag", "div", "grad", "laplace")}
+    operators = module("finite_differences.operators", "Devito's vector calculus operators.",
+                       **ops)
+    module("finite_differences", "Devito's finite-difference names.", operators=operators,
+           **ops, **{n: getattr(derivatives, n) for n in
+                     ("Derivative", "centered", "first_derivative", "left", "right")})
+    module("symbolics", "Devito's expression helpers.", INT=expressions.INT,
+           retrieve_functions=expressions.retrieve_functions)
+    sys.modules[f"{__name__}.builtins"] = builtins
+
+
+_devito_module_paths()

@@ -167,6 +167,12 @@ class Configuration:
         for listener in self._listeners:
             listener(key, self._values[key])
 
+    def _restore(self, key: str, value: Any) -> None:
+        """Put back a value read from this configuration (already parsed)."""
+        self._values[key] = value
+        for listener in self._listeners:
+            listener(key, value)
+
     def on_change(self, listener: Callable[[str, Any], None]) -> None:
         self._listeners.append(listener)
 
@@ -182,3 +188,54 @@ class Configuration:
 
 
 configuration = Configuration()
+
+#: Devito's languages -> stencilgen's backends
+LANGUAGES = {"c": "c", "openmp": "c", "openacc": "openacc", "cuda": "cuda"}
+
+
+def _setting(name: str, value: Any) -> tuple[str, Any]:
+    """A setting given by Devito's name (``log_level``, ``language='openmp'``) as ours."""
+    if name == "language":
+        backend = LANGUAGES.get(str(value).lower())
+        if backend is None:
+            raise ConfigurationError(f"switchconfig: language={value!r} is not one of "
+                                     f"{', '.join(LANGUAGES)}")
+        return "backend", backend
+    key = name.replace("_", "-")
+    if key not in _SETTINGS:
+        raise ConfigurationError(f"switchconfig: {name!r} is not a setting stencilgen has; "
+                                 f"it has {', '.join(k.replace('-', '_') for k in _SETTINGS)}")
+    return key, value
+
+
+class switchconfig:
+    """Devito's ``switchconfig(log_level="DEBUG", ...)``: the settings changed inside a
+    ``with`` block, or for each call of the function it decorates, then put back."""
+
+    def __init__(self, **settings):
+        self._changes = dict(_setting(k, v) for k, v in settings.items())
+        self._saved: list[dict] = []
+
+    def __enter__(self):
+        self._saved.append({k: configuration[k] for k in self._changes})
+        try:
+            for k, v in self._changes.items():
+                configuration[k] = v
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self._saved.pop().items():
+            configuration._restore(k, v)
+        return False
+
+    def __call__(self, func):
+        import functools
+
+        @functools.wraps(func)
+        def switched(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+        return switched

@@ -11,7 +11,8 @@ import pytest
 
 import stencilgen
 from stencilgen import (Eq, Function, Grid, InvalidArgument, Operator, TimeFunction,
-                        configuration, cos, exp, initialize_function, norm, sin, sqrt)
+                        configuration, cos, exp, gaussian_smooth, initialize_function, norm,
+                        sin, sqrt)
 from stencilgen.exceptions import (CompilationError, DevitoError, ExecutionError,
                                    InvalidOperator)
 
@@ -179,3 +180,108 @@ def test_evaluate_is_a_property_that_may_be_called():
     assert plain(eq.evaluate.rhs) == plain(eq.evaluate().rhs) == plain(u + evaluate(u.dx2))
     with pytest.raises(TypeError, match="takes no arguments"):
         u.dx.evaluate(1)
+
+
+def test_devitos_module_paths_import():
+    """``from devito.finite_differences.operators import div`` and friends, with stencilgen's
+    name: the same objects as the top-level ones."""
+    from stencilgen.builtins import gaussian_smooth as gs, initialize_function as init
+    from stencilgen.finite_differences import Derivative, first_derivative, left
+    from stencilgen.finite_differences.operators import curl, diag, div, grad, laplace
+    from stencilgen.symbolics import INT, retrieve_functions
+    assert (div, grad, curl, laplace, diag) == (stencilgen.div, stencilgen.grad,
+                                                stencilgen.curl, stencilgen.laplace,
+                                                stencilgen.diag)
+    assert Derivative is stencilgen.Derivative and left is stencilgen.left
+    assert first_derivative is stencilgen.first_derivative
+    assert gs is stencilgen.gaussian_smooth and init is initialize_function
+    assert INT(2.7) == 2 and INT(-2.7) == -2 and callable(retrieve_functions)
+
+
+def test_int_casts_toward_zero_in_compiled_code_and_functions_are_retrieved():
+    from stencilgen.symbolics import INT, retrieve_functions
+    grid = Grid(shape=(7,))
+    x, = grid.dimensions
+    f = Function(name="f", grid=grid)
+    u = TimeFunction(name="u", grid=grid)
+    Operator(Eq(f, INT(x / 2) - INT(-x / 3)), backend="c").apply()
+    np.testing.assert_array_equal(f.data, [i // 2 + i // 3 for i in range(7)])
+    eq = Eq(u.forward, u + f)
+    found = retrieve_functions(eq)
+    assert found[0] == u.forward and set(found) == {u.forward, u, f}
+    assert retrieve_functions([eq, eq], mode="unique") == {u.forward, u, f}
+
+
+def test_gaussian_smooth_as_devitos():
+    """A constant field stays constant (mirrored edges, normalised kernel); a spike becomes
+    the outer product of the normalised Gaussian weights (2*round(4*sigma) + 1 points per
+    axis); per-axis sigmas; the same as scipy.ndimage.gaussian_filter(mode='reflect')."""
+    grid = Grid(shape=(21, 25))
+    f = Function(name="f", grid=grid)
+    f.data[:] = 3.0
+    assert gaussian_smooth(f, sigma=2) is f
+    np.testing.assert_allclose(f.data, 3.0, rtol=1e-6)
+    f.data[:] = 0.0
+    f.data[10, 12] = 1.0
+    gaussian_smooth(f, sigma=(1.0, 1.5))
+    weights = []
+    for s in (1.0, 1.5):
+        w = int(4 * s + 0.5)
+        k = np.exp(-0.5 * (np.arange(-w, w + 1) / s) ** 2)
+        weights.append(k / k.sum())
+    expected = np.zeros((21, 25))
+    expected[6:15, 6:19] = np.outer(*weights)
+    np.testing.assert_allclose(f.data, expected, atol=1e-7)
+    ndimage = pytest.importorskip("scipy.ndimage")
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal((21, 25))
+    f.data[:] = values
+    gaussian_smooth(f, sigma=2)
+    np.testing.assert_allclose(f.data, ndimage.gaussian_filter(values, 2, mode="reflect",
+                                                              truncate=4.0), atol=1e-6)
+
+
+def test_function_initializer():
+    """Devito's ``initializer=``: a callable given the values with their halo, an array of
+    the domain's shape copied in."""
+    grid = Grid(shape=(4, 5))
+    f = Function(name="f", grid=grid, space_order=2, initializer=lambda a: a.fill(3.0))
+    assert f.data_with_halo.shape == (6, 7) and np.all(f.data_with_halo == 3.0)
+    values = np.arange(20.0).reshape(4, 5)
+    g = Function(name="g", grid=grid, initializer=values)
+    np.testing.assert_array_equal(g.data, values)
+    u = TimeFunction(name="u", grid=grid, initializer=lambda a: a.fill(1.0))
+    assert np.all(u.data == 1.0)
+    with pytest.raises(InvalidArgument, match="initializer of shape"):
+        Function(name="h", grid=grid, initializer=np.zeros(3))
+
+
+def test_switchconfig_as_a_context_and_a_decorator():
+    before = configuration["log-level"], configuration["backend"]
+    with stencilgen.switchconfig(log_level="DEBUG", language="openmp"):
+        assert configuration["log-level"] == "DEBUG" and configuration["backend"] == "c"
+    assert (configuration["log-level"], configuration["backend"]) == before
+
+    @stencilgen.switchconfig(log_level="WARNING")
+    def inside():
+        raise RuntimeError(configuration["log-level"])
+    with pytest.raises(RuntimeError, match="WARNING"):
+        inside()
+    assert configuration["log-level"] == before[0]
+    with pytest.raises(stencilgen.ConfigurationError, match="not a setting stencilgen has"):
+        stencilgen.switchconfig(safe_math=True)
+
+
+def test_the_stepping_dimensions_bounds_stand_for_the_time_loops():
+    """Devito's ``t_M=`` / ``t_m=`` (the stepping dimension's name) are ``time_M`` /
+    ``time_m``; giving both spellings is refused."""
+    op, u, _ = _heat("Aliases")
+    start = np.array(u.data[0])
+    op.apply(t_M=4)
+    by_alias = np.array(u.data)
+    u.data[:] = 0
+    u.data[0] = start
+    op.apply(time_M=4)
+    np.testing.assert_array_equal(u.data, by_alias)
+    with pytest.raises(InvalidArgument, match="t_M= and time_M= both given"):
+        op.apply(t_M=2, time_M=2)

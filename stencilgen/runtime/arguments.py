@@ -303,12 +303,21 @@ def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     return kwargs["dt"]
 
 
-def _dimension_names(prog, kwargs, op_name) -> dict:
-    """Devito's shorthand: a dimension's name stands for its last index (``time=100`` is
-    ``time_M=100``, ``x=10`` is ``x_M=10``) where no Function or Constant has that name."""
+def _dimension_names(prog, kwargs, op_name, stepping: str = "t") -> dict:
+    """Devito's shorthands: a dimension's name stands for its last index (``time=100`` is
+    ``time_M=100``, ``x=10`` is ``x_M=10``), and the stepping dimension's bounds for the time
+    loop's (``t_M=100`` is ``time_M=100``), where no Function or Constant has that name."""
     dims = (["time"] if prog.has_time_loop else []) + [d.user for d in prog.dims]
     own = _accepted(prog) - _steering(prog)
     out = dict(kwargs)
+    if prog.has_time_loop and stepping != "time":
+        for alias, name in ((f"{stepping}_M", "time_M"), (f"{stepping}_m", "time_m"),
+                            (stepping, "time")):
+            if alias in out and alias not in own:
+                if out.get(name) is not None:
+                    raise InvalidArgument(f"Operator `{op_name}`.apply: {alias}= and {name}= "
+                                          f"both given; {alias}= means {name}=, pass one")
+                out[name] = out.pop(alias)
     for dim in dims:
         if dim in out and dim not in own:
             if out.get(f"{dim}_M") is not None:
@@ -321,7 +330,7 @@ def _dimension_names(prog, kwargs, op_name) -> dict:
 def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     """Every argument of the entry point by C name, and what to keep alive meanwhile.
     ``attach`` turns [(array, storage, halo)] into the pointers the entry point reads."""
-    kwargs = _dimension_names(prog, kwargs, op_name)
+    kwargs = _dimension_names(prog, kwargs, op_name, bindings.grid.stepping_dim.name)
     unknown = set(kwargs) - _accepted(prog)
     if unknown:
         raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import logger as log
+from ..configuration import LANGUAGES
 from ..errors import InvalidOperator
 
-#: Devito's languages -> stencilgen's backends
-LANGUAGES = {"c": "c", "openmp": "c", "openacc": "openacc", "cuda": "cuda"}
 #: platforms no backend of stencilgen compiles for
 FOREIGN_PLATFORMS = ("amdgpu", "intelgpu")
 

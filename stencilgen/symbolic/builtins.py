@@ -1,5 +1,6 @@
-"""Devito's data helpers for Functions: ``norm`` and ``initialize_function``, computed with
-NumPy on the host (they touch each value once; no Operator is worth building for them)."""
+"""Devito's data helpers for Functions: ``norm``, ``initialize_function`` and
+``gaussian_smooth``, computed with NumPy on the host (they touch each value a few times; no
+Operator is worth building for them)."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,3 +65,35 @@ def initialize_function(function, data, nbl, mapper=None, mode="constant", name=
     function.data[:] = padded
     if pad_halo:
         function.data_with_halo[:] = np.pad(padded, [(h, h) for h in function.halo], mode="edge")
+
+
+def gaussian_smooth(f, sigma=1, truncate=4.0, mode="reflect"):
+    """``f`` (a Function or a NumPy array) smoothed in place by a Gaussian of standard
+    deviation ``sigma`` points (one, or one per dimension), cut ``truncate`` deviations out,
+    as Devito's: one axis after another, each a normalised kernel of 2*round(truncate*sigma)
+    + 1 points over the values mirrored at the edges (Devito reflects whatever ``mode``
+    says). Returns ``f``."""
+    values = np.asarray(f.data if hasattr(f, "data") else f)
+    sigmas = (sigma,) * values.ndim if np.isscalar(sigma) else tuple(sigma)
+    if len(sigmas) != values.ndim or any(not np.isscalar(s) or s <= 0 for s in sigmas):
+        raise InvalidArgument(f"gaussian_smooth: sigma={sigma!r} must be a positive number or "
+                              f"one per dimension ({values.ndim})")
+    if mode not in ("reflect", "constant"):
+        raise InvalidArgument(f"gaussian_smooth: mode={mode!r}; use 'reflect' or 'constant'")
+    out = values.astype(np.float64)
+    for axis, s in enumerate(sigmas):
+        width = int(truncate * float(s) + 0.5)
+        if width == 0:
+            continue
+        kernel = np.exp(-0.5 / s ** 2 * np.linspace(-width, width, 2 * width + 1) ** 2)
+        kernel /= kernel.sum()
+        pad = [(0, 0)] * out.ndim
+        pad[axis] = (width, width)
+        padded = np.pad(out, pad, mode="symmetric")
+        n = out.shape[axis]
+        out = sum(w * np.take(padded, range(k, k + n), axis=axis) for k, w in enumerate(kernel))
+    if hasattr(f, "data"):
+        f.data[:] = out
+    else:
+        f[...] = out
+    return f

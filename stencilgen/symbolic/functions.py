@@ -99,9 +99,13 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         if "_field" in cls.__dict__:
             # sympy rebuilding an application (subs, xreplace): args are indices.
             return super().__new__(cls, *args, **kwargs)
+        initializer = kwargs.pop("initializer", None)
         record = cls._make_record(*args, **kwargs)
         klass = UndefinedFunction(record.name, bases=(cls,), _field=record)
-        return klass(*cls._indices(record))
+        obj = klass(*cls._indices(record))
+        if initializer is not None:
+            _initialize(obj, initializer)
+        return obj
 
     @classmethod
     def _make_record(cls, *args, **kwargs) -> FieldData:
@@ -429,6 +433,29 @@ def _check_time_dim(owner, time_dim, grid, save):
                               f"{time_dim.factor} steps) needs save=, the number of snapshots "
                               f"it holds, e.g. save=nt//{time_dim.factor} + 1")
     return time_dim
+
+
+def _initialize(f, initializer):
+    """Devito's ``initializer=``: a callable given the values with their halo (or, if it
+    cannot take them, the domain's), or an array copied in (the halo's shape or the
+    domain's)."""
+    if callable(initializer):
+        try:
+            initializer(f.data_with_halo)
+        except ValueError:
+            initializer(f.data)
+        return
+    if not isinstance(initializer, (np.ndarray, list, tuple)):
+        raise InvalidArgument(f"{f.name}: initializer must be a callable or an array, got "
+                              f"{type(initializer).__name__}")
+    values = np.asarray(initializer)
+    for target in (f.data_with_halo, f.data):
+        if values.shape == target.shape or values.ndim == 0:
+            target[...] = values
+            return
+    raise InvalidArgument(f"{f.name}: initializer of shape {values.shape} fits neither the "
+                          f"values with their halo {f.data_with_halo.shape} nor the domain "
+                          f"{f.data.shape}")
 
 
 def _common_checks(owner, name, grid, unknown):
