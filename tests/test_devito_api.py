@@ -65,12 +65,26 @@ def test_accepted_options_change_nothing(caplog):
         assert np.array_equal(u2.data[:], ref), options
 
 
-def test_subs_may_only_repeat_the_grid_spacing():
-    grid = Grid(shape=(11, 9), extent=(1.0, 0.8))
+def test_subs_gives_the_spacing_that_operator_uses():
+    """Devito's ``Operator(..., subs={x.spacing: h})`` (its derivative tests check convergence
+    so): the derivatives use h, even where the grid's spacing differs; the grid's own
+    spacing elsewhere; other keys and non-numbers are refused."""
+    grid = Grid(shape=(11, 9), extent=(1.0, 0.8), dtype=np.float64)
     x, y = grid.dimensions
-    u = TimeFunction(name="u", grid=grid, space_order=2)
-    with pytest.raises(InvalidOperator, match="grid's spacing is"):
-        Operator([Eq(u.forward, u + u.laplace)], subs={x.spacing: 0.5}, backend="c")
+    u = Function(name="u", grid=grid, space_order=2)
+    xs = np.linspace(0.0, 1.0, 11)
+    u.data[:] = (xs ** 2)[:, None] + np.zeros(9)[None, :]
+    for h, expected in ((0.05, 2 * (0.1 / 0.05) ** 2), (0.1, 2.0)):
+        f = Function(name="f", grid=grid, space_order=2)
+        Operator(Eq(f, u.dx2 + u.dy2), subs={x.spacing: h}, backend="c").apply()
+        np.testing.assert_allclose(f.data[1:-1, 1:-1], expected, rtol=1e-10)
+    f = Function(name="f", grid=grid, space_order=2)
+    Operator(Eq(f, u.dx2), subs=grid.spacing_map, backend="c").apply()
+    np.testing.assert_allclose(f.data[1:-1, 1:-1], 2.0, rtol=1e-10)
+    with pytest.raises(InvalidOperator, match="only the grid's spacings"):
+        Operator([Eq(f, u.dx2)], subs={grid.time_dim.spacing: 0.5}, backend="c")
+    with pytest.raises(InvalidOperator, match="a spacing is a positive number"):
+        Operator([Eq(f, u.dx2)], subs={x.spacing: -1.0}, backend="c")
 
 
 @pytest.mark.parametrize("level", ["ERROR", "CRITICAL", "error"])

@@ -288,6 +288,7 @@ class Bindings:
     constants: dict = field(default_factory=dict)   # scalar C name -> Constant
     factors: dict = field(default_factory=dict)     # factor C name -> ConditionalDimension
     scales: dict = field(default_factory=dict)      # scale C name -> [FieldData] sharing it
+    spacings: dict = field(default_factory=dict)    # axis -> the spacing Operator(subs=) gave
 
 
 def _loop_dim(d, names: NameRegistry) -> LoopDim:

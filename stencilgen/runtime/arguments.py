@@ -292,7 +292,7 @@ def _value(given):
 def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     kind = s.role[0]
     if kind == "spacing":
-        return geometry.spacing[s.role[1]]
+        return bindings.spacings.get(s.role[1], geometry.spacing[s.role[1]])
     if kind == "origin":
         return geometry.origin[s.role[1]]
     if kind == "constant":

@@ -57,7 +57,7 @@ class Operator:
             expressions, name, self._target.narrow_index, self._target.flops_per_byte,
             self._target.fusion)
         self.grid = self._bindings.grid
-        options.check_subs(name, subs, self.grid)
+        self._bindings.spacings = options.spacing_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(
             self.program, options=targets.emit_options(self._target.name))
         refused = self._emitter.refusal()
