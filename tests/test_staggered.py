@@ -261,3 +261,25 @@ def test_sparse_points_on_a_staggered_field():
                 want_w[i + di, j + dj] += wx * wy
     assert np.allclose(rec.data[0], want_rec, rtol=1e-6)
     assert np.allclose(w.data[1], want_w, atol=1e-6)
+
+
+def test_vectors_take_matrices_and_diag_takes_vectors_and_tensors():
+    """Devito's algebra (the ADER tutorial's ``v + dt**2*Matrix([...])/2``): a sympy Matrix
+    (or list) of the vector's length adds entry by entry, either side; ``diag`` of a vector
+    puts it on the diagonal, of a tensor keeps its diagonal; a matrix of another length is
+    refused with the shapes."""
+    grid = Grid(shape=(5, 5))
+    x, y = grid.dimensions
+    v = VectorTimeFunction(name="v", grid=grid)
+    dt = grid.stepping_dim.spacing
+    w = v + dt ** 2 * sp.Matrix([x, y]) / 2
+    assert list(w) == [v[0] + dt ** 2 * x / 2, v[1] + dt ** 2 * y / 2]
+    assert list(sp.Matrix([1, 2]) + v) == [v[0] + 1, v[1] + 2]
+    assert list(v - [1, 2]) == [v[0] - 1, v[1] - 2]
+    d = diag(v)
+    assert d.shape == (2, 2) and d[0, 0] == v[0] and d[1, 1] == v[1] and d[0, 1] == 0
+    tau = TensorTimeFunction(name="t", grid=grid)
+    kept = diag(tau)
+    assert kept[0, 0] == tau[0, 0] and kept[1, 1] == tau[1, 1] and kept[0, 1] == 0
+    with pytest.raises(InvalidArgument, match=r"matrix of shape \(3, 1\)"):
+        v + sp.Matrix([1, 2, 3])

@@ -94,9 +94,19 @@ def laplace(func, shift=None, order=None, method="FD", side=None):
 
 
 def diag(func, size=None):
-    """The diagonal tensor with ``func`` (a scalar) on its diagonal, of the grid's size."""
+    """Devito's diag: the diagonal tensor with ``func`` (a scalar) on its diagonal, of the
+    grid's size (or ``size``); a vector's entries on the diagonal; a tensor's diagonal."""
     if isinstance(func, Tensor):
-        raise InvalidArgument("diag: give a scalar expression (e.g. diag(div(v)))")
+        if len(func.shape) == 2:
+            arr = np.zeros(func.shape, dtype=object)
+            for i in range(func.shape[0]):
+                arr[i, i] = func.entries[i, i]
+            return Tensor.like(arr)
+        n = func.shape[0]
+        arr = np.zeros((n, n), dtype=object)
+        for i in range(n):
+            arr[i, i] = func.entries[i]
+        return Tensor.like(arr)
     n = size if size is not None else _grid_of(func, "diag").dim
     arr = np.zeros((n, n), dtype=object)
     for i in range(n):

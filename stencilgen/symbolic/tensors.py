@@ -16,6 +16,27 @@ def _grid(entries):
     return next(e for e in entries.flat if hasattr(e, "grid")).grid
 
 
+def _of_matrix(other, shape):
+    """A sympy Matrix (or nested list, numpy array) of ``shape``'s entries as a Vector or
+    Tensor (a column or row of n entries for a vector), as Devito adds them to its vectors;
+    anything else as it is."""
+    if isinstance(other, sympy.MatrixBase):
+        values = np.array(other.tolist(), dtype=object)
+    elif isinstance(other, (list, np.ndarray)) and not isinstance(other, Tensor):
+        values = np.array(other, dtype=object)
+    else:
+        return other
+    if len(shape) == 1 and values.size == shape[0] and values.ndim <= 2 and \
+            1 in values.shape[:2] + (1,):
+        values = values.reshape(shape)
+    if values.shape != tuple(shape):
+        return other
+    arr = np.empty(shape, dtype=object)
+    for idx in np.ndindex(shape):
+        arr[idx] = sympy.sympify(values[idx])
+    return Tensor.like(arr)
+
+
 class Tensor:
     """A vector (shape (n,)) or matrix (n, n) of scalar expressions; ``symmetric`` when its
     entries [i, j] and [j, i] are one function (a symmetric stress tensor)."""
@@ -78,6 +99,11 @@ class Tensor:
 
     # -- arithmetic ------------------------------------------------------------------------
     def _zip(self, other, op, what):
+        other = _of_matrix(other, self.shape)
+        if isinstance(other, (sympy.MatrixBase, list, np.ndarray)):
+            raise InvalidArgument(f"cannot {what} {self!r} (shape {self.shape}) and a matrix of "
+                                  f"shape {np.shape(np.array(other, dtype=object))}; give one "
+                                  "entry per component")
         if not isinstance(other, Tensor):
             raise InvalidArgument(f"cannot {what} {self!r} and the scalar {other}; "
                                   "both sides must be vectors or tensors of the same shape")
