@@ -27,7 +27,10 @@ TOLERANCE = {"diffusion": 1e-5, "channel": 1e-5, "shot": 2e-4, "apply": 1e-6,
              "laplace": 1e-5, "poisson": 1e-5, "cavity": 1e-5, "staggered_acoustic": 2e-5,
              "elastic": 2e-5, "vector_convection": 1e-5, "vector_burgers": 1e-5,
              "darcy": 1e-5, "acoustic_xz": 1e-5, "elastic_xz": 1e-5, "elastic_dt2": 5e-5,
-             "shallow_water": 1e-5, "rtm": 1e-4}
+             "shallow_water": 1e-5, "rtm": 1e-4,
+             # float64: the same arithmetic (6e-15 with strict IEEE builds, 1e-9 where a
+             # build reassociates), so float32's few 1e-6 are round-off
+             "burgers_float64": 1e-8}
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,7 +39,8 @@ def results(name):
     saved = os.environ.get("FRAMEWORK")
     os.environ["FRAMEWORK"] = "stencilgen"
     try:
-        for mod in ("demos.devito_ports.framework", f"demos.devito_ports.{name}"):
+        for mod in ("demos.devito_ports.framework", "demos.devito_ports.burgers",
+                    f"demos.devito_ports.{name}"):
             sys.modules.pop(mod, None)
         port = importlib.import_module(f"demos.devito_ports.{name}")
         assert port.api.__name__ == "stencilgen"

@@ -14,16 +14,16 @@ Constant, Eq, Grid, Operator, TimeFunction, first_derivative, left, solve = (
     api.left, api.solve)
 
 
-def run(nx=31, ny=31, batches=3, batch_size=40, nu=0.01, sigma=0.009):
+def run(nx=31, ny=31, batches=3, batch_size=40, nu=0.01, sigma=0.009, dtype=np.float32):
     dx, dy = hat_grid(nx, ny)
-    grid = Grid(shape=(nx, ny), extent=(2.0, 2.0))
+    grid = Grid(shape=(nx, ny), extent=(2.0, 2.0), dtype=dtype)
     x, y = grid.dimensions
     t = grid.stepping_dim
     u = TimeFunction(name="u", grid=grid, space_order=2)
     v = TimeFunction(name="v", grid=grid, space_order=2)
     init_hat(u.data[0], dx, dy, value=2.0)
     init_hat(v.data[0], dx, dy, value=2.0)
-    a = Constant(name="a")
+    a = Constant(name="a", dtype=dtype)
     u_dx = first_derivative(u, dim=x, side=left, fd_order=1)
     u_dy = first_derivative(u, dim=y, side=left, fd_order=1)
     v_dx = first_derivative(v, dim=x, side=left, fd_order=1)
