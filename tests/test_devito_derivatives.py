@@ -347,6 +347,18 @@ def _pairs(dv):
          dv.Derivative(du, (dx_, 3), fd_order=4, x0=dx_ + dx_.spacing / 2), "u"),
         (Derivative(su, (sx, 2), fd_order=4, x0=sx + sx.spacing / 2),
          dv.Derivative(du, (dx_, 2), fd_order=4, x0=dx_ + dx_.spacing / 2), "u"),
+        # odd orders, and weights that hold the spacing (taken as given)
+        (su.dx(fd_order=1), du.dx(fd_order=1), "u"), (su.dx(fd_order=3), du.dx(fd_order=3), "u"),
+        (su.dx2(fd_order=3), du.dx2(fd_order=3), "u"),
+        (su.dxr(fd_order=3), du.dxr(fd_order=3), "u"),
+        (su.dx(x0=sx + sx.spacing / 2, fd_order=3),
+         du.dx(x0=dx_ + dx_.spacing / 2, fd_order=3), "u"),
+        (su.dx2(weights=[R(-1, 12) / sx.spacing ** 2, R(4, 3) / sx.spacing ** 2,
+                         R(-5, 2) / sx.spacing ** 2, R(4, 3) / sx.spacing ** 2,
+                         R(-1, 12) / sx.spacing ** 2]),
+         du.dx2(weights=[R(-1, 12) / dx_.spacing ** 2, R(4, 3) / dx_.spacing ** 2,
+                         R(-5, 2) / dx_.spacing ** 2, R(4, 3) / dx_.spacing ** 2,
+                         R(-1, 12) / dx_.spacing ** 2]), "u"),
     ]
     return pairs
 
