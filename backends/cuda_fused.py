@@ -140,23 +140,13 @@ def _indent(lines, by="  "):
     return [by + ln for ln in lines]
 
 
-def halo_bands(f, m) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The halo rows (first inner dimension) and halo columns (the innermost, in 3D) the
-    producer's threads cover beyond the tile: the widest of the halo parts along each."""
-    rows = [p.halo[0] for p in f.parts if m == 1 or p.halo[1] == (0, 0)]
-    cols = [p.halo[1] for p in f.parts if m == 2 and p.halo[0] == (0, 0)]
-    widest = lambda hs: (max((h[0] for h in hs), default=0), max((h[1] for h in hs), default=0))
-    return widest(rows), widest(cols)
-
-
 def thread_count(f, tile) -> int:
-    """Threads a block of ``tile``: the tile's rows and halo rows, whole, then the halo
-    columns of the tile's rows rounded up to warps."""
-    (l0, h0), (l1, h1) = halo_bands(f, len(tile))
+    """Threads a block of ``tile``: one a producer point (the tile and its halo rows, whole;
+    then the halo columns of the tile's rows, rounded up to whole warps)."""
+    (l0, h0), (l1, h1) = f.bands
     if len(tile) == 1:
         return tile[0] + l0 + h0
-    side = tile[0] * (l1 + h1)
-    return (tile[0] + l0 + h0) * tile[1] + (side + 31) // 32 * 32
+    return (tile[0] + l0 + h0) * tile[1] + (tile[0] * (l1 + h1) + 31) // 32 * 32
 
 
 class FusedKernel:
@@ -169,7 +159,7 @@ class FusedKernel:
         self.real = ctype(backend.program.dtype)
         self.inner = k.dims[1:]
         self.m = len(self.inner)
-        (self.l0, self.h0), (self.l1, self.h1) = halo_bands(self.f, self.m)
+        (self.l0, self.h0), (self.l1, self.h1) = self.f.bands
         depths = [s.depth for s in self.f.staged] + [t.depth for t in self.f.onchip]
         self.unroll = math.lcm(*depths) if depths else 1
 
@@ -248,6 +238,18 @@ class FusedKernel:
                                            else tuple(idx)]
         return self.base.doprint(access)
 
+    def _column_load(self, s, x: str) -> str:
+        """The value of staged ``s`` at plane ``x`` in the thread's own column (zero where
+        no read reaches it)."""
+        names = [d.name for d in self.inner]
+        return f"{_queue(s)}_ok && {self._x_test(s, x)} ? {self._load(s, x, names)} : " \
+               f"({self.real})0"
+
+    def _band_load(self, s) -> str:
+        """The value of staged ``s`` at plane ``sg_X`` at a point around (sg_g<j>)."""
+        return f"{self._band_test(s)} ? {self._load(s, 'sg_X', self._gnames())} : " \
+               f"({self.real})0"
+
     def _x_test(self, s, x: str) -> str:
         lo, hi = self._bound(0)
         return f"{x} >= {lo} + {s.reach[0]} && {x} <= {hi} + {s.reach[1]}"
@@ -283,13 +285,11 @@ class FusedKernel:
                     f"{self.real} {q}[{s.depth}];", "#pragma unroll",
                     f"for (int sg_k = 0; sg_k < {s.depth - 1}; ++sg_k) {{",
                     f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_k;",
-                    f"  {q}[sg_k] = {col} && {self._x_test(s, 'sg_X')} ? "
-                    f"{self._load(s, 'sg_X', names)} : ({self.real})0;", "}",
+                    f"  {q}[sg_k] = {self._column_load(s, 'sg_X')};", "}",
                     f"{q}[{s.depth - 1}] = 0;",
                     f"{self.real} {q}_next;", "{",
                     f"  const sg_int sg_X = sg_pa + {s.reach[1]};",
-                    f"  {q}_next = {col} && {self._x_test(s, 'sg_X')} ? "
-                    f"{self._load(s, 'sg_X', names)} : ({self.real})0;", "}"]
+                    f"  {q}_next = {self._column_load(s, 'sg_X')};", "}"]
             n = f"{ring}_n"
             out += [f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
                     f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];", "#pragma unroll",
@@ -299,8 +299,7 @@ class FusedKernel:
                 [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
                  f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;",
                  "  const sg_int sg_X = sg_pa;",
-                 f"  {ring}_v[sg_k] = sg_mine && {self._band_test(s)} ? "
-                 f"{self._load(s, 'sg_X', self._gnames())} : ({self.real})0;", "}"]
+                 f"  {ring}_v[sg_k] = sg_mine ? {self._band_load(s)} : ({self.real})0;", "}"]
         return out
 
     def _stage(self) -> list[str]:
@@ -308,22 +307,19 @@ class FusedKernel:
         iteration ago (and the next one loaded), the thread's own point and the points around
         into the plane (and their next values loaded)."""
         out = []
-        names = [d.name for d in self.inner]
         for s in self.f.staged:
             ring, q, n = _ring(s), _queue(s), f"{_ring(s)}_n"
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
             out += ["{", f"  {q}[{_mod(s.depth - 1, s.depth)}] = {q}_next;",
                     f"  const sg_int sg_X = sg_p + {s.reach[1] + 1};",
-                    f"  {q}_next = {q}_ok && {self._x_test(s, 'sg_X')} ? "
-                    f"{self._load(s, 'sg_X', names)} : ({self.real})0;",
+                    f"  {q}_next = {self._column_load(s, 'sg_X')};",
                     f"  if (sg_kind != 3) {ring}[{own}] = {q}[{_mod(-s.reach[0], s.depth)}];",
                     "}", "{", "  const sg_int sg_X = sg_p + 1;", "  #pragma unroll",
                     f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     f"    const int sg_e = {ring}_at[sg_k];", "    if (sg_e >= 0) {",
                     f"      {ring}[sg_e] = {ring}_v[sg_k];"]
             out += _indent(self._band_point(s, "sg_e"), "      ")
-            out += [f"      {ring}_v[sg_k] = {self._band_test(s)} ? "
-                    f"{self._load(s, 'sg_X', self._gnames())} : ({self.real})0;",
+            out += [f"      {ring}_v[sg_k] = {self._band_load(s)};",
                     "    }", "  }", "}"]
         return out
 
@@ -385,7 +381,7 @@ class FusedKernel:
     def _shared_decls(self) -> list[str]:
         """Constant extents of every plane and ring and the pointers into dynamic shared
         memory."""
-        lines = [f"extern __shared__ __align__(16) unsigned char sg_smem[];"]
+        lines = ["extern __shared__ __align__(16) unsigned char sg_smem[];"]
         prev = None
         rings = [(_ring(s), 1, s.halo) for s in self.f.staged]
         rings += [(f"sg_sh_{t.name}", t.depth, t.halo) for t in self.f.onchip

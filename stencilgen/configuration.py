@@ -5,6 +5,7 @@ changed later with ``configuration["backend"] = "c"``; unknown keys and bad valu
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -232,8 +233,6 @@ class switchconfig:
         return False
 
     def __call__(self, func):
-        import functools
-
         @functools.wraps(func)
         def switched(*args, **kwargs):
             with self:

@@ -21,7 +21,6 @@ depth where the image is strongest against the reflector's.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from dataclasses import dataclass

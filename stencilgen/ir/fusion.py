@@ -78,6 +78,8 @@ class Fusion:
     onchip: tuple[OnChip, ...]
     staged: tuple[Staged, ...]
     parts: tuple[HaloPart, ...]
+    bands: tuple[tuple[int, int], tuple[int, int]]   # the halo rows and (3D) columns the
+                                          # producer runs on beyond the tile (producer_bands)
     tiles: tuple[tuple[int, ...], ...]    # candidate tiles of the inner dimensions (innermost
                                           # last) that fit, the default first
     shared: tuple[int, ...]               # shared-memory bytes a block, per tile
@@ -213,15 +215,24 @@ def _parts(k1, onchip) -> tuple[HaloPart, ...]:
                  for halo, ts in sorted(groups.items()))
 
 
+def producer_bands(parts, m: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The halo the producer runs on beyond the tile: (before, after) rows along the first
+    inner dimension (the parts read across it), and (before, after) columns along the
+    innermost in 3D (those read across that), the widest part's each."""
+    def widest(halos):
+        return max((h[0] for h in halos), default=0), max((h[1] for h in halos), default=0)
+    rows = [p.halo[0] for p in parts if m == 1 or p.halo[1] == (0, 0)]
+    cols = [p.halo[1] for p in parts if m == 2 and p.halo[0] == (0, 0)]
+    return widest(rows), widest(cols)
+
+
 def producer_points(tile, parts) -> int:
-    """Points the producer runs on a plane: the tile with the halo rows of the parts read
-    across the first inner dimension, plus (in 3D) the halo columns of the tile's rows."""
-    rows = max((p.halo[0][0] for p in parts), default=0) + \
-        max((p.halo[0][1] for p in parts), default=0)
+    """Points the producer runs on a plane: the tile with its halo rows, whole, plus (in 3D)
+    the halo columns of the tile's rows."""
+    (l0, h0), (l1, h1) = producer_bands(parts, len(tile))
     if len(tile) == 1:
-        return tile[0] + rows
-    cols = max((sum(p.halo[1]) for p in parts), default=0)
-    return (tile[0] + rows) * tile[1] + tile[0] * cols
+        return tile[0] + l0 + h0
+    return (tile[0] + l0 + h0) * tile[1] + tile[0] * (l1 + h1)
 
 
 def _recompute(tile, k1, parts) -> float:
@@ -273,7 +284,8 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
         if n not in k1.writes:
             reads.setdefault(n, set()).update(o)
     sizes = {a.name: (element_size(a), len(k2.dims)) for a in prog.arrays}
-    fusion = Fusion(k1, lag, onchip, staged, parts, tuple(t for t, _ in fit),
+    fusion = Fusion(k1, lag, onchip, staged, parts, producer_bands(parts, inner),
+                    tuple(t for t, _ in fit),
                     tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit))
     return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes),
                    flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))

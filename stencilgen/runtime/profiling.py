@@ -7,8 +7,6 @@ from functools import lru_cache
 import numpy as np
 import sympy
 
-from ..distributed.halo_exchange import RankTimes
-
 
 @dataclass(frozen=True)
 class PerfEntry:

@@ -21,7 +21,6 @@ NBL = 30
 F0 = 0.015
 TOP, BOTTOM = 1.5, 2.5                   # km/s
 ANISOTROPY = dict(epsilon=0.10, delta=0.04, theta=math.radians(20.0), f=0.85)
-DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 @dataclass
@@ -48,49 +47,8 @@ def build(args) -> Survey:
     shape, so = tuple(args.shape), args.space_order
     depth = (shape[-1] - 1) * SPACING
     reflector = 0.6 * depth if args.reflector is None else float(args.reflector)
-    model = seismic.layered_model(shape, SPACING, velocities=(TOP, BOTTOM),
-                                  interfaces=(reflector,), nbl=args.nbl, space_order=so,
-                                  dtype=cli.DTYPES[args.dtype])
-    true_medium = _medium(model, model.vp, so)
-    smooth = _medium(model, np.full_like(model.vp, TOP), so)
-    dt = tti_critical_dt(true_medium, so)
-    width = (shape[0] - 1) * SPACING
-    xs = np.linspace(0.2 * width, 0.8 * width, args.nshots) if args.nshots > 1 else \
-        np.array([0.5 * width])
-    sources = np.array([[x] + [0.5 * w for w in model.extent[1:-1]] + [2 * SPACING]
-                        for x in xs])
-    if args.nt is None:
-        far = max(np.max(np.abs(xs)), np.max(np.abs(width - xs)))
-        two_way = 2 * math.hypot(far / 2, reflector) / TOP
-        nt = int((1.5 / args.f0 + 1.1 * two_way) / dt) + 1
-    else:
-        nt = args.nt
-    axis = seismic.TimeAxis(start=0.0, stop=(nt - 1) * dt, step=dt, num=nt)
-    rec = seismic.receiver_line(model, shape[0], depth=2 * SPACING)
-    shot = seismic.make_shot(model, axis, args.f0, sources[0], rec)
-    keep = "checkpoints" if args.checkpoints else (args.keep or "memory")
-    backend = args.backend
-    true = imaging.forward_operator(true_medium, shot.src, shot.rec, None, backend=backend,
-                                    name="RTMObserved")
-    fwd = imaging.forward_operator(smooth, shot.src, shot.rec, keep, args.factor,
-                                   backend=backend, name="RTMForward")
-    residual = SparseTimeFunction(name="resid", grid=model.grid, npoint=len(rec), nt=nt,
-                                  coordinates=rec)
-    adj = imaging.adjoint_operator(smooth, residual, forward=fwd, backend=backend,
-                                   name="RTMAdjoint")
-    for op in (true.op, fwd.op, adj.op):
-        op.cfunction   # noqa: B018 - built now, so that the shots' times hold no build
-    return Survey(model, true, fwd, adj, dt, sources, reflector)
-
-
-def build(args) -> Survey:
-    """Models, time axis, geometry and the three Operators."""
-    shape, so = tuple(args.shape), args.space_order
-    depth = (shape[-1] - 1) * SPACING
-    reflector = 0.6 * depth if args.reflector is None else float(args.reflector)
-    model = layered_model(shape, SPACING, velocities=(TOP, BOTTOM),
-                                  interfaces=(reflector,), nbl=args.nbl, space_order=so,
-                                  dtype=DTYPES[args.dtype])
+    model = layered_model(shape, SPACING, velocities=(TOP, BOTTOM), interfaces=(reflector,),
+                          nbl=args.nbl, space_order=so, dtype=np.dtype(args.dtype).type)
     true_medium = medium(model, model.vp, so)
     smooth = medium(model, np.full_like(model.vp, TOP), so)
     dt = tti_critical_dt(true_medium, so)
