@@ -149,6 +149,11 @@ class CPrinter(C99CodePrinter):
                 for x in expr.args)
         return f"{a} % {b}"
 
+    def _print_Quotient(self, expr):
+        a, b = (self.parenthesize(x, sympy.printing.precedence.PRECEDENCE["Mul"])
+                for x in expr.args)
+        return f"({a}/{b})"
+
     def _print_Local(self, expr):
         return f"({self._print(expr.args[0])})"
 

@@ -234,3 +234,76 @@ def test_conditions_and_snapshots_on_the_gpu_equal_c(backend, restore_settings):
     gpu = _programs_on(backend, restore_settings)
     for key, value in c.items():
         assert np.allclose(gpu[key], value, rtol=1e-5, atol=1e-5 * np.abs(value).max()), key
+
+
+# -- Functions on ConditionalDimensions (Devito's tutorial: demos/devito_ports) -------------
+def _port(settings, backend):
+    import importlib
+    settings["backend"] = backend
+    return importlib.import_module("demos.devito_ports.conditional_dimension").run()
+
+
+def test_functions_on_conditional_dimensions_match_numpy(restore_settings):
+    """h on (x, ci) holds g where ci's condition holds; f on a subsampled i holds every
+    fourth g; f on (c_even, y) is written at x/2 where x is even Or on the last row, And
+    the row before the last (Devito's tutorial asserts), on C and OpenACC alike."""
+    for backend in ("c", "openacc"):
+        out = _port(restore_settings, backend)
+        eye = np.eye(10)
+        want = eye.copy()
+        want[5:] = 0
+        assert np.array_equal(out["op4"], want), backend
+        assert np.array_equal(out["op5"], np.arange(16.0)[::4]), backend
+        assert np.all(out["or"] == 1), backend
+        assert np.all(out["and"][:-1] == 0) and np.all(out["and"][-1] == 1), backend
+
+
+def test_a_strict_relation_alone_decides():
+    """Devito's relation='strict' (its tutorial, newer than 4.8.23): the edge condition
+    x == x_M - 2 alone decides where f on (c_even, y) is written, at row 7 // 2."""
+    grid = Grid(shape=(10, 10))
+    x, y = grid.dimensions
+    c_even = ConditionalDimension(name="ceven", parent=x, factor=2, relation=Or)
+    edge = ConditionalDimension(name="cedge", parent=x, condition=CondEq(x, x.symbolic_max - 2),
+                                relation="strict")
+    f = Function(name="f", grid=grid, dimensions=(c_even, y), shape=(5, 10), space_order=0)
+    Operator(Eq(f, 1, implicit_dims=edge), backend="c")()
+    assert np.all(f.data[3] == 1) and np.count_nonzero(f.data) == 10
+
+
+def test_functions_on_conditional_dimensions_are_checked():
+    size = 16
+    from stencilgen import Dimension
+    i = Dimension(name="i")
+    ci = ConditionalDimension(name="ci", parent=i, factor=4)
+    g = Function(name="g", shape=(size,), dimensions=(i,))
+    short = Function(name="f", shape=(3,), dimensions=(ci,))
+    with pytest.raises(InvalidEquation, match="3 points along ci.*which index 4 of them"):
+        Operator(Eq(short, g), backend="c")
+    f = Function(name="f", shape=(4,), dimensions=(ci,))
+    with pytest.raises(InvalidEquation, match="the loops run over i"):
+        Operator(Eq(f, 1.0), backend="c")
+    h = Function(name="h", shape=(size,), dimensions=(i,))
+    with pytest.raises(InvalidEquation, match="reads f, which another equation"):
+        Operator([Eq(f, g), Eq(h, f)], backend="c")
+    with pytest.raises(InvalidEquation, match="indexed by ci \\+ 1 along ci"):
+        Operator(Eq(f, f.subs(ci, ci + 1) + g), backend="c")
+    # a Constant factor: the size is checked when apply knows it
+    k = Constant(name="k", value=4.0)
+    ck = ConditionalDimension(name="ck", parent=i, factor=k)
+    fk = Function(name="fk", shape=(4,), dimensions=(ck,))
+    op = Operator(Eq(fk, g), backend="c")
+    g.data[:] = np.arange(size)
+    op.apply()
+    assert np.array_equal(fk.data, np.arange(16.0)[::4])
+    with pytest.raises(InvalidArgument, match="fk has 4 points.*factor is 2: it needs 8"):
+        op.apply(k=2.0)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_functions_on_conditional_dimensions_on_the_gpu(restore_settings):
+    c = _port(restore_settings, "c")
+    gpu = _port(restore_settings, "cuda")
+    for key, value in c.items():
+        assert np.array_equal(gpu[key], value), key

@@ -209,7 +209,7 @@ def _laplacian(u_halo: np.ndarray, halo: int, spacing, space_order: int) -> np.n
 
 def _energy(model, u, n: int, space_order: int) -> float:
     """E(n+1/2) = sum m ((u[n+1]-u[n])/dt)^2 - sum u[n+1] L u[n], constant for the leapfrog scheme."""
-    halo = u.halo[0]
+    halo = u.halo[1][0]
     new, old = u.data[(n + 1) % 3].astype(np.float64), u.data[n % 3].astype(np.float64)
     m = model.m.data.astype(np.float64)
     lap_old = _laplacian(u.data_with_halo[n % 3], halo, model.spacing, space_order)

@@ -125,7 +125,7 @@ def test_initialize_function_pads_data_and_halo(mode, numpy_mode):
     initialize_function([f, g], [data, 2 * data], ((2, 2), 2), mode=mode)
     inner = np.pad(data, ((2, 2), (2, 2)), mode=numpy_mode)
     assert np.array_equal(f.data, inner) and np.array_equal(g.data, 2 * inner)
-    assert np.array_equal(f.data_with_halo, np.pad(inner, 2, mode="edge"))
+    assert np.array_equal(f.data_with_halo, np.pad(inner, 4, mode="edge"))
     with pytest.raises(InvalidArgument, match="not .*'s domain"):
         initialize_function(f, data, 1)
     with pytest.raises(InvalidArgument, match="mapper"):
@@ -260,7 +260,7 @@ def test_function_initializer():
     the domain's shape copied in."""
     grid = Grid(shape=(4, 5))
     f = Function(name="f", grid=grid, space_order=2, initializer=lambda a: a.fill(3.0))
-    assert f.data_with_halo.shape == (6, 7) and np.all(f.data_with_halo == 3.0)
+    assert f.data_with_halo.shape == (8, 9) and np.all(f.data_with_halo == 3.0)
     values = np.arange(20.0).reshape(4, 5)
     g = Function(name="g", grid=grid, initializer=values)
     np.testing.assert_array_equal(g.data, values)

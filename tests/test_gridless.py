@@ -52,7 +52,7 @@ def test_coefficients_without_a_grid_match_numpy():
             + _forward_dx(bxz, hz, axis=1)[:, None, :]
             + bxz[:, None, :] * _forward_dx(bx, hx)[:, None, None])
     assert np.allclose(f.data, want, rtol=1e-5, atol=1e-5)
-    assert cx.grid.implicit and cx.halo == (1,) and cx.data_with_halo.shape == (9,)
+    assert cx.grid.implicit and cx.halo == ((1, 1),) and cx.data_with_halo.shape == (9,)
     arrays = {a.name: a for a in op.program.arrays}
     assert arrays["cz"].axes == (2,) and arrays["cxz"].axes == (0, 2) and arrays["u"].axes == ()
     assert op.program.before   # sin(cz) computed once, before the loop nest that reads it
@@ -148,7 +148,7 @@ def test_space_order_zero_has_no_halo():
     grid = Grid(shape=(5, 4))
     f = Function(name="f", grid=grid, space_order=0)
     g = Function(name="g", grid=grid, space_order=0)
-    assert f.halo == (0, 0) and f.data_with_halo.shape == (5, 4)
+    assert f.halo == ((0, 0), (0, 0)) and f.data_with_halo.shape == (5, 4)
     f.data[:] = 3.0
     Operator([Eq(g, 2 * f)], backend="c").apply()
     assert np.array_equal(g.data, np.full((5, 4), 6.0))
@@ -165,7 +165,7 @@ def test_odd_space_orders_above_one_are_refused(so):
 def test_space_order_one_halo_is_devitos():
     ref = np.load(REFERENCE / "subdomain_program.npz")   # subdomain_program.space_order_one
     f = Function(name="f", grid=Grid(shape=(9, 7)), space_order=1)
-    assert f.halo == (1, 1) and f.data_with_halo.shape == tuple(ref["so1_halo"])
+    assert f.halo == ((1, 1), (1, 1)) and f.data_with_halo.shape == tuple(ref["so1_halo"])
 
 
 def test_space_order_one_dx_is_devitos():

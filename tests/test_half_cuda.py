@@ -315,11 +315,11 @@ _FENCED = textwrap.dedent("""
     from backends import device_layout
     from stencilgen import Eq, Grid, Operator, TimeFunction
     device_layout.PAIR_PAD = int(sys.argv[1])
-    grid = Grid(shape=(58,), extent=(1.0,))
-    u = TimeFunction(name="u", grid=grid, space_order=6, time_order=2, storage="float16")
+    grid = Grid(shape=(62,), extent=(1.0,))
+    u = TimeFunction(name="u", grid=grid, space_order=1, time_order=2, storage="float16")
     u.data[:] = np.random.default_rng(0).uniform(-1, 1, u.data.shape)
-    op = Operator([Eq(u.forward, 2*u - u.backward + 1e-3*u.laplace)], name=f"Fenced{sys.argv[1]}",
-                  backend="cuda")
+    op = Operator([Eq(u.forward, 2*u - u.backward + 1e-3*u.dx2(fd_order=2))],
+                  name=f"Fenced{sys.argv[1]}", backend="cuda")
     print("STATUS", cuda_emulation.run(op, sys.argv[3], fence=sys.argv[2], time_M=3, dt=1.0))
 """)
 
@@ -328,7 +328,9 @@ _FENCED = textwrap.dedent("""
 def test_paired_reads_stay_inside_the_allocation(tmp_path):
     """Each device copy against an inaccessible page, before it or after it: the run reads
     nothing beyond. Without the pads (PAIR_PAD 0) a pair read past the row's halo faults:
-    a 1D row of 58 points and halo 3 fills 64 elements, one pitch, with nothing after it."""
+    a 1D row of 62 points and halo 1 fills 64 elements, one pitch, with nothing after it.
+    (Only an odd reach as wide as the halo overruns it, so space order 1: a wider halo is
+    even and holds the pair's second element.)"""
     script = tmp_path / "fenced.py"
     script.write_text(_FENCED)
 

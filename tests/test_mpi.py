@@ -148,6 +148,28 @@ def test_a_single_rank_communicator_runs_the_split_code():
     assert np.abs(out[0]).max() > 0.1 and np.array_equal(out[0], out[1])
 
 
+def test_exchanges_move_what_the_stencils_read_not_the_whole_halo():
+    """Devito's halo is space_order wide; a 9-point Laplacian (space order 8) reads 4 points
+    out, so each message moves 4 layers: the bytes of the narrower halo, not twice them."""
+    from stencilgen import Eq, Operator, TimeFunction, solve
+    from stencilgen.distributed.halo_exchange import _regions
+    from stencilgen.ir import halos
+    from stencilgen.ir.names import NameRegistry
+    u = TimeFunction(name="u", grid=Grid((24, 20)), space_order=8, time_order=2)
+    op = Operator([Eq(u.forward, solve(u.dt2 - u.laplace, u.forward))], backend="c")
+    assert u.halo == ((0, 0), (8, 8), (8, 8))
+    # the plan a 2x2 split of the same program gets
+    prog = halos.plan(op.program, (True, True), NameRegistry(lambda name: False))
+    items = [item for e in prog.exchanges for item in e.items]
+    assert items and all(width == (4, 4) for *_, width in items)
+    # a 24x20 block with halo 8: the low x face received in rows 4..7, its high edge sent
+    # from rows 28..31 (the last 4 of the domain 8..31)
+    recv, send = _regions((-1, 0), (8, 8), (4, 4), (24, 20))
+    assert recv == [(4, 4), (8, 20)] and send == [(28, 4), (8, 20)]
+    recv, send = _regions((1, 1), (8, 8), (4, 4), (24, 20))
+    assert recv == [(32, 4), (28, 4)] and send == [(8, 4), (8, 4)]
+
+
 # -- whole programs on 1, 2 and 4 ranks ----------------------------------------------------
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):

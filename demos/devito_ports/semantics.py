@@ -3,7 +3,8 @@ given ``nt`` (no time axis) injected at a node and into a cell-centred field; a 
 with ``Operator(subs={x.spacing: h})``; odd ``fd_order``s (``u.dx(fd_order=1)`` of the DSL
 tutorial, 3 and 5); the DRP tutorial's weights holding the spacing; ``gaussian_smooth`` of a
 Function built with ``initializer=``; apply's ``t_M=`` and a Constant passed for a Constant;
-Devito's module paths (``finite_differences.operators``)."""
+Devito's module paths (``finite_differences.operators``); derivatives at the function's own
+space order that need its whole halo (``dxl``, ``dxr``, their ``.T``, a shifted ``x0``)."""
 import importlib
 
 import numpy as np
@@ -58,6 +59,26 @@ def derivatives():
     return out
 
 
+def halo():
+    """Devito's halo is space_order wide: one-sided and shifted derivatives at the function's
+    own order read all of it (here it holds values, as a padded model's would)."""
+    grid = Grid(shape=(10, 10), extent=(1.0, 1.0))
+    x, y = grid.dimensions
+    u = Function(name="u", grid=grid, space_order=8)
+    xs = np.linspace(-8 / 9, 17 / 9, 26)
+    u.data_with_halo[:] = np.outer(np.sin(3 * xs), np.cos(2 * xs))
+    out = {"halo_shape": np.array(u.data_with_halo.shape + u.halo[0] + u.halo[1],
+                                    dtype=np.float32)}
+    spellings = {"dxl": u.dxl, "dxr": u.dxr, "dxl_T": u.dxl.T, "dyr_T": u.dyr.T,
+                 "dx_shifted": u.dx(fd_order=8, x0=x + x.spacing / 2),
+                 "dy_shifted": u.dy(fd_order=8, x0=y - y.spacing / 2)}
+    for key, expr in spellings.items():
+        f = Function(name="f", grid=grid, space_order=8)
+        Operator(Eq(f, expr))()
+        out[key] = np.array(f.data)
+    return out
+
+
 def helpers():
     grid = Grid(shape=(21, 25))
     rng = np.random.default_rng(3)
@@ -75,7 +96,7 @@ def helpers():
 
 
 def run():
-    return {**inject(), **derivatives(), **helpers()}
+    return {**inject(), **derivatives(), **halo(), **helpers()}
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from ..symbolic.dimensions import stepping_dimension, time_dimension
 from ..symbolic.equations import Eq, SparseEq
 from ..errors import HaloError, InvalidEquation
 from ..symbolic.functions import Constant, DiscreteFunction, FieldData, Function
-from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, ScalarParam, Stencils,
-                        Subsampling, TimeIndex)
+from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, Quotient, ScalarParam,
+                        Stencils, Subsampling, TimeIndex)
 from ..symbolic.indexing import GridIndex
 from ..ir.names import NameRegistry
 from ..symbolic.relocation import at_nodes, at_place
@@ -68,28 +68,66 @@ def _operator_grid(functions):
     """The grid the equations loop over: the one Grid of their functions or, where every one
     is built without a grid, the largest of their own; each function without a grid must lie
     on it (its dimensions among the grid's, in order, with the grid's sizes)."""
-    real = {id(f.grid): (f.grid, f.name) for f in functions if not f.grid.implicit}
+    real = {id(g): (g, f.name) for f in functions
+            for g in (f.grid.given if f.grid.implicit else f.grid,) if g is not None}
     if len(real) > 1:
         names = ", ".join(f"{n!r} on {g!r}" for g, n in real.values())
         raise InvalidEquation(f"Operator: the equations mix Functions of different Grids ({names}); "
                               "build every Function of one Operator on the same Grid")
-    grid = next(iter(real.values()))[0] if real else max((f.grid for f in functions),
-                                                         key=lambda g: g.dim)
+    # the loops run over parents: a grid of ConditionalDimensions only if no other is there
+    grid = next(iter(real.values()))[0] if real else max(
+        (f.grid for f in functions),
+        key=lambda g: (g.dim, not any(map(_subsampled, g.dimensions))))
+    if any(map(_subsampled, grid.dimensions)):
+        d = next(filter(_subsampled, grid.dimensions))
+        raise InvalidEquation(f"Operator: every function is on ConditionalDimension {d.name}, "
+                              f"whose points are some of {d.parent}'s; the loops run over "
+                              f"{d.parent}: read or write a function on {d.parent} too")
     for f in functions:
         if not f.grid.implicit:
             continue
         dims = f.grid.dimensions
-        axes = [grid.dimensions.index(d) if d in grid.dimensions else -1 for d in dims]
+        loops = [looped(d) for d in dims]
+        axes = [grid.dimensions.index(d) if d in grid.dimensions else -1 for d in loops]
         if -1 in axes or axes != sorted(axes):
             raise InvalidEquation(f"Operator: {f.name} has dimensions {dims}, which are not "
                                   f"among the loop dimensions {grid.dimensions} in that order; "
                                   "build it on the dimensions of the other functions")
         for d, n, axis in zip(dims, f.grid.shape, axes):
-            if grid.shape[axis] != n:
+            if _subsampled(d) and _subsampled(d.parent):
+                raise InvalidEquation(f"Operator: {f.name} is on {d}, a ConditionalDimension "
+                                      f"of another ({d.parent}); build it on one whose parent "
+                                      f"is {d.root}, with the factors multiplied")
+            need = _points_along(d, grid.shape[axis])
+            if need is None:
+                continue
+            factored = _subsampled(d) and d.factor is not None   # more points are harmless
+            if n < need or (n != need and not factored):
                 raise InvalidEquation(f"Operator: {f.name} has {n} points along {d} but the "
                                       f"equations loop over {grid.shape[axis]} (the shape of "
-                                      f"{grid!r}); give it shape {grid.shape[axis]} along {d}")
+                                      f"{grid!r}), which index {need} of them; give it shape "
+                                      f"{need} along {d}")
     return grid
+
+
+def _subsampled(d) -> bool:
+    """Whether ``d`` is a ConditionalDimension of a space (or plain) dimension."""
+    return getattr(d, "is_Conditional", False) and not d.is_Time
+
+
+def looped(d):
+    """The loop dimension a function's dimension ``d`` is indexed along: a space
+    ConditionalDimension's root (its points are some of the parent's), else ``d``."""
+    return d.root if _subsampled(d) else d
+
+
+def _points_along(d, n: int) -> int | None:
+    """The points a function on dimension ``d`` needs where the loop along it has ``n``:
+    ``n``, or for a factor the indices ``parent / factor`` takes (None for a Constant
+    factor: checked at apply)."""
+    if _subsampled(d) and d.factor is not None:
+        return (n - 1) // d.factor + 1 if isinstance(d.factor, int) else None
+    return n
 
 
 def _flatten(eqs) -> list:
@@ -247,9 +285,13 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
 # -- names ----------------------------------------------------------------------------------
 
 def _functions(eqs) -> list:
+    """The functions of ``eqs``, those their ConditionalDimensions' conditions read too."""
     found = set()
     for e in eqs:
         found |= e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)
+        for d in conditions.conditional_dims(e):
+            if d.condition is not None:
+                found |= d.condition.atoms(DiscreteFunction)
         if isinstance(e, SparseEq):
             found.add(e.sparse)
     return sorted((f.origin for f in found), key=lambda f: f.name)
@@ -329,11 +371,13 @@ class _Indexer:
             axes = () if sparse else self.axes(f)
             halo = () if sparse else tuple(
                 rec.halo[axes.index(i)] if i in axes else 0 for i in range(len(self.dims)))
+            factors = () if sparse else self.factors(f)
             self.arrays[rec] = ArrayParam(
                 name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else len(self.dims),
                 time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
                 temporary=temporary, sparse=sparse, halo=halo,
                 axes=() if axes == tuple(range(len(self.dims))) else axes,
+                factors=factors if any(factors) else (),
                 store=rec.store, scale=self.scale_of(rec, temporary))
             if not temporary:
                 self.bindings.functions[cname] = f.origin
@@ -351,7 +395,16 @@ class _Indexer:
     def axes(self, f) -> tuple:
         """The loop dimensions ``f`` spans, by position (all, but for a Function built
         without a grid on fewer dimensions: its array has strides 0 along the others)."""
-        return tuple(self.grid.dimensions.index(d) for d in f.grid.dimensions)
+        return tuple(self.grid.dimensions.index(looped(d)) for d in f.grid.dimensions)
+
+    def factors(self, f) -> tuple:
+        """Per loop dimension, the factor parameter ``f``'s index along it is divided by (a
+        function on a ConditionalDimension with a factor), or None."""
+        out = [None] * len(self.dims)
+        for d in f.grid.dimensions:
+            if _subsampled(d) and d.factor is not None:
+                out[self.grid.dimensions.index(looped(d))] = self.subsampling(d).factor
+        return tuple(out)
 
     def time_index(self, shift: int, modulo: int | None):
         if modulo is None:
@@ -383,10 +436,14 @@ class _Indexer:
             idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None else
                        self.time_index(int(k), arr.time_size if arr.modulo else None))
         own = f.grid.dimensions
-        args = dict(zip(own, f.args[-len(own):]))
+        args = dict(zip(map(looped, own), f.args[-len(own):]))
+        conditional = {looped(d): d for d in own if _subsampled(d)}
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
             if d not in args:          # a dimension f does not span: any index reads the same
                 idx.append(ld.symbol)
+                continue
+            if d in conditional:
+                idx.append(self.subsampled_index(f, conditional[d], args[d], ld))
                 continue
             if axis in self.fixed or isinstance(args[d], GridIndex):
                 idx.append(ld.symbol + self.fixed_offset(f, axis, args[d], arr.halo[axis]))
@@ -400,9 +457,21 @@ class _Indexer:
                 raise HaloError(
                     f"{f.name} is read at {d}{int(o):+d} but its halo is {arr.halo[axis]} points "
                     f"wide (space_order={f.space_order}): the stencil is wider than the halo; raise "
-                    f"space_order to at least {2 * abs(int(o))} or lower the derivatives' fd_order")
+                    f"space_order to at least {abs(int(o)) + abs(int(o)) % 2} or lower the "
+                    f"derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
+
+    def subsampled_index(self, f, d, arg, ld):
+        """The index of ``f`` along ConditionalDimension ``d`` of a space dimension: the
+        loop counter, divided by the factor where ``d`` has one."""
+        if arg != d:
+            raise InvalidEquation(f"{f} is indexed by {arg} along {d}: a function on a "
+                                  f"ConditionalDimension is read and written at {d} itself "
+                                  "(its points are those where the condition holds)")
+        if d.factor is None:
+            return ld.symbol
+        return Quotient(ld.symbol, sympy.Symbol(self.subsampling(d).factor, integer=True))
 
     def subsampling(self, d, indexed=False) -> Subsampling:
         """The factor parameter of ConditionalDimension ``d`` (and, ``indexed``, the time
@@ -437,6 +506,9 @@ class _Indexer:
         self.timed |= any(d.root.is_Time for d in getattr(eq, "implicit_dims", ()) + dims)
         if not dims:
             return None, None
+        # Devito's relation='strict': those dimensions' conditions alone decide
+        strict = tuple(d for d in dims if d.relation == "strict")
+        dims = strict or dims
         parts = []
         for d in dims:
             tests = [self.condition(d.condition, eq)] if d.condition is not None else []
@@ -449,7 +521,8 @@ class _Indexer:
                         "parent=grid.time_dim or one of grid.dimensions")
                 tests.append(conditions.factor_test(
                     parent, sympy.Symbol(self.subsampling(d).factor, integer=True)))
-            parts.append(tests[0] if len(tests) == 1 else d.relation(*tests))
+            own = sympy.And if d.relation == "strict" else d.relation
+            parts.append(tests[0] if len(tests) == 1 else own(*tests))
         mode = sympy.Or if all(d.relation is sympy.Or for d in dims) else sympy.And
         loops = set(self.symbols.values()) - {self.time} - \
             {s.symbol for s in self.subsamplings.values()}
@@ -514,6 +587,7 @@ class _Indexer:
         skip |= set(self.symbols)
         skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {self.point, self.time}
         skip |= {ti.symbol for ti in self.time_indices.values()} | set(self.symbols.values())
+        skip |= {sympy.Symbol(s.factor, integer=True) for s in self.subsamplings.values()}
         for s in rhs.free_symbols - skip:
             if isinstance(s, sympy.Indexed):
                 continue
@@ -549,7 +623,7 @@ class _Indexer:
         # depend on set iteration order, which changes between processes
         found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
         if getattr(eq, "kind", None) != "interpolate" and \
-                eq.lhs.grid.dimensions != self.grid.dimensions:
+                tuple(map(looped, eq.lhs.grid.dimensions)) != self.grid.dimensions:
             raise InvalidEquation(
                 f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator loops "
                 f"over {self.grid.dimensions}; stencilgen writes a Function only in an Operator "
@@ -632,6 +706,24 @@ def scale_groups(eqs, names: NameRegistry) -> dict:
     return {r: heads[root(r)] for r in parent}
 
 
+def _check_subsampled(indexed, arrays, eqs) -> None:
+    """A function on a ConditionalDimension with a factor is read at ``parent / factor``,
+    which other points share: reading it in an equation other than the one writing it
+    would read across points of the nest, so that takes a second Operator."""
+    sub = {a.name for a in arrays if a.factors}
+    writers = {}
+    for e, eq in zip(indexed, eqs):
+        if e.lhs.base.name in sub:
+            writers.setdefault(e.lhs.base.name, []).append(eq)
+    for e, eq in zip(indexed, eqs):
+        for name in sorted({a.base.name for a in e.rhs.atoms(sympy.Indexed)} & set(writers)):
+            if any(w is not eq for w in writers[name]):
+                raise InvalidEquation(
+                    f"{eq}: reads {name}, which another equation of this Operator writes at "
+                    "the points of a ConditionalDimension with a factor; several points of the "
+                    "loop share each of its values: read it in a second Operator")
+
+
 def index_equations(eqs, grid, names: NameRegistry):
     """The equations on arrays, as ``Stencils``, and the ``Bindings`` of their parameters."""
     groups = scale_groups(eqs, names)
@@ -641,6 +733,7 @@ def index_equations(eqs, grid, names: NameRegistry):
         ix.bindings.scales.setdefault(name, []).append(rec)
     indexed = tuple(ix(e) for e in eqs)
     arrays = tuple(ix.arrays.values())
+    _check_subsampled(indexed, arrays, eqs)
     return Stencils(eqs=indexed, dims=ix.dims, time=ix.time, point=ix.point, arrays=arrays,
                     time_step=_time_step(eqs),
                     scalars=tuple(sorted(ix.scalars.values(), key=lambda s: s.name)),

@@ -40,14 +40,15 @@ class RankTimes:
     def wait(self) -> float:
         return max(self.step - self.compute, 0.0)
 
-def _regions(direction, halo, n):
+def _regions(direction, halo, width, n):
     """(received, sent) index ranges of a block with ``halo`` and ``n`` points per dimension:
-    the halo on the side ``direction`` points to, and this rank's edge on the opposite side
-    (what the neighbour there keeps as its halo towards us)."""
+    the ``width`` points of halo next to the domain on the side ``direction`` points to, and
+    this rank's edge of that width on the opposite side (what the neighbour there keeps as
+    its halo towards us). The rest of a wider halo is never read, so never moved."""
     recv, send = [], []
-    for d, h, m in zip(direction, halo, n):
-        recv.append((0, h) if d < 0 else (h + m, h) if d > 0 else (h, m))
-        send.append((m, h) if d < 0 else (h, h) if d > 0 else (h, m))
+    for d, h, w, m in zip(direction, halo, width, n):
+        recv.append((h - w, w) if d < 0 else (h + m, w) if d > 0 else (h, m))
+        send.append((h + m - w, w) if d < 0 else (h, w) if d > 0 else (h, m))
     return recv, send
 
 
@@ -70,7 +71,7 @@ class HaloExchange:
         # stream), and the whole run's (set by the caller)
         self.seconds = {"exchange": 0.0}
         self.elapsed = 0.0
-        self.regions = regions(prog, dist, storages, overlap)
+        self.regions = regions(prog, dist, overlap)
         gpu = getattr(place, "name", "") == "cuda" and prog.exchanges
         self.device = device_halos(dist, place, overlap) if gpu else None
 
@@ -126,7 +127,7 @@ class HaloExchange:
         """Per message of ``exchange`` at time step ``time``: the array, its time slot (None:
         no time axis), the direction, the regions received and sent, the neighbours the
         halo comes from and the edge goes to (None: none there), and the tag."""
-        for item, (name, index, directions) in enumerate(exchange.items):
+        for item, (name, index, directions, width) in enumerate(exchange.items):
             st = self.storages[name]
             shape, halo = st.shape, st.halo
             n = [s - 2 * h for s, h in zip(shape[-len(halo):], halo)]
@@ -136,7 +137,7 @@ class HaloExchange:
                 slots = list(range(shape[0])) if len(shape) > len(halo) else [None]
             for k, slot in enumerate(slots):
                 for direction in directions:
-                    recv, send = _regions(direction, halo, n)
+                    recv, send = _regions(direction, halo, width, n)
                     # the same on both ends: the item, the slot, the direction in base 3
                     tag = (item * len(slots) + k) * 27 + \
                         sum((d + 1) * 3 ** i for i, d in enumerate(direction))
@@ -211,11 +212,11 @@ def device_halos(dist, place, overlap: bool) -> DeviceHalos:
     return DeviceHalos(cp, dist.cart, MPI, _transports[key], overlap)
 
 
-def regions(prog, dist, storages: dict, overlap: bool) -> np.ndarray:
+def regions(prog, dist, overlap: bool) -> np.ndarray:
     """(regions, dimensions, 2) first and last global index of each region of this rank's
     block a nest with an exchange runs over (``backends/split``): basic mode, the block in
     region 0 and the others empty; overlap, the interior (``w`` points from the block's
-    edges along each split dimension, ``w`` the widest halo exchanged) and the slabs around
+    edges along each split dimension, ``w`` the farthest the exchanged reads reach) and the slabs around
     it, none sharing a point."""
     n = len(prog.dims)
     out = np.zeros((1 + 2 * sum(prog.split), n, 2), dtype=np.int64)
@@ -226,8 +227,8 @@ def regions(prog, dist, storages: dict, overlap: bool) -> np.ndarray:
         return out
     w = [0] * n
     for e in prog.exchanges:
-        for name, _, _ in e.items:
-            w = [max(a, b) for a, b in zip(w, storages[name].halo)]
+        for _, _, _, width in e.items:
+            w = [max(a, b) for a, b in zip(w, width)]
     inner = [[lo + w[i], hi - w[i]] if prog.split[i] else [lo, hi]
              for i, (lo, hi) in enumerate(owned)]
     out[0] = inner

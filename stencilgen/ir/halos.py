@@ -19,9 +19,10 @@ def _direction(offsets, split) -> tuple[int, ...]:
     return tuple((o > 0) - (o < 0) if s else 0 for o, s in zip(offsets, split))
 
 
-def _reach(prog: Program, split) -> dict:
-    """array -> time index -> kernel name -> directions its reads reach into."""
-    n, out = len(prog.dims), {}
+def _reach(prog: Program, split) -> tuple[dict, dict]:
+    """array -> time index -> kernel name -> directions its reads reach into; and array ->
+    the farthest its reads reach along each split dimension (the halo points exchanged)."""
+    n, out, width = len(prog.dims), {}, {}
     for k in prog.kernels:
         if k.is_sparse:   # a sparse point reads only the corners its rank owns
             continue
@@ -31,7 +32,10 @@ def _reach(prog: Program, split) -> dict:
                 if any(d):
                     time = acc[0] if len(acc) > n else None
                     out.setdefault(name, {}).setdefault(time, {}).setdefault(k.name, set()).add(d)
-    return out
+                    w = width.get(name, (0,) * n)
+                    width[name] = tuple(max(a, abs(o)) if s else 0
+                                        for a, o, s in zip(w, acc[-n:], split))
+    return out, width
 
 
 def _self_filled(prog: Program, name: str, split) -> bool:
@@ -49,7 +53,13 @@ def _self_filled(prog: Program, name: str, split) -> bool:
                    if s) for k in writers)
 
 
-def _check(prog: Program) -> None:
+def _check(prog: Program, split) -> None:
+    for a in prog.arrays:
+        if any(f and s for f, s in zip(a.factors, split)):
+            raise InvalidOperator(
+                f"Operator `{prog.name}`: {a.user} is on a ConditionalDimension with a factor "
+                "of a dimension split over MPI ranks; such a function cannot be split: run "
+                "without MPI, or subsample time instead")
     for k in prog.kernels:
         if getattr(k, "sequential", None):
             raise InvalidOperator(
@@ -63,11 +73,11 @@ def plan(prog: Program, split: tuple[bool, ...] | None, names) -> Program:
     dimension's first-index parameter, the grid arrays marked split, the exchanges."""
     if split is None:
         return prog
-    _check(prog)
+    _check(prog, split)
     dims = tuple(replace(d, first=names.fresh(f"{d.user}_first")) for d in prog.dims)
     arrays = tuple(replace(a, split=not (a.sparse or a.axes)) for a in prog.arrays)
     written = {name for k in prog.kernels for name in k.writes}
-    reach = _reach(prog, split)
+    reach, width = _reach(prog, split)
     at_start, hooks = [], {}
     for name, by_time in sorted(reach.items(), key=lambda kv: kv[0]):
         arr = next(a for a in arrays if a.name == name)
@@ -77,13 +87,14 @@ def plan(prog: Program, split: tuple[bool, ...] | None, names) -> Program:
                 "and is read at neighbour points along a split one; build it on the grid")
         if name not in written:
             dirs = set().union(*(ds for per in by_time.values() for ds in per.values()))
-            at_start.append((name, None, tuple(sorted(dirs))))
+            at_start.append((name, None, tuple(sorted(dirs)), width[name]))
             continue
         if _self_filled(prog, name, split):
             continue
         for time, per_kernel in by_time.items():
             for kname, dirs in per_kernel.items():
-                hooks.setdefault(kname, []).append((name, time, tuple(sorted(dirs))))
+                hooks.setdefault(kname, []).append((name, time, tuple(sorted(dirs)),
+                                                    width[name]))
     exchanges = [Exchange(0, None, tuple(at_start))] if at_start else []
     for k in prog.kernels:
         if k.name in hooks:

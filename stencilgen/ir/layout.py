@@ -31,7 +31,10 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     axes = a.axes or tuple(range(len(dims)))
     own = [dims[i] for i in axes]
     halo = tuple(names.fresh(f"{a.name}_h{i}") for i in range(len(own)))
-    extents = [_index(d.size) + 2 * _index(h) for d, h in zip(own, halo)]
+    # along a subsampled axis (a ConditionalDimension with a factor) the array has its own size
+    sizes = tuple(names.fresh(f"{a.name}_n{j}") if a.factors and a.factors[i] else None
+                  for j, i in enumerate(axes))
+    extents = [_index(n or d.size) + 2 * _index(h) for d, n, h in zip(own, sizes, halo)]
     strides, stride = [], sympy.Integer(1)
     for i in reversed(range(len(own))):
         strides.append((names.fresh(f"{a.name}_s{i}") if i < len(own) - 1 else None, stride))
@@ -53,6 +56,7 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     return ArrayLayout(vec=vec, halo=halo, strides=tuple(strides),
                        origin=(names.fresh(f"{a.name}_o"), origin),
                        count=(names.fresh(f"{a.name}_len"), count),
+                       sizes=sizes if any(sizes) else (),
                        padding=(0,) * len(own),
                        alignment=element_size(a), nt=nt)
 
@@ -88,6 +92,8 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
         else:
             params += [Parameter(h, "index", None, ("halo", a.name, i))
                        for i, h in enumerate(lay.halo)]
+            params += [Parameter(n, "index", None, ("points", a.name, i))
+                       for i, n in enumerate(lay.sizes) if n]
         if lay.nt:
             params.append(Parameter(lay.nt, "index", None, ("time_size", a.name)))
     params += [Parameter(d.size, "index", None, ("size", i)) for i, d in enumerate(prog.dims)]

@@ -36,12 +36,13 @@ class LoopDim:
 @dataclass(frozen=True)
 class Exchange:
     """Halos filled from the neighbouring ranks before kernel ``before`` runs (split grids):
-    per item an array, the time index of the slot (None: no time axis) and the directions
-    (-1, 0 or +1 per dimension) its reads reach into."""
+    per item an array, the time index of the slot (None: no time axis), the directions
+    (-1, 0 or +1 per dimension) its reads reach into and how far they reach per dimension
+    (the points moved: a halo may be wider than the stencils read, as Devito's is)."""
 
     hook: int
     before: str
-    items: tuple[tuple[str, object, tuple], ...]
+    items: tuple[tuple[str, object, tuple, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class ArrayLayout:
     coords: str | None = None                 # sparse: parameter, (npoint, ndim) coordinates
     device_coords: str | None = None          # sparse: the coordinates' copy on a GPU
     nt: str | None = None                     # saved or sampled time axis: parameter, its length
+    sizes: tuple = ()                         # per space axis, None (the loop's size) or a
+                                              # parameter: the array's own points along it
     padding: tuple[int, ...] = ()
     alignment: int = 0
 
@@ -83,10 +86,15 @@ class ArrayParam:
     temporary: bool = False        # allocated by the Operator, invisible to the user
     sparse: bool = False           # point values (npoint,) or (nt, npoint): no halo, no grid axes
     halo: tuple[int, ...] = ()     # widths the code may read: the function's, or a temporary's reach
+    reach: tuple[int, ...] = ()    # the farthest the code reads it from a point it computes, per
+                                   # dimension (a function standing in for it needs this halo)
     split: bool = False            # one block per MPI rank, indexed in global terms (its origin
                                    # moved back by the rank's first index)
     axes: tuple[int, ...] = ()     # the loop dimensions it spans where fewer than all (strides 0
                                    # along the others: a Function without a grid, e.g. c(x))
+    factors: tuple = ()            # per loop dimension, None or the factor parameter its index
+                                   # is divided by (a function on a subsampling
+                                   # ConditionalDimension: its own size along it)
     layout: ArrayLayout | None = None
     store: str | None = None       # a 16-bit storage format (STORAGE_FORMATS): loads widen to
                                    # ``dtype``, stores round to nearest; None: stored as dtype
@@ -160,6 +168,14 @@ ROUNDED = {"float16": RoundedFloat16, "bfloat16": RoundedBfloat16}
 
 class Remainder(sympy.Function):
     """``a % b`` of non-negative integers (C's ``%``): the test of a subsampling factor."""
+
+    nargs = 2
+    is_integer = True
+
+
+class Quotient(sympy.Function):
+    """``a / b`` of non-negative integers (C's integer ``/``): the index of a function on a
+    ConditionalDimension with a factor, along its parent."""
 
     nargs = 2
     is_integer = True

@@ -130,17 +130,26 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
 
 
 def size_temporaries(st: Stencils) -> Stencils:
-    """Each temporary's halo: the farthest offset its readers reach, per dimension."""
+    """Each array's reach, the farthest offset its readers reach per dimension (from the
+    points they compute, a widened range included); a temporary's halo is its reach."""
     dims = st.loop_symbols
-    reach = {a.name: list(a.halo or (0,) * len(dims)) for a in st.arrays if a.temporary}
+    reach = {a.name: list(a.halo if a.temporary and a.halo else (0,) * len(dims))
+             for a in st.arrays if not a.sparse}
     for e in st.eqs:
         if e.sparse_kind:
             continue
+        # anchored extents count from one end, inside the domain: no widening
+        anchors = e.anchors or (None,) * len(dims)
+        widen = [0 if a else max(lo, hi, 0) for (lo, hi), a in zip(e.extent, anchors)] \
+            if e.extent else [0] * len(dims)
         for name, offsets in access_map([e.lhs, e.rhs], dims).items():
             for off in offsets if name in reach else ():
                 space = off[-len(dims):]
-                reach[name] = [max(r, abs(o)) for r, o in zip(reach[name], space)]
-    arrays = tuple(replace(a, halo=tuple(reach[a.name])) if a.temporary else a for a in st.arrays)
+                reach[name] = [max(r, abs(o) + w) for r, o, w in zip(reach[name], space, widen)]
+    arrays = tuple(a if a.sparse else
+                   replace(a, reach=tuple(reach[a.name]),
+                           halo=tuple(reach[a.name]) if a.temporary else a.halo)
+                   for a in st.arrays)
     return replace(st, arrays=arrays)
 
 

@@ -68,9 +68,11 @@ def _override(arr, f, override):
     if wrong:
         raise InvalidArgument(f"apply: {f.name}={override.name} does not match {f.name}: it "
                               f"{wrong}")
-    if not arr.sparse and any(h < r for h, r in zip(override.halo, f.halo)):
+    if not arr.sparse and any(h < r for h, r in zip(override.field.halo, arr.reach)):
         raise InvalidArgument(f"apply: {f.name}={override.name} has halo "
-                              f"{override.halo}, narrower than the stencil needs {f.halo}")
+                              f"{override.field.halo}, narrower than the stencils read "
+                              f"({arr.reach} points); give it a space_order of at least "
+                              f"{max(arr.reach)}")
     return override
 
 
@@ -95,7 +97,7 @@ def _storage(arr, bindings, overrides, temps, shape, args, keep):
         coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
         keep.append(coords)
         args[arr.layout.coords], args[arr.layout.npoint] = coords.ctypes.data, f.npoint
-    return f.field.storage, f.halo
+    return f.field.storage, f.field.halo
 
 
 def _array_args(prog, bindings, overrides, temps, args, keep, attach):
@@ -110,6 +112,10 @@ def _array_args(prog, bindings, overrides, temps, args, keep, attach):
         bound.append((arr, st, halo))
         for name, h in zip(lay.halo, halo):
             args[name] = int(h)
+        space = st.shape[len(st.shape) - len(halo):]
+        for name, n, h in zip(lay.sizes, space, halo):
+            if name:
+                args[name] = int(n) - 2 * int(h)
         if lay.nt:
             args[lay.nt] = lengths[arr.name] = int(st.shape[0])
     for (arr, st, _), ptr in zip(bound, attach(bound)):
@@ -217,6 +223,23 @@ def _factors(prog, bindings, overrides, args):
             raise InvalidArgument(f"apply: the factor of ConditionalDimension {d.name} is "
                                   f"{d.factor.name}={float(value):g}; set it to a positive integer")
         args[s.factor] = int(value)
+
+
+def _subsampled_sizes(prog, args):
+    """A function on a ConditionalDimension with a factor holds an index for every point
+    of the loop along its parent that the factor keeps (index ``parent / factor``)."""
+    for arr in prog.arrays:
+        for j, name in enumerate(arr.layout.sizes):
+            if not name:
+                continue
+            axis = (arr.axes or tuple(range(len(prog.dims))))[j]
+            d, factor = prog.dims[axis], args[arr.factors[axis]]
+            need = (args[d.size] - 1) // factor + 1
+            if args[name] < need:
+                raise InvalidArgument(
+                    f"apply: {arr.user} has {args[name]} points along its ConditionalDimension "
+                    f"of {d.user}, but {d.user} runs over {args[d.size]} points and the factor "
+                    f"is {factor}: it needs {need}; build it with shape {need} there")
 
 
 def _bounds(prog, grid, kwargs, args):
@@ -343,6 +366,7 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     lengths = _array_args(prog, bindings, overrides, temps, args, keep, attach)
     _bounds(prog, bindings.grid, kwargs, args)
     _factors(prog, bindings, overrides, args)
+    _subsampled_sizes(prog, args)
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = \
             _time_bounds(prog, kwargs, op_name, args, lengths)

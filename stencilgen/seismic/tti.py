@@ -83,7 +83,7 @@ def tti_medium(grid, space_order: int, V=1.5, b=1.0, epsilon=0.1, delta=0.05,
         arr = np.broadcast_to(np.asarray(value, dtype=np.float64), grid.shape)
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"tti_medium: {name} has non-finite values")
-        fn.data_with_halo[:] = np.pad(arr, [(h, h) for h in fn.halo], mode="edge")
+        fn.data_with_halo[:] = np.pad(arr, fn.halo, mode="edge")
         return fn, arr
 
     V, v = make("V", V)

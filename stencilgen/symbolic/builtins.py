@@ -64,7 +64,7 @@ def initialize_function(function, data, nbl, mapper=None, mode="constant", name=
                               f"{function.shape}")
     function.data[:] = padded
     if pad_halo:
-        function.data_with_halo[:] = np.pad(padded, [(h, h) for h in function.halo], mode="edge")
+        function.data_with_halo[:] = np.pad(padded, function.halo, mode="edge")
 
 
 def gaussian_smooth(f, sigma=1, truncate=4.0, mode="reflect"):

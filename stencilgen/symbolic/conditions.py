@@ -1,8 +1,8 @@
 """Devito's ConditionalDimensions in equations: the conditions an equation runs under.
 
 An equation runs where the conditions of its ConditionalDimensions hold: those of its
-``implicit_dims``, those its functions are indexed by (a snapshot ``usave`` on ``t_sub``) and
-those it names. A dimension with a factor adds ``parent % factor == 0``. The conditions are
+``implicit_dims``, those its functions are indexed by (a snapshot ``usave`` on ``t_sub``, a
+Function on ``(x, ci)``) and those it names. A dimension with a factor adds ``parent % factor == 0``. The conditions are
 joined by And (by Or where every dimension says ``relation=Or``), then split into the part
 that depends on the time step only, tested once a step before the loop nest, and the part
 tested at each point.
@@ -35,6 +35,9 @@ def conditional_dims(eq) -> tuple:
         d = getattr(f.field, "time_dim", None)
         if d is not None:
             found.append(d)
+        # a function on a ConditionalDimension of space: written and read where it holds
+        found += [d for d in getattr(f.grid, "dimensions", ())
+                  if getattr(d, "is_Conditional", False)]
     found += sorted((s for s in eq.rhs.free_symbols if getattr(s, "is_Conditional", False)),
                     key=lambda s: s.name)
     out = []

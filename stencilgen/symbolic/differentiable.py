@@ -46,10 +46,14 @@ class Differentiable:
 
     @call_highest_priority("__rmul__")
     def __mul__(self, other):
+        if isinstance(other, sympy.MatrixBase):   # entry by entry, a Matrix (Devito's ADER)
+            return other.applyfunc(lambda e: DMul(self, e))
         return DMul(self, other)
 
     @call_highest_priority("__mul__")
     def __rmul__(self, other):
+        if isinstance(other, sympy.MatrixBase):
+            return other.applyfunc(lambda e: DMul(e, self))
         return DMul(other, self)
 
     @call_highest_priority("__rtruediv__")
@@ -58,6 +62,8 @@ class Differentiable:
 
     @call_highest_priority("__truediv__")
     def __rtruediv__(self, other):
+        if isinstance(other, sympy.MatrixBase):
+            return other.applyfunc(lambda e: DMul(e, DPow(self, sympy.S.NegativeOne)))
         return DMul(other, DPow(self, sympy.S.NegativeOne))
 
     @call_highest_priority("__rpow__")

@@ -141,7 +141,8 @@ class ConditionalDimension(Dimension):
 
     @property
     def relation(self):
-        """How this dimension's condition combines with the others' of an equation (And, Or)."""
+        """How this dimension's condition combines with the others' of an equation (And, Or;
+        "strict": the strict dimensions' conditions alone decide)."""
         return self._relation
 
     @property
@@ -182,9 +183,9 @@ def _check_conditional(owner, name, parent, condition, indirect, relation, unkno
     if indirect:
         raise InvalidArgument(f"{owner}: indirect=True (indexing arrays by the condition's "
                               "values) is not supported; index with the grid's dimensions")
-    if relation not in (sympy.And, sympy.Or):
-        raise InvalidArgument(f"{owner}: relation must be sympy.And or sympy.Or, got "
-                              f"{relation!r}")
+    if relation not in (sympy.And, sympy.Or, "strict"):
+        raise InvalidArgument(f"{owner}: relation must be sympy.And, sympy.Or or 'strict' "
+                              f"(its condition alone decides), got {relation!r}")
 
 
 def _check_factor(owner, factor):

@@ -141,8 +141,12 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         return self.field.dtype
 
     @property
-    def halo(self) -> tuple[int, ...]:
-        return self.field.halo
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        """Devito's halo: (left, right) points per dimension of ``data_with_halo``, the time
+        axis (none) included; ``space_order`` each side of a space dimension."""
+        space = tuple((h, h) for h in self.field.halo)
+        rest = len(self.field.shape_with_halo) - len(space)
+        return ((0, 0),) * rest + space
 
     @property
     def dimensions(self):
@@ -192,7 +196,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         local = self.field.storage.view()
         if self.grid.distributor is None or self.is_Sparse:   # sparse values: every rank's
             return local
-        return self._global(local, self.halo)
+        return self._global(local, self.field.halo)
 
     def _global(self, local, halo):
         """``local`` as a DistributedArray: along space axes it starts at the rank's first
@@ -211,7 +215,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     def _domain(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Where the domain starts in ``data_with_halo``, and its shape (this rank's)."""
         time = (0,) if self.field.is_time else ()
-        return time + tuple(self.halo), self.shape_local
+        return time + tuple(self.field.halo), self.shape_local
 
     @property
     def data(self) -> np.ndarray:
@@ -221,7 +225,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         local = self.field.storage.view()[tuple(slice(a, a + n) for a, n in zip(start, shape))]
         if self.grid.distributor is None:
             return local
-        return self._global(local, (0,) * len(self.halo))
+        return self._global(local, (0,) * len(self.field.halo))
 
     @data.setter
     def data(self, value):
@@ -320,15 +324,14 @@ class Function(DiscreteFunction):
         grid = _own_grid(owner, grid, shape, dimensions, dtype)
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
-                          "use 0, 1 or an even integer from 2 to 32 (the halo is 0, 1 or "
-                          "space_order/2 points wide)",
+                          "use 0, 1 or an even integer from 2 to 32 (the halo is as wide)",
                           lambda v: v in (0, 1) or (2 <= v <= 32 and v % 2 == 0))
         dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
         if store is not None and dtype is not np.float32:
             raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
                                   f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
-                         halo=((so + 1) // 2,) * grid.dim,
+                         halo=(so,) * grid.dim,
                          staggered=staggered_dims(grid, staggered, owner),
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
                          store=store,
@@ -413,11 +416,17 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
         if dims == grid.dimensions and tuple(shape) == grid.shape:
             return grid
         for d, n in zip(dims, tuple(shape)):
+            if getattr(d, "is_Conditional", False) and d.root in grid.dimensions:
+                continue   # some points of a grid dimension: the Operator checks its size
             if d not in grid.dimensions or grid.shape[grid.dimensions.index(d)] != n:
                 raise InvalidArgument(f"{owner}: dimension {d} with {n} points is not one of "
                                       f"{grid!r}'s; use its dimensions and sizes, or no grid")
         dtype = grid.dtype if dtype is None else dtype
-    return Grid.of_function(shape, dimensions, np.float32 if dtype is None else dtype, owner)
+    own = Grid.of_function(shape, dimensions, np.float32 if dtype is None else dtype, owner)
+    own.given = grid
+    return own
+
+
 def _check_time_dim(owner, time_dim, grid, save):
     """A ConditionalDimension of time with a factor (snapshots), or None for the grid's own."""
     if time_dim is None or time_dim in (grid.time_dim, grid.stepping_dim):

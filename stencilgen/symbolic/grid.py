@@ -89,6 +89,8 @@ class Grid:
     """
 
     implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
+    given = None       # an implicit grid's: the Grid its Function was built on (some of its
+                       # dimensions, or ConditionalDimensions of them), else None
     distributor = None   # this rank's block where the grid is split over MPI ranks
 
     def __init__(self, shape, extent=None, origin=None, dimensions=None, dtype=np.float32,
