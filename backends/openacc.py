@@ -223,7 +223,11 @@ class OpenACCBackend(CBackend):
         return [c.Pragma("acc loop seq")]
 
     def refusal(self):
-        """OpenACC has no atomic update of a bfloat16 element (no such C type)."""
+        """A split grid (``splits``), and an injection into bfloat16: OpenACC has no atomic
+        update of a bfloat16 element (no such C type)."""
+        base = super().refusal()
+        if base:
+            return base
         stored = [k.target.base.name for k in self.program.kernels if k.is_sparse
                   and k.kind == "inject" and self.stored.get(k.target.base.name) == "bfloat16"]
         if stored:

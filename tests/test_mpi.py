@@ -148,6 +148,16 @@ def test_a_single_rank_communicator_runs_the_split_code():
     assert np.abs(out[0]).max() > 0.1 and np.array_equal(out[0], out[1])
 
 
+def test_openacc_refuses_a_split_grid():
+    """OpenACC does not move device halos between ranks: a split grid is refused with the
+    backends that do, not run with stale halos."""
+    MPI = pytest.importorskip("mpi4py.MPI")
+    from stencilgen import Eq, InvalidOperator, Operator, TimeFunction
+    u = TimeFunction(name="u", grid=Grid((12, 10), comm=MPI.COMM_SELF), space_order=2)
+    with pytest.raises(InvalidOperator, match="C and CUDA backends.*not the OpenACC"):
+        Operator(Eq(u.forward, u + 0.1 * u.laplace), backend="openacc")
+
+
 def test_exchanges_move_what_the_stencils_read_not_the_whole_halo():
     """Devito's halo is space_order wide; a 9-point Laplacian (space order 8) reads 4 points
     out, so each message moves 4 layers: the bytes of the narrower halo, not twice them."""
