@@ -118,9 +118,11 @@ class _Wait:
         if now < self.next_notice:
             return
         self.next_notice = now + NOTICE_EVERY
-        logger.warning("jitcache: waited %.0f s for the lock %s, held by %s (gives up after "
-                       "%.0f s)", now - self.start, self.lock,
-                       who or "a process that left no record", self.timeout)
+        logger.warning("jitcache: waited %.0f s for the lock %s, held by %s, which is building "
+                       "the same entry; still waiting (gives up after %.0f s, Ctrl-C stops). "
+                       "If that process is hung, stop it%s; if it is gone, delete %s",
+                       now - self.start, self.lock, who or "a process that left no record",
+                       self.timeout, f" (kill {who.pid})" if who is not None else "", self.lock)
 
     def _timeout_text(self, who: Holder | None) -> str:
         held = f"held by {who}" if who else "held by a process that left no record"

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -285,6 +286,50 @@ def test_lock_wait_names_the_holder_and_times_out(tmp_path, tc, monkeypatch, cap
     assert ".lock" in msg and info.value.holder.startswith(who)
     notices = [r.getMessage() for r in caplog.records if "waited" in r.getMessage()]
     assert notices and all(who in n for n in notices)
+    # what to do about it: the entry's lock, the holder to stop, the file to delete
+    assert all(f"kill {sleeper.pid}" in n and "if it is gone, delete" in n and ".lock" in n
+               and "still waiting" in n for n in notices)
+
+
+_WAITER = """
+import sys, time
+import jitcache
+from jitcache import locking
+locking.NOTICE_AFTER = 0.2
+src, name, cache = sys.argv[1], sys.argv[2], sys.argv[3]
+try:
+    jitcache.build(src, jitcache.gcc(cflags=["-O1"], openmp=False), name, cache_dir=cache,
+                   lock_timeout=600)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+"""
+
+
+def test_a_lock_wait_speaks_and_stops_at_once_on_ctrl_c(tmp_path, tc):
+    """Another process's build holds the entry: the waiter says so on stderr within a
+    second, keeps waiting, and a SIGINT ends it at once (not after the timeout)."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    fd = _hold(_entry(tmp_path, source(22), tc, "waiter"), sleeper.pid)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    waiter = subprocess.Popen([sys.executable, "-c", _WAITER, source(22), "waiter",
+                               str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env)
+    try:
+        time.sleep(2.0)
+        assert waiter.poll() is None                      # still waiting
+        start = time.monotonic()
+        waiter.send_signal(signal.SIGINT)
+        out, err = waiter.communicate(timeout=10)
+        stopped = time.monotonic() - start
+    finally:
+        os.close(fd)
+        sleeper.kill()
+        sleeper.wait()
+        if waiter.poll() is None:
+            waiter.kill()
+    assert waiter.returncode == 3 and "interrupted" in out and stopped < 2.0
+    assert f"held by pid {sleeper.pid}" in err and f"kill {sleeper.pid}" in err
 
 
 def test_lock_of_a_dead_holder_is_taken_over(tmp_path, tc, monkeypatch, caplog):

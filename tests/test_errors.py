@@ -1,6 +1,7 @@
 """Bad input gets one of stencilgen's own errors, with a message that says what to do."""
 import numpy as np
 import pytest
+import sympy
 
 from stencilgen import (CompilerNotFoundError, Derivative, Eq, Function, Grid, HaloError,
                         InvalidArgument, InvalidEquation, Operator, TimeFunction, configuration,
@@ -170,3 +171,69 @@ def test_sympy_derivative_is_rejected():
     v = Function(name="v", grid=grid, space_order=2)
     with pytest.raises(InvalidEquation, match=r"sympy derivative.*u\.diff\(x\)"):
         Operator([Eq(v, sympy.Derivative(u, x))])
+
+
+_FOREIGN = {
+    "indexed": (lambda f, x: sympy.IndexedBase("A")[x, 1], "A\\[x, 1\\] is a sympy Indexed"),
+    "undefined": (lambda f, x: sympy.Function("q")(x), "q\\(x\\) is an undefined sympy function"),
+    "system": (lambda f, x: sympy.Function("system")(x) * f, "system\\(x\\) is an undefined"),
+    "exit": (lambda f, x: sympy.Function("exit")(f), "exit\\(f\\(x, y\\)\\) is an undefined"),
+    "imaginary": (lambda f, x: sympy.I * f, "I is a complex number"),
+    "complex": (lambda f, x: (1 + 2j) * f, "I is a complex number"),
+    "zoo": (lambda f, x: sympy.zoo + f, "zoo is not a finite number"),
+    "nan": (lambda f, x: sympy.nan * f, "nan is not a finite number"),
+    "oo": (lambda f, x: sympy.oo, "oo is not a finite number"),
+    "-oo": (lambda f, x: f - sympy.oo, "oo is not a finite number"),
+    "inf": (lambda f, x: sympy.Float("inf") * f, "oo is not a finite number"),
+    "integral": (lambda f, x: sympy.Integral(f, x), "Integral.*not something stencilgen"),
+    "sum": (lambda f, x: sympy.Sum(x, (x, 0, 3)), "Sum.*not something stencilgen"),
+    "piecewise": (lambda f, x: sympy.Piecewise((f, f > 0), (0, True)), "is a Piecewise"),
+    "matrix": (lambda f, x: sympy.Matrix([1, 2]), "ImmutableDenseMatrix"),
+    "condition": (lambda f, x: sympy.true, "is a condition"),
+    "delta": (lambda f, x: sympy.DiracDelta(f), "DiracDelta.*no counterpart"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FOREIGN))
+def test_terms_the_compiler_does_not_know_are_refused_before_generation(grid, case):
+    """Foreign sympy objects never reach the printer or gcc: InvalidEquation names them."""
+    x, _ = grid.dimensions
+    f, g = Function(name="f", grid=grid), Function(name="g", grid=grid)
+    build, message = _FOREIGN[case]
+    with pytest.raises(InvalidEquation, match=message):
+        Operator(Eq(g, build(f, x)), backend="c")
+
+
+def test_foreign_terms_in_conditions_are_refused_too(grid):
+    from stencilgen import ConditionalDimension, Gt
+    x, y = grid.dimensions
+    f, g = Function(name="f", grid=grid), Function(name="g", grid=grid)
+    c = ConditionalDimension(name="c", parent=y, condition=Gt(sympy.Function("w")(x), 0))
+    with pytest.raises(InvalidEquation, match="w\\(x\\) is an undefined sympy function"):
+        Operator(Eq(g, f, implicit_dims=c), backend="c")
+
+
+def test_names_of_c_functions_are_only_names(grid):
+    """A Function called system and a Constant called exit are renamed in the source; the
+    numbers are the user's, and apply(exit=...) still means the Constant."""
+    from stencilgen import Constant
+    s, m = Function(name="system", grid=grid), Function(name="main", grid=grid)
+    e = Constant(name="exit", value=2.0)
+    s.data[:] = 3.0
+    op = Operator(Eq(m, s * e + sympy.pi), backend="c")
+    op.apply()
+    assert np.allclose(m.data, 6.0 + np.pi)
+    op.apply(exit=5.0)
+    assert np.allclose(m.data, 15.0 + np.pi)
+
+
+def test_a_function_and_a_constant_of_one_name_are_refused(grid):
+    """apply(c=...) could mean only one of them: refused as two Functions of one name are."""
+    from stencilgen import Constant
+    f, c = Function(name="c", grid=grid), Function(name="g", grid=grid)
+    k = Constant(name="c", value=1.0)
+    with pytest.raises(InvalidEquation, match="two different functions are both named 'c'"):
+        Operator(Eq(c, f + k), backend="c")
+    with pytest.raises(InvalidEquation, match="two different functions are both named 'f'"):
+        Operator(Eq(c, Function(name="f", grid=grid) + Function(name="f", grid=grid)),
+                 backend="c")

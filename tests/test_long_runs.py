@@ -104,6 +104,67 @@ def test_shot_loop_frees_every_shot():
     assert all(r() is None for r in refs)
 
 
+SMALL = (64, 64, 40)   # a time_order=2, space_order=2 float32 TimeFunction of 2.1 MiB
+
+
+def _fields_one_at_a_time(backend, count, measure):
+    """``count`` shots of a fresh TimeFunction passed to one Operator as an override, each
+    also read in an expression sympy caches, then dropped; the cyclic collector off, so
+    only reference counting frees. Returns how many were alive at most and ``measure()``
+    after the first few and at the end."""
+    import gc
+    grid = Grid(shape=SMALL)
+    first = TimeFunction(name="u", grid=grid, space_order=2, time_order=2)
+    op = Operator(Eq(first.forward, 2 * first - first.backward + 0.1 * first.laplace),
+                  backend=backend)
+    memory.sweep()
+    refs, most, marks = [], 0, []
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(count):
+            u = TimeFunction(name="u", grid=grid, space_order=2, time_order=2)
+            u.data[1, 30, 30, 20] = 1.0
+            kept = u.forward + u.laplace           # sympy's cache holds this, and u with it
+            op.apply(u=u, time_m=1, time_M=2)
+            refs.append(weakref.ref(u.field))
+            most = max(most, sum(r() is not None for r in refs))
+            del u, kept
+            if i == 9:
+                marks.append(measure())
+        marks.append(measure())
+    finally:
+        if enabled:
+            gc.enable()
+    return most, marks
+
+
+def test_each_dropped_field_goes_before_the_next_is_allocated():
+    """300 fields of 2 MiB, each an override of one Operator and read in a cached
+    expression: with the cyclic collector off, at most the current and the one just dropped
+    are alive (the next allocation clears sympy's cache and reference counting frees the
+    rest), and the resident memory after 300 is what it was after 10, within 4 fields."""
+    most, (after10, after300) = _fields_one_at_a_time("c", 300, _rss)
+    assert most <= 2
+    assert after300 - after10 < 4 * 2.2 * MiB
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_dropped_fields_give_back_their_gpu_memory():
+    """The same on CUDA: free device memory (cudaMemGetInfo) after 200 fields is what it
+    was after 10, within 4 fields' copies."""
+    from stencilgen import platform
+    from stencilgen.data import places
+    place = places.cuda_place(platform.toolchain("cuda"))
+
+    def free():
+        return place.meminfo()[0]
+    most, (after10, after200) = _fields_one_at_a_time("cuda", 200, free)
+    assert most <= 2
+    assert after10 - after200 < 4 * 2.2 * MiB
+
+
 def test_sweep_waits_for_enough_allocations(monkeypatch):
     """Small allocations do not sweep: a sweep follows SWEEP_FROM bytes (or as many as were
     held after the last one), so its cost stays in proportion to the memory allocated."""

@@ -45,7 +45,7 @@ class EmuPlace(places._DevicePlace):
         return self.free, self.free
 
     def allocate(self, storage, layout, host):
-        memory.track(storage)
+        memory.reserve(storage, 0)   # as the real places do
         return EmuCopy(self, layout, storage.dtype, host)
 
     def reset(self):

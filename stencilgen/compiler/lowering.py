@@ -23,6 +23,7 @@ from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, Quotient, Scala
                         Stencils, Subsampling, TimeIndex)
 from ..symbolic.indexing import GridIndex
 from ..ir.names import NameRegistry
+from .vetting import check_terms
 from ..symbolic.relocation import at_nodes, at_place
 from ..symbolic.staggering import natural_index
 from ..symbolic.sparse import Injection, Interpolation
@@ -59,6 +60,10 @@ def check_equations(eqs) -> tuple:
             raise InvalidEquation(f"{e}: holds a sympy derivative ({min(foreign, key=str)}), which "
                                   "has no finite-difference meaning; write u.dx, u.diff(x) or "
                                   "stencilgen.Derivative(u, x) instead")
+        check_terms(e.rhs, e)
+        for d in conditions.conditional_dims(e):
+            if d.condition is not None:
+                check_terms(d.condition, e, condition=True)
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             found.setdefault(f.name, f)
     return flat, _operator_grid([found[n] for n in sorted(found)])
@@ -314,6 +319,9 @@ def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistr
     constants = set().union(*(e.rhs.atoms(Constant) for e in eqs))
     constants |= {d.spacing for d in grid.dimensions if isinstance(d.spacing, Constant)}
     for c in sorted(constants, key=lambda c: c.name):
+        if c.name in seen:   # apply(c=...) could mean only one of them
+            raise InvalidEquation(f"two different functions are both named {c.name!r}; "
+                                  "give every Function of an Operator its own name")
         names.user(c, c.name)
     names.user("operator", operator)
     return names

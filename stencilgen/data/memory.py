@@ -2,13 +2,14 @@
 
 A Function is a sympy object, and sympy's cache (up to 1000 results per cached constructor)
 holds every expression built from it, so a Function the user drops stays reachable, with
-its data, until later expressions push it out; its class (one per Function, a sympy
-``UndefinedFunction``) also sits in a reference cycle that only the cyclic collector frees.
-A shot loop that makes a large TimeFunction per shot grew by one field per shot. So before
-a large array is allocated, ``reserve`` sweeps (clears sympy's cache, then collects) once
-the bytes allocated since the last sweep exceed the larger of ``SWEEP_FROM`` and the bytes
-still held after it: sweeps cost time in proportion to the memory allocated, and the
-memory held stays within about twice what the user keeps (plus ``SWEEP_FROM``).
+its data, until later expressions push it out. Its data belongs to its applications (its
+class, in reference cycles like every class, refers to it weakly: ``symbolic/functions``),
+so it goes by reference counting as soon as nothing holds an application. Hence, as
+Devito does, every allocation first clears sympy's cache (cheap): a field the user dropped
+is freed then, at once, before the next one takes its place. What sits in a reference cycle
+(a user's own, an exception's traceback) waits for the collector: ``reserve`` also collects
+once the bytes allocated since the last collection exceed the larger of ``SWEEP_FROM`` and
+the bytes still held after it, so that cost stays in proportion to the memory allocated.
 """
 from __future__ import annotations
 
@@ -28,12 +29,16 @@ _held = 0       # bytes held by live records right after it
 
 
 def reserve(record, nbytes: int):
-    """Note that ``record`` is about to allocate ``nbytes``; sweep first if it is time."""
+    """Note that ``record`` is about to allocate ``nbytes`` of host memory (0: a device
+    copy): sympy's cache cleared first (the fields only it held go, with their device
+    copies), and a full sweep if it is time."""
     global _since
     with _lock:
         due = _since + nbytes > max(SWEEP_FROM, _held)
     if due:
         sweep()
+    else:
+        _clear_sympy_cache()
     with _lock:
         _since += nbytes
         _records.add(record)
@@ -58,12 +63,6 @@ def sweep() -> int:
 def clear_cache():
     """Devito's ``clear_cache()``: drop sympy's cache and free the Functions no one holds."""
     sweep()
-
-
-def track(record):
-    """Count ``record`` among those holding memory (one that got a device copy first)."""
-    with _lock:
-        _records.add(record)
 
 
 def resident() -> list[tuple[str, int]]:

@@ -199,11 +199,11 @@ class CudaPlace(_DevicePlace):
 
     def allocate(self, storage, layout: DeviceLayout, host) -> CudaCopy:
         """A zeroed device copy of ``storage`` in ``layout``, holding ``host`` if given."""
+        memory.reserve(storage, 0)   # the device copies of dropped fields go first
         ptr = ctypes.c_void_p()
         self.call("sg_rt_alloc", ctypes.byref(ptr),
                   ctypes.c_size_t(layout.length * layout.itemsize))
         copy = CudaCopy(self, layout, ptr.value)
-        memory.track(storage)
         if host is not None:
             copy.upload(host)
         return copy
@@ -309,7 +309,7 @@ class AccPlace(_DevicePlace):
         return (free.value, total.value) if total.value else (1 << 62, 1 << 62)
 
     def allocate(self, storage, layout, host) -> AccCopy:
-        memory.track(storage)
+        memory.reserve(storage, 0)
         return AccCopy(self, layout, storage.host_buffer() if host is None else host)
 
     def update(self, host: np.ndarray, to_device: bool):

@@ -2,11 +2,13 @@
 
 A Function *is* a sympy expression, ``u(t, x, y, z)``: a shift is a substitution of its
 arguments (``u.forward`` is ``u(t + dt, x, y, z)``), so derivatives of whole expressions are
-plain substitutions too. Each Function gets its own sympy class carrying a ``_field`` record
-with the grid, orders, halo and the data.
+plain substitutions too. Each Function gets its own sympy class, which refers weakly to a
+``FieldData`` record (the grid, orders, halo and the data) that every application of it holds:
+the data lives exactly as long as some expression of the Function does.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field as dc_field
 
 import numpy as np
@@ -97,12 +99,21 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     def __new__(cls, *args, **kwargs):
         if "_field" in cls.__dict__:
-            # sympy rebuilding an application (subs, xreplace): args are indices.
-            return super().__new__(cls, *args, **kwargs)
+            # sympy rebuilding an application (subs, xreplace): args are indices; the record
+            # is alive, held by the application rebuilt
+            obj = super().__new__(cls, *args, **kwargs)
+            if isinstance(obj, DiscreteFunction) and "_record" not in obj.__dict__:
+                obj._record = cls._field()
+            return obj
         initializer = kwargs.pop("initializer", None)
         record = cls._make_record(*args, **kwargs)
-        klass = UndefinedFunction(record.name, bases=(cls,), _field=record)
+        # the class (a sympy UndefinedFunction, in reference cycles like every class) holds
+        # the record weakly, each application strongly: once the user and sympy's cache drop
+        # the applications, the data goes at once, without waiting for the cyclic collector
+        klass = UndefinedFunction(record.name, bases=(cls,), _field=weakref.ref(record))
         obj = klass(*cls._indices(record))
+        if "_record" not in obj.__dict__:
+            obj._record = record
         if initializer is not None:
             _initialize(obj, initializer)
         return obj
@@ -118,7 +129,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     # -- identity ----------------------------------------------------------------------
     @property
     def field(self) -> FieldData:
-        return type(self)._field
+        return self.__dict__["_record"]
 
     @property
     def name(self) -> str:
