@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from stencilgen import Eq, Operator, TimeFunction, solve
+from stencilgen import Eq, Function, Operator, TimeFunction, solve
 from stencilgen.distributed.mpi import allreduce_max, gather
 from stencilgen.runtime.profiling import PerfEntry, PerformanceSummary
 
@@ -39,6 +39,38 @@ def acoustic_operator(model, shot=None, space_order: int | None = None,
         eqs += shot.src.inject(field=u.forward, expr=shot.src * dt ** 2 / model.m)
         eqs += shot.rec.interpolate(expr=u)
     return Operator(eqs, name=name, backend=backend), u
+
+
+def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
+                               name: str = "Acoustic"):
+    """(forward, adjoint, kept u, gradient) for the model gradient of the acoustic scheme.
+
+    The forward steps inject ``src * dt^2 / m``, record ``rec = u`` and keep u at every step.
+    The adjoint is the exact transpose of that discrete run (``seismic/imaging``'s form with
+    b = 1 and no attenuation): the same stencil solved for v.backward, the sponge's centred
+    first derivative with its sign turned, ``rec_adj / C+`` injected (C+ = m/dt^2 +
+    damp/(2 dt), the factor of u.forward), ``src_adj = C+ dt^2/m v`` recorded, and the
+    gradient in m summed as ``-u v.dt2`` (m multiplies u.dt2 only: the sponge does not
+    scale with it)."""
+    grid, so = model.grid, model.space_order
+    dt = grid.stepping_dim.spacing
+    nt = src.data.shape[0]
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=so)
+    kept = TimeFunction(name="ukeep", grid=grid, time_order=0, space_order=so, save=nt)
+    fwd = [Eq(u.forward, solve(acoustic_pde(model, u), u.forward))]
+    fwd += src.inject(field=u.forward, expr=src * dt ** 2 / model.m)
+    fwd += rec.interpolate(expr=u) + [Eq(kept, u)]
+    v = TimeFunction(name="v", grid=grid, time_order=2, space_order=so)
+    vt = (v.forward - v.backward) / (2 * dt)
+    pde = model.m * v.dt2 - v.laplace - model.damp * vt
+    cplus = model.m / dt ** 2 + model.damp / (2 * dt)
+    gradient = Function(name="grad", grid=grid, space_order=so)
+    adj = [Eq(v.backward, solve(pde, v.backward))]
+    adj += rec_adj.inject(field=v.backward, expr=rec_adj / cplus)
+    adj += src_adj.interpolate(expr=v * cplus * dt ** 2 / model.m)
+    adj += [Eq(gradient, gradient - kept * v.dt2)]
+    return (Operator(fwd, name=f"{name}F", backend=backend),
+            Operator(adj, name=f"{name}A", backend=backend), (u, kept, v), gradient)
 
 
 # -- chunked runs --------------------------------------------------------------------------

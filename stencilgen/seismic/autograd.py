@@ -1,0 +1,172 @@
+"""The seismic toolkit's propagators as PyTorch functions: receiver data from the squared
+slowness and the source wavelet, differentiable in both.
+
+``AcousticShot(model, sources, receivers, nt, dt)`` and ``SATTIShot(medium, ...)`` build one
+shot's forward Operator (keeping the wavefield in memory) and its exact adjoint once;
+calling one with ``m`` (1/V^2 on the grid's points, s^2/km^2) and the wavelet as torch
+tensors runs the forward Operator and returns the receiver data as a tensor. Its backward
+runs the adjoint with the incoming gradient of the data as the adjoint source and returns
+the gradient in ``m`` (exact for the discrete scheme) and in the wavelet (the adjoint's
+records at the sources). torch is imported here only: ``pip install 'stencilgen[torch]'``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from stencilgen import SparseTimeFunction
+from stencilgen.errors import InvalidArgument
+
+from . import imaging
+from .propagators import acoustic_imaging_operators
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:   # an extra: say how to get it
+        raise ImportError("stencilgen.seismic.autograd needs PyTorch: pip install "
+                          "'stencilgen[torch]'") from exc
+    return torch
+
+
+class _Shot:
+    """What both propagators share: the sparse functions, the checks, the runs on host
+    arrays, and the call through torch."""
+
+    def __init__(self, grid, sources, receivers, nt: int, dt: float):
+        sources, receivers = np.atleast_2d(sources), np.atleast_2d(receivers)
+
+        def sparse(label, points):
+            return SparseTimeFunction(name=label, grid=grid, npoint=len(points), nt=int(nt),
+                                      coordinates=points)
+        self.grid, self.nt, self.dt = grid, int(nt), float(dt)
+        self.src, self.rec = sparse("src", sources), sparse("rec", receivers)
+        self.rec_adj, self.src_adj = sparse("reca", receivers), sparse("srca", sources)
+        self.runs = 0    # forward runs so far: the kept wavefield is that of the last one
+
+    def __call__(self, m, wavelet):
+        return _function().apply(m, wavelet, self)
+
+    def _set(self, m: np.ndarray, wavelet: np.ndarray) -> None:
+        name = type(self).__name__
+        if m.shape != self.grid.shape:
+            raise InvalidArgument(f"{name}: m has shape {m.shape}; give one value per grid "
+                                  f"point, {self.grid.shape}")
+        if not np.all(m > 0):
+            raise InvalidArgument(f"{name}: m = 1/V^2 must be positive everywhere")
+        w = wavelet if wavelet.ndim == 2 else wavelet[:, None]
+        if w.shape[0] != self.nt or w.shape[1] not in (1, self.src.npoint):
+            raise InvalidArgument(f"{name}: the wavelet has shape {wavelet.shape}; give "
+                                  f"({self.nt},) or ({self.nt}, {self.src.npoint})")
+        self._set_model(m)
+        self.src.data[:] = w
+
+    def forward(self, m: np.ndarray, wavelet: np.ndarray) -> np.ndarray:
+        """The receiver data of the model ``m`` and the wavelet (host arrays)."""
+        self._set(m, wavelet)
+        self._run_forward()
+        self.runs += 1
+        return np.array(self.rec.data)
+
+    def backward(self, grad_rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(d/dm, d/dsrc) of <grad_rec, data> at the last forward run's m and wavelet."""
+        self.rec_adj.data[:] = grad_rec
+        return self._run_adjoint(), np.array(self.src_adj.data)
+
+
+class AcousticShot(_Shot):
+    """One shot of the acoustic propagator with the sponge (``propagators.acoustic_pde``) on
+    ``model`` (``model.Model``): sources and receivers at the given coordinates (a row
+    each), ``nt`` steps of ``dt``. ``shot(m, wavelet)``: ``m`` the squared slowness on the
+    padded grid, ``wavelet`` (nt,) for every source or (nt, nsources); returns (nt,
+    nreceivers)."""
+
+    def __init__(self, model, sources, receivers, nt: int, dt: float, backend=None,
+                 name: str = "TorchAcoustic"):
+        super().__init__(model.grid, sources, receivers, nt, dt)
+        self.model = model
+        self.fwd, self.adj, self.fields, self.gradient = acoustic_imaging_operators(
+            model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name)
+
+    def _set_model(self, m):
+        self.model.m.data[:] = m
+
+    def _run_forward(self):
+        for f in self.fields[:2] + (self.rec,):
+            f.zero()
+        self.fwd.apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
+
+    def _run_adjoint(self):
+        for f in (self.fields[2], self.src_adj, self.gradient):
+            f.zero()
+        self.adj.apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
+        return np.array(self.gradient.data)
+
+
+class SATTIShot(_Shot):
+    """One shot of the SA-TTI propagator on ``medium`` (``tti.tti_medium``), its adjoint and
+    gradient from ``imaging``; called as ``AcousticShot`` is (m sets V = 1/sqrt(m))."""
+
+    def __init__(self, medium, sources, receivers, nt: int, dt: float, backend=None,
+                 name: str = "TorchTTI"):
+        super().__init__(medium.grid, sources, receivers, nt, dt)
+        self.medium = medium
+        self.fwd = imaging.forward_operator(medium, self.src, self.rec, "memory",
+                                            backend=backend, name=f"{name}F")
+        self.adj = imaging.adjoint_operator(medium, self.rec_adj, self.src_adj,
+                                            forward=self.fwd, backend=backend,
+                                            name=f"{name}A")
+
+    def _set_model(self, m):
+        V = self.medium.V
+        V.data_with_halo[:] = np.pad(1.0 / np.sqrt(m), V.halo, mode="edge")
+
+    def _run_forward(self):
+        imaging.run_forward(self.fwd, self.dt)
+
+    def _run_adjoint(self):
+        imaging.run_adjoint(self.adj, self.dt)
+        return np.array(self.adj.gradient.data)
+
+
+_FUNCTION = None
+
+
+def _function():
+    """The torch.autograd.Function class, made on first use (torch imported then)."""
+    global _FUNCTION
+    if _FUNCTION is not None:
+        return _FUNCTION
+    torch = _torch()
+
+    def host(t, dtype):
+        if t.is_cuda:
+            raise InvalidArgument("the seismic autograd shots take CPU tensors for now; "
+                                  "pass t.cpu()")
+        return np.ascontiguousarray(t.detach().numpy(), dtype=dtype)
+
+    class Shot(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, m, wavelet, shot):
+            dtype = shot.grid.dtype
+            data = shot.forward(host(m, dtype), host(wavelet, dtype))
+            ctx.shot, ctx.run = shot, shot.runs
+            ctx.wavelet_shape = tuple(wavelet.shape)
+            ctx.save_for_backward(m, wavelet)
+            return torch.from_numpy(data).to(m.dtype)
+
+        @staticmethod
+        def backward(ctx, grad_rec):
+            shot, (m, wavelet) = ctx.shot, ctx.saved_tensors
+            dtype = shot.grid.dtype
+            if shot.runs != ctx.run:   # another forward ran since: its wavefield is kept
+                shot.forward(host(m, dtype), host(wavelet, dtype))
+            gm, gs = shot.backward(host(grad_rec, dtype))
+            if len(ctx.wavelet_shape) == 1 or ctx.wavelet_shape[1] == 1:
+                gs = gs.sum(axis=1).reshape(ctx.wavelet_shape)
+            grads = [torch.from_numpy(g).to(t.dtype) if need else None
+                     for g, t, need in zip((gm, gs), (m, wavelet), ctx.needs_input_grad)]
+            return grads[0], grads[1], None
+
+    _FUNCTION = Shot
+    return Shot

@@ -1,0 +1,133 @@
+"""The acoustic and SA-TTI propagators as PyTorch functions (stencilgen/seismic/autograd.py):
+torch's gradcheck of the receiver data in the squared slowness and the wavelet (float64, the
+exact discrete adjoint against central differences), a Taylor test of a misfit through
+autograd, a gradient taken after another forward run, an optimiser step, and the errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stencilgen import Grid, InvalidArgument
+from stencilgen.seismic.model import Model
+from stencilgen.seismic.tti import tti_critical_dt, tti_medium
+
+torch = pytest.importorskip("torch", reason="needs PyTorch: pip install 'stencilgen[torch]'")
+autograd = pytest.importorskip("stencilgen.seismic.autograd")
+
+
+def _shot(kind, shape=(17, 15), nt=40, so=4, name="TorchShot"):
+    """One source, three receivers; SA-TTI: a tilted, anisotropic, attenuating medium with a
+    sponge; acoustic: the toolkit's Model (its sponge of 3 points)."""
+    if kind == "acoustic":
+        return _acoustic(shape, nt, so, name)
+    grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float64)
+    z = np.linspace(0, 1, shape[-1])[None, :]
+    x = np.arange(shape[0])[:, None]
+    sponge = 0.2 * (np.maximum(0, 4 - np.minimum(x, shape[0] - 1 - x)) / 4) ** 2
+    medium = tti_medium(grid, so, V=np.broadcast_to(1.5 + z, shape), b=1 / (1 + 0.5 * z),
+                        epsilon=0.12, delta=0.04, theta=0.4, phi=0.3, f=0.85, qinv=0.02,
+                        damp=np.broadcast_to(sponge, shape))
+    ex, ez = grid.extent
+    dt = 0.9 * tti_critical_dt(medium, so)
+    shot = autograd.SATTIShot(medium, [(0.5 * ex, 0.6 * ez)],
+                              [(x * ex, 0.25 * ez) for x in (0.3, 0.5, 0.7)], nt, dt,
+                              backend="c", name=name)
+    m = torch.tensor(1.0 / (1.5 + np.broadcast_to(z, shape)) ** 2, dtype=torch.float64)
+    return shot, m, _wavelet(nt)
+
+
+def _wavelet(nt):
+    return torch.tensor(np.exp(-((np.arange(nt) - 10) / 4.0) ** 2), dtype=torch.float64)
+
+
+def _acoustic(shape, nt, so, name):
+    inner = tuple(n - 6 for n in shape)
+    z = np.linspace(0, 1, inner[-1])[None, :]
+    model = Model(vp=np.broadcast_to(1.5 + z, inner), spacing=10.0, nbl=3, space_order=so,
+                  dtype=np.float64)
+    ex, ez = (10.0 * (n - 1) for n in inner)
+    shot = autograd.AcousticShot(model, [(0.5 * ex, 0.6 * ez)],
+                                 [(x * ex, 0.25 * ez) for x in (0.3, 0.5, 0.7)], nt,
+                                 0.5 * model.critical_dt, backend="c", name=name)
+    return shot, torch.tensor(np.array(model.m.data)), _wavelet(nt)
+
+
+KINDS = ["acoustic", "tti"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gradcheck_in_slowness_and_wavelet(kind):
+    """torch.autograd.gradcheck: every vector-Jacobian product the backward gives equals the
+    central differences of the forward runs, for m and the wavelet at once."""
+    shot, m, w = _shot(kind, shape=(11, 10), nt=24, name=f"TorchCheck{kind}")
+    m.requires_grad_(True)
+    w.requires_grad_(True)
+    # entries up to 34; central differences of step 1e-6 are good to ~1e-8 here
+    assert torch.autograd.gradcheck(lambda a, b: shot(a, b), (m, w), eps=1e-6, atol=1e-7,
+                                    rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_misfit_gradient_passes_the_taylor_test(kind):
+    """J(m) = 1/2 |F(m) - d|^2 through autograd: |J(m + h dm) - J(m)| falls as h and
+    |J(m + h dm) - J(m) - h <g, dm>| as h^2."""
+    shot, m0, w = _shot(kind, name=f"TorchTaylor{kind}")
+    xx, zz = np.meshgrid(*[np.arange(n) for n in m0.shape], indexing="ij")
+    bump = torch.tensor(np.exp(-((xx - 8) ** 2 + (zz - 9) ** 2) / 6.0))
+    observed = shot(m0 * (1 + 0.05 * bump), w).detach()
+
+    def J(m):
+        return 0.5 * torch.sum((shot(m, w) - observed) ** 2)
+    m = m0.clone().requires_grad_(True)
+    loss = J(m)
+    loss.backward()
+    base = float(loss.detach())
+    dm = 0.05 * bump * m0
+    gdm = float(torch.sum(m.grad * dm))
+    hs = [2.0 ** -k for k in range(2, 8)]
+    values = [float(J(m0 + t * dm)) for t in hs]
+    first = [abs(v - base) for v in values]
+    second = [abs(v - base - t * gdm) for t, v in zip(hs, values)]
+    assert abs(np.polyfit(np.log(hs), np.log(first), 1)[0] - 1.0) < 0.1
+    assert abs(np.polyfit(np.log(hs), np.log(second), 1)[0] - 2.0) < 0.1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_backward_after_another_forward_uses_its_own_wavefield(kind):
+    """Two forward runs, then the first one's backward: the kept wavefield is the second's,
+    so the first is run again; its gradient equals that of a lone run."""
+    shot, m, w = _shot(kind, name=f"TorchTwice{kind}")
+    a = m.clone().requires_grad_(True)
+    out_a = shot(a, w)
+    shot(m * 1.1, w)                      # overwrites the kept wavefield
+    out_a.sum().backward()
+    b = m.clone().requires_grad_(True)
+    shot(b, w).sum().backward()
+    assert torch.equal(a.grad, b.grad) and float(a.grad.abs().max()) > 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_optimiser_step_lowers_the_misfit(kind):
+    """torch.optim.SGD on m with the autograd gradient: the misfit to data of a perturbed
+    model falls."""
+    shot, m0, w = _shot(kind, name=f"TorchOpt{kind}")
+    xx, zz = np.meshgrid(*[np.arange(n) for n in m0.shape], indexing="ij")
+    true = m0 * (1 + 0.05 * torch.tensor(np.exp(-((xx - 8) ** 2 + (zz - 9) ** 2) / 6.0)))
+    observed = shot(true, w).detach()
+    m = m0.clone().requires_grad_(True)
+    loss0 = 0.5 * torch.sum((shot(m, w) - observed) ** 2)
+    loss0.backward()
+    opt = torch.optim.SGD([m], lr=float(0.01 * m0.mean() / m.grad.abs().max()))
+    opt.step()
+    loss1 = 0.5 * torch.sum((shot(m.detach(), w) - observed) ** 2)
+    assert float(loss1) < 0.9 * float(loss0.detach())
+
+
+def test_bad_inputs_say_what_to_give():
+    shot, m, w = _shot("tti", name="TorchBad")
+    with pytest.raises(InvalidArgument, match=r"one value per grid point, \(17, 15\)"):
+        shot(m[:-1], w)
+    with pytest.raises(InvalidArgument, match="must be positive"):
+        shot(-m, w)
+    with pytest.raises(InvalidArgument, match=r"give \(40,\) or \(40, 1\)"):
+        shot(m, w[:-1])
