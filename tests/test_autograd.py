@@ -4,6 +4,8 @@ exact discrete adjoint against central differences), a Taylor test of a misfit t
 autograd, a gradient taken after another forward run, an optimiser step, and the errors."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -11,8 +13,12 @@ from stencilgen import Grid, InvalidArgument
 from stencilgen.seismic.model import Model
 from stencilgen.seismic.tti import tti_critical_dt, tti_medium
 
-torch = pytest.importorskip("torch", reason="needs PyTorch: pip install 'stencilgen[torch]'")
-autograd = pytest.importorskip("stencilgen.seismic.autograd")
+from stencilgen.seismic import autograd
+
+try:   # torch after the compiler's libgomp (autograd.import_torch): OpenACC builds keep working
+    torch = autograd.import_torch()
+except ImportError:
+    pytest.skip("needs PyTorch: pip install 'stencilgen[torch]'", allow_module_level=True)
 
 
 def _shot(kind, shape=(17, 15), nt=40, so=4, name="TorchShot"):
@@ -131,3 +137,64 @@ def test_bad_inputs_say_what_to_give():
         shot(-m, w)
     with pytest.raises(InvalidArgument, match=r"give \(40,\) or \(40, 1\)"):
         shot(m, w[:-1])
+
+
+def test_fwi_demo_recovers_a_closer_model(tmp_path, capsys):
+    """demos/fwi/run.py, small: a loss line per iteration, the recovered model closer to the
+    true one than the start, and the picture written."""
+    pytest.importorskip("matplotlib")
+    from demos.fwi import run
+    code = run.main(["-d", "41", "21", "--nshots", "2", "--batch", "2", "--iterations", "6",
+                     "-so", "4", "--backend", "c", "--outdir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert len(re.findall(r"iteration +\d+ +loss", out)) == 6
+    start, recovered = map(float, re.search(r"start ([\d.e+-]+), recovered ([\d.e+-]+)",
+                                            out).groups())
+    assert recovered < 0.95 * start
+    assert (tmp_path / run.PICTURE).stat().st_size > 10_000
+
+
+def test_openacc_operators_still_load_with_torch_imported():
+    """PyTorch's wheels bundle a libgomp.so.1 without OpenACC; imported through
+    import_torch, the process keeps the compiler's, so an OpenACC Operator builds and runs
+    (imported plainly first, it would fail to load: the error says what to do)."""
+    from stencilgen import Eq, Operator, TimeFunction
+    assert "torch" in __import__("sys").modules
+    u = TimeFunction(name="u", grid=Grid(shape=(8, 8)))
+    op = Operator(Eq(u.forward, u + 1), backend="openacc", name="TorchThenACC")
+    op.apply(time_M=2)
+    assert np.all(u.data[1] == 3)
+
+
+_TORCH_FIRST = """
+import torch
+from stencilgen import Eq, ExecutionError, Grid, Operator, TimeFunction
+u = TimeFunction(name="u", grid=Grid(shape=(8, 8)))
+try:
+    Operator(Eq(u.forward, u + 1), backend="openacc", name="TorchFirstACC").apply(time_M=1)
+    print("RAN")
+except ExecutionError as exc:
+    print("REFUSED", exc)
+"""
+
+
+def test_torch_imported_first_gets_an_error_that_says_what_to_do(tmp_path):
+    """Plain `import torch` first: where its libgomp lacks OpenACC, the OpenACC build cannot
+    load, and the error names import_torch and the other backends (where it has OpenACC,
+    the Operator simply runs)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root)] + [
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+        STENCILGEN_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", _TORCH_FIRST], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    if "REFUSED" in done.stdout:
+        assert "import_torch()" in done.stdout and "backend='c' or 'cuda'" in done.stdout
+    else:
+        assert "RAN" in done.stdout

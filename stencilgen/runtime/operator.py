@@ -102,10 +102,22 @@ class Operator:
 
     def _build_and_load(self):
         self._check_storage()
-        b = jitcache.build(self.ccode, self._toolchain(), self.name,
-                           cache_dir=configuration["cache-dir"],
-                           backdoor=configuration["jit-backdoor"],
-                           entry_point=self.program.entry)
+        try:
+            b = jitcache.build(self.ccode, self._toolchain(), self.name,
+                               cache_dir=configuration["cache-dir"],
+                               backdoor=configuration["jit-backdoor"],
+                               entry_point=self.program.entry)
+        except jitcache.JitCacheError as exc:
+            if "GOACC" not in str(exc):
+                raise
+            # another library's libgomp.so.1, without OpenACC, was loaded first (PyTorch's)
+            raise ExecutionError(
+                f"Operator `{self.name}`: its OpenACC build needs the compiler's libgomp, but "
+                f"this process loaded another libgomp.so.1 first, without OpenACC ({exc}). "
+                "PyTorch's wheels bring one: import torch through "
+                "stencilgen.seismic.autograd.import_torch() (it loads the compiler's first), "
+                "or build OpenACC Operators before importing torch, or use backend='c' or "
+                "'cuda'") from exc
         if b.compiled:
             extra = " (JIT backdoor: edited source)" if b.backdoor else ""
             # the file the compiler read: the generated copy when the user's edit is not used

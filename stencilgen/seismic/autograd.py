@@ -7,9 +7,13 @@ calling one with ``m`` (1/V^2 on the grid's points, s^2/km^2) and the wavelet as
 tensors runs the forward Operator and returns the receiver data as a tensor. Its backward
 runs the adjoint with the incoming gradient of the data as the adjoint source and returns
 the gradient in ``m`` (exact for the discrete scheme) and in the wavelet (the adjoint's
-records at the sources). torch is imported here only: ``pip install 'stencilgen[torch]'``.
+records at the sources). torch is imported here only (``import_torch``): ``pip install
+'stencilgen[torch]'``.
 """
 from __future__ import annotations
+
+import ctypes
+import sys
 
 import numpy as np
 
@@ -20,7 +24,16 @@ from . import imaging
 from .propagators import acoustic_imaging_operators
 
 
-def _torch():
+def import_torch():
+    """PyTorch, imported after the C compiler's OpenMP runtime. PyTorch's wheels bundle a
+    ``libgomp.so.1`` without OpenACC's entry points, and a process keeps the first library
+    of that name it loads: loaded first, it breaks every OpenACC Operator built later (gcc's
+    libgomp serves PyTorch as well)."""
+    if "torch" not in sys.modules:
+        try:
+            ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
+        except OSError:   # no system libgomp: no OpenACC builds to protect
+            pass
     try:
         import torch
     except ImportError as exc:   # an extra: say how to get it
@@ -137,7 +150,7 @@ def _function():
     global _FUNCTION
     if _FUNCTION is not None:
         return _FUNCTION
-    torch = _torch()
+    torch = import_torch()
 
     def host(t, dtype):
         if t.is_cuda:
