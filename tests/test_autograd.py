@@ -14,6 +14,7 @@ from stencilgen.seismic.model import Model
 from stencilgen.seismic.tti import tti_critical_dt, tti_medium
 
 from stencilgen.seismic import autograd
+from test_cuda import needs_gpu
 
 try:   # torch after the compiler's libgomp (autograd.import_torch): OpenACC builds keep working
     torch = autograd.import_torch()
@@ -21,11 +22,11 @@ except ImportError:
     pytest.skip("needs PyTorch: pip install 'stencilgen[torch]'", allow_module_level=True)
 
 
-def _shot(kind, shape=(17, 15), nt=40, so=4, name="TorchShot"):
+def _shot(kind, shape=(17, 15), nt=40, so=4, name="TorchShot", backend="c"):
     """One source, three receivers; SA-TTI: a tilted, anisotropic, attenuating medium with a
     sponge; acoustic: the toolkit's Model (its sponge of 3 points)."""
     if kind == "acoustic":
-        return _acoustic(shape, nt, so, name)
+        return _acoustic(shape, nt, so, name, backend)
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float64)
     z = np.linspace(0, 1, shape[-1])[None, :]
     x = np.arange(shape[0])[:, None]
@@ -37,7 +38,7 @@ def _shot(kind, shape=(17, 15), nt=40, so=4, name="TorchShot"):
     dt = 0.9 * tti_critical_dt(medium, so)
     shot = autograd.SATTIShot(medium, [(0.5 * ex, 0.6 * ez)],
                               [(x * ex, 0.25 * ez) for x in (0.3, 0.5, 0.7)], nt, dt,
-                              backend="c", name=name)
+                              backend=backend, name=name)
     m = torch.tensor(1.0 / (1.5 + np.broadcast_to(z, shape)) ** 2, dtype=torch.float64)
     return shot, m, _wavelet(nt)
 
@@ -46,7 +47,7 @@ def _wavelet(nt):
     return torch.tensor(np.exp(-((np.arange(nt) - 10) / 4.0) ** 2), dtype=torch.float64)
 
 
-def _acoustic(shape, nt, so, name):
+def _acoustic(shape, nt, so, name, backend):
     inner = tuple(n - 6 for n in shape)
     z = np.linspace(0, 1, inner[-1])[None, :]
     model = Model(vp=np.broadcast_to(1.5 + z, inner), spacing=10.0, nbl=3, space_order=so,
@@ -54,7 +55,7 @@ def _acoustic(shape, nt, so, name):
     ex, ez = (10.0 * (n - 1) for n in inner)
     shot = autograd.AcousticShot(model, [(0.5 * ex, 0.6 * ez)],
                                  [(x * ex, 0.25 * ez) for x in (0.3, 0.5, 0.7)], nt,
-                                 0.5 * model.critical_dt, backend="c", name=name)
+                                 0.5 * model.critical_dt, backend=backend, name=name)
     return shot, torch.tensor(np.array(model.m.data)), _wavelet(nt)
 
 
@@ -198,3 +199,25 @@ def test_torch_imported_first_gets_an_error_that_says_what_to_do(tmp_path):
         assert "import_torch()" in done.stdout and "backend='c' or 'cuda'" in done.stdout
     else:
         assert "RAN" in done.stdout
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("kind", KINDS)
+def test_cuda_tensors_give_the_c_numbers(kind):
+    """The same shot built for CUDA and called with CUDA tensors (the fields' GPU copies read
+    and written in place): data, gradient in m and in the wavelet equal the C build's with
+    CPU tensors, float64, to 1e-9 of their largest values; the results stay on the GPU."""
+    results = []
+    for backend, device in (("c", "cpu"), ("cuda", "cuda")):
+        shot, m, w = _shot(kind, name=f"TorchParity{kind}{backend}", backend=backend)
+        m = m.to(device).requires_grad_(True)
+        w = w.to(device).requires_grad_(True)
+        data = shot(m, w)
+        torch.sum(data * torch.linspace(-1, 1, data.shape[0], dtype=data.dtype,
+                                        device=device)[:, None]).backward()
+        assert data.device.type == m.grad.device.type == w.grad.device.type == device
+        results.append([t.detach().cpu() for t in (data, m.grad, w.grad)])
+    for c, g in zip(*results):
+        assert float(c.abs().max()) > 0
+        assert float((c - g).abs().max()) <= 1e-9 * float(c.abs().max())

@@ -152,6 +152,11 @@ class Operator:
         return self._where
 
     @property
+    def residency(self) -> str:
+        """Where its fields live while it runs: "host", "cuda" or "openacc"."""
+        return self._emitter.residency
+
+    @property
     def cfunction(self):
         """The loaded entry point (compiling or fetching it on first use)."""
         self._ensure_built()

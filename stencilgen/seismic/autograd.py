@@ -4,7 +4,9 @@ slowness and the source wavelet, differentiable in both.
 ``AcousticShot(model, sources, receivers, nt, dt)`` and ``SATTIShot(medium, ...)`` build one
 shot's forward Operator (keeping the wavefield in memory) and its exact adjoint once;
 calling one with ``m`` (1/V^2 on the grid's points, s^2/km^2) and the wavelet as torch
-tensors runs the forward Operator and returns the receiver data as a tensor. Its backward
+tensors (on the CPU, or on the GPU for a shot built with ``backend="cuda"``: then nothing
+crosses to the host, the fields' GPU copies are read and written in place through DLPack)
+runs the forward Operator and returns the receiver data as a tensor. Its backward
 runs the adjoint with the incoming gradient of the data as the adjoint source and returns
 the gradient in ``m`` (exact for the discrete scheme) and in the wavelet (the adjoint's
 records at the sources). torch is imported here only (``import_torch``): ``pip install
@@ -84,7 +86,34 @@ class _Shot:
     def backward(self, grad_rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(d/dm, d/dsrc) of <grad_rec, data> at the last forward run's m and wavelet."""
         self.rec_adj.data[:] = grad_rec
-        return self._run_adjoint(), np.array(self.src_adj.data)
+        return np.array(self._run_adjoint().data), np.array(self.src_adj.data)
+
+    # -- the same on CUDA tensors: the fields' GPU copies written and read in place --------
+    def forward_device(self, m, wavelet, torch):
+        name = type(self).__name__
+        if self.fwd.residency != "cuda":
+            raise InvalidArgument(f"{name}: CUDA tensors need a shot built with "
+                                  f"backend='cuda' (this one runs on {self.fwd.residency})")
+        if tuple(m.shape) != self.grid.shape:
+            raise InvalidArgument(f"{name}: m has shape {tuple(m.shape)}; give one value per "
+                                  f"grid point, {self.grid.shape}")
+        if not bool((m > 0).all()):
+            raise InvalidArgument(f"{name}: m = 1/V^2 must be positive everywhere")
+        w = wavelet if wavelet.dim() == 2 else wavelet[:, None]
+        if w.shape[0] != self.nt or w.shape[1] not in (1, self.src.npoint):
+            raise InvalidArgument(f"{name}: the wavelet has shape {tuple(wavelet.shape)}; "
+                                  f"give ({self.nt},) or ({self.nt}, {self.src.npoint})")
+        self._set_model_device(m.detach(), torch)
+        self.src.data = w.detach().expand(self.nt, self.src.npoint).contiguous()
+        self._run_forward()
+        self.runs += 1
+        return torch.from_dlpack(self.rec.device_data).clone()
+
+    def backward_device(self, grad_rec, torch):
+        self.rec_adj.data = grad_rec.detach().contiguous()
+        gradient = self._run_adjoint()
+        return (torch.from_dlpack(gradient.device_data).clone(),
+                torch.from_dlpack(self.src_adj.device_data).clone())
 
 
 class AcousticShot(_Shot):
@@ -104,6 +133,9 @@ class AcousticShot(_Shot):
     def _set_model(self, m):
         self.model.m.data[:] = m
 
+    def _set_model_device(self, m, torch):
+        self.model.m.data = m.contiguous()
+
     def _run_forward(self):
         for f in self.fields[:2] + (self.rec,):
             f.zero()
@@ -113,7 +145,7 @@ class AcousticShot(_Shot):
         for f in (self.fields[2], self.src_adj, self.gradient):
             f.zero()
         self.adj.apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
-        return np.array(self.gradient.data)
+        return self.gradient
 
 
 class SATTIShot(_Shot):
@@ -134,12 +166,19 @@ class SATTIShot(_Shot):
         V = self.medium.V
         V.data_with_halo[:] = np.pad(1.0 / np.sqrt(m), V.halo, mode="edge")
 
+    def _set_model_device(self, m, torch):
+        V = self.medium.V
+        pads = [h for pair in reversed(V.halo) for h in pair]   # last dimension first
+        v = torch.rsqrt(m)[None, None]
+        torch.from_dlpack(V.device_data_with_halo).copy_(
+            torch.nn.functional.pad(v, pads, mode="replicate")[0, 0])
+
     def _run_forward(self):
         imaging.run_forward(self.fwd, self.dt)
 
     def _run_adjoint(self):
         imaging.run_adjoint(self.adj, self.dt)
-        return np.array(self.adj.gradient.data)
+        return self.adj.gradient
 
 
 _FUNCTION = None
@@ -153,31 +192,39 @@ def _function():
     torch = import_torch()
 
     def host(t, dtype):
-        if t.is_cuda:
-            raise InvalidArgument("the seismic autograd shots take CPU tensors for now; "
-                                  "pass t.cpu()")
         return np.ascontiguousarray(t.detach().numpy(), dtype=dtype)
+
+    def run_forward(shot, m, wavelet):
+        if m.is_cuda:
+            return shot.forward_device(m, wavelet, torch)
+        dtype = shot.grid.dtype
+        return torch.from_numpy(shot.forward(host(m, dtype), host(wavelet, dtype)))
 
     class Shot(torch.autograd.Function):
         @staticmethod
         def forward(ctx, m, wavelet, shot):
-            dtype = shot.grid.dtype
-            data = shot.forward(host(m, dtype), host(wavelet, dtype))
+            if m.device != wavelet.device:
+                raise InvalidArgument(f"{type(shot).__name__}: m is on {m.device}, the "
+                                      f"wavelet on {wavelet.device}; put both on one device")
+            data = run_forward(shot, m, wavelet)
             ctx.shot, ctx.run = shot, shot.runs
             ctx.wavelet_shape = tuple(wavelet.shape)
             ctx.save_for_backward(m, wavelet)
-            return torch.from_numpy(data).to(m.dtype)
+            return data.to(m.dtype)
 
         @staticmethod
         def backward(ctx, grad_rec):
             shot, (m, wavelet) = ctx.shot, ctx.saved_tensors
-            dtype = shot.grid.dtype
             if shot.runs != ctx.run:   # another forward ran since: its wavefield is kept
-                shot.forward(host(m, dtype), host(wavelet, dtype))
-            gm, gs = shot.backward(host(grad_rec, dtype))
+                run_forward(shot, m, wavelet)
+            if m.is_cuda:
+                gm, gs = shot.backward_device(grad_rec, torch)
+            else:
+                gm, gs = (torch.from_numpy(g) for g in
+                          shot.backward(host(grad_rec, shot.grid.dtype)))
             if len(ctx.wavelet_shape) == 1 or ctx.wavelet_shape[1] == 1:
-                gs = gs.sum(axis=1).reshape(ctx.wavelet_shape)
-            grads = [torch.from_numpy(g).to(t.dtype) if need else None
+                gs = gs.sum(dim=1).reshape(ctx.wavelet_shape)
+            grads = [g.to(t.dtype) if need else None
                      for g, t, need in zip((gm, gs), (m, wavelet), ctx.needs_input_grad)]
             return grads[0], grads[1], None
 
