@@ -62,19 +62,23 @@ class _Shot:
     def __call__(self, m, wavelet):
         return _function().apply(m, wavelet, self)
 
-    def _set(self, m: np.ndarray, wavelet: np.ndarray) -> None:
-        name = type(self).__name__
-        if m.shape != self.grid.shape:
-            raise InvalidArgument(f"{name}: m has shape {m.shape}; give one value per grid "
+    def _check(self, shape, positive: bool, wavelet_shape) -> None:
+        """m of the grid's shape and positive; the wavelet (nt,) or (nt, 1 or nsources)."""
+        name, shape, wavelet_shape = type(self).__name__, tuple(shape), tuple(wavelet_shape)
+        if shape != self.grid.shape:
+            raise InvalidArgument(f"{name}: m has shape {shape}; give one value per grid "
                                   f"point, {self.grid.shape}")
-        if not np.all(m > 0):
+        if not positive:
             raise InvalidArgument(f"{name}: m = 1/V^2 must be positive everywhere")
-        w = wavelet if wavelet.ndim == 2 else wavelet[:, None]
-        if w.shape[0] != self.nt or w.shape[1] not in (1, self.src.npoint):
-            raise InvalidArgument(f"{name}: the wavelet has shape {wavelet.shape}; give "
+        w = wavelet_shape + (1,) * (2 - len(wavelet_shape))
+        if len(wavelet_shape) > 2 or w[0] != self.nt or w[1] not in (1, self.src.npoint):
+            raise InvalidArgument(f"{name}: the wavelet has shape {wavelet_shape}; give "
                                   f"({self.nt},) or ({self.nt}, {self.src.npoint})")
+
+    def _set(self, m: np.ndarray, wavelet: np.ndarray) -> None:
+        self._check(m.shape, bool(np.all(m > 0)), wavelet.shape)
         self._set_model(m)
-        self.src.data[:] = w
+        self.src.data[:] = wavelet if wavelet.ndim == 2 else wavelet[:, None]
 
     def forward(self, m: np.ndarray, wavelet: np.ndarray) -> np.ndarray:
         """The receiver data of the model ``m`` and the wavelet (host arrays)."""
@@ -90,19 +94,12 @@ class _Shot:
 
     # -- the same on CUDA tensors: the fields' GPU copies written and read in place --------
     def forward_device(self, m, wavelet, torch):
-        name = type(self).__name__
         if self.fwd.residency != "cuda":
-            raise InvalidArgument(f"{name}: CUDA tensors need a shot built with "
-                                  f"backend='cuda' (this one runs on {self.fwd.residency})")
-        if tuple(m.shape) != self.grid.shape:
-            raise InvalidArgument(f"{name}: m has shape {tuple(m.shape)}; give one value per "
-                                  f"grid point, {self.grid.shape}")
-        if not bool((m > 0).all()):
-            raise InvalidArgument(f"{name}: m = 1/V^2 must be positive everywhere")
+            raise InvalidArgument(f"{type(self).__name__}: CUDA tensors need a shot built "
+                                  f"with backend='cuda' (this one runs on "
+                                  f"{self.fwd.residency})")
+        self._check(m.shape, bool((m > 0).all()), wavelet.shape)
         w = wavelet if wavelet.dim() == 2 else wavelet[:, None]
-        if w.shape[0] != self.nt or w.shape[1] not in (1, self.src.npoint):
-            raise InvalidArgument(f"{name}: the wavelet has shape {tuple(wavelet.shape)}; "
-                                  f"give ({self.nt},) or ({self.nt}, {self.src.npoint})")
         self._set_model_device(m.detach(), torch)
         self.src.data = w.detach().expand(self.nt, self.src.npoint).contiguous()
         self._run_forward()
