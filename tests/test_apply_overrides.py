@@ -216,3 +216,52 @@ def test_a_constant_passed_for_a_constant_gives_its_value():
     op = Operator([Eq(u.forward, u + 1), Eq(usave, u)], name="FactorOverride")
     op.apply(time_M=11, k=four)
     np.testing.assert_array_equal(usave.data[:, 0], [0, 4, 8, 0])
+
+
+def _reusable_shot(backend, name, n=41, nt=60, nsrc=1, nrec=5, save=60, seed=0):
+    """An acoustic shot: velocity, a saved wavefield, sources and receivers at random points
+    (``seed``), and its Operator on ``backend``."""
+    grid = Grid(shape=(n, n), extent=(400., 400.))
+    rng = np.random.default_rng(seed)
+    vp = Function(name="vp", grid=grid, space_order=4)
+    vp.data[:] = 1.5 + 0.5 * rng.random((n, n))
+    u = TimeFunction(name="u", grid=grid, space_order=4, time_order=2, save=save)
+    src = SparseTimeFunction(name="src", grid=grid, npoint=nsrc, nt=nt)
+    src.coordinates.data[:] = rng.uniform(100, 300, (nsrc, 2))
+    src.data[:] = rng.standard_normal((nt, nsrc))
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=nrec, nt=nt)
+    rec.coordinates.data[:] = rng.uniform(50, 350, (nrec, 2))
+    eqs = [Eq(u.forward, solve(u.dt2 / vp ** 2 - u.laplace, u.forward))]
+    eqs += src.inject(field=u.forward, expr=src * 0.5 ** 2 * vp ** 2) + rec.interpolate(expr=u)
+    return Operator(eqs, backend=backend, name=name), (vp, u, src, rec)
+
+
+@pytest.mark.parametrize("backend", ["c", "openacc",
+                                     pytest.param("cuda", marks=[pytest.mark.gpu, needs_gpu])])
+def test_one_operator_reused_with_every_object_passed_by_name(backend):
+    """Devito's pattern op.apply(vp=..., u=..., src=..., rec=...): one Operator applied to a
+    velocity, a saved wavefield of another save=, and sources and receivers of other counts,
+    points and lengths gives, bit for bit, the numbers of an Operator built on those."""
+    op, _ = _reusable_shot(backend, f"Reused{backend}")
+    kw = dict(nt=50, nsrc=3, nrec=7, save=50, seed=1)
+    _, (vp, u, src, rec) = _reusable_shot(backend, f"Others{backend}", **kw)
+    op.apply(vp=vp, u=u, src=src, rec=rec, dt=0.5)
+    own, (_, u_own, _, rec_own) = _reusable_shot(backend, f"Own{backend}", **kw)
+    own.apply(dt=0.5)
+    assert np.abs(rec_own.data).max() > 0.1
+    assert np.array_equal(rec.data, rec_own.data) and np.array_equal(u.data, u_own.data)
+
+
+@needs_nvcc
+def test_one_cuda_operator_reused_by_name_emulated(tmp_path):
+    """The same on the CUDA backend's source, run on the host by the emulation."""
+    import cuda_emulation
+    op, _ = _reusable_shot("cuda", "ReusedEmu")
+    kw = dict(nt=50, nsrc=3, nrec=7, save=50, seed=1)
+    _, (vp, u, src, rec) = _reusable_shot("cuda", "OthersEmu", **kw)
+    assert cuda_emulation.run(op, str(tmp_path), vp=vp, u=u, src=src, rec=rec, dt=0.5) == 0
+    own, (_, u_own, _, rec_own) = _reusable_shot("c", "OwnEmu", **kw)
+    own.apply(dt=0.5)
+    scale = np.abs(rec_own.data).max()
+    assert scale > 0.1 and np.abs(rec.data - rec_own.data).max() <= 1e-5 * scale
+    assert np.abs(u.data - u_own.data).max() <= 1e-5 * np.abs(u_own.data).max()
