@@ -75,10 +75,15 @@ class _Shot:
             raise InvalidArgument(f"{name}: the wavelet has shape {wavelet_shape}; give "
                                   f"({self.nt},) or ({self.nt}, {self.src.npoint})")
 
+    @staticmethod
+    def _columns(wavelet):
+        """A wavelet (numpy array or tensor) as (nt, 1 or nsources)."""
+        return wavelet if wavelet.ndim == 2 else wavelet[:, None]
+
     def _set(self, m: np.ndarray, wavelet: np.ndarray) -> None:
         self._check(m.shape, bool(np.all(m > 0)), wavelet.shape)
         self._set_model(m)
-        self.src.data[:] = wavelet if wavelet.ndim == 2 else wavelet[:, None]
+        self.src.data[:] = self._columns(wavelet)
 
     def forward(self, m: np.ndarray, wavelet: np.ndarray) -> np.ndarray:
         """The receiver data of the model ``m`` and the wavelet (host arrays)."""
@@ -99,9 +104,9 @@ class _Shot:
                                   f"with backend='cuda' (this one runs on "
                                   f"{self.fwd.residency})")
         self._check(m.shape, bool((m > 0).all()), wavelet.shape)
-        w = wavelet if wavelet.dim() == 2 else wavelet[:, None]
         self._set_model_device(m.detach(), torch)
-        self.src.data = w.detach().expand(self.nt, self.src.npoint).contiguous()
+        self.src.data = self._columns(wavelet.detach()).expand(self.nt,
+                                                               self.src.npoint).contiguous()
         self._run_forward()
         self.runs += 1
         return torch.from_dlpack(self.rec.device_data).clone()

@@ -111,9 +111,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         # the record weakly, each application strongly: once the user and sympy's cache drop
         # the applications, the data goes at once, without waiting for the cyclic collector
         klass = UndefinedFunction(record.name, bases=(cls,), _field=weakref.ref(record))
-        obj = klass(*cls._indices(record))
-        if "_record" not in obj.__dict__:
-            obj._record = record
+        obj = klass(*cls._indices(record))   # the branch above gives it the record
         if initializer is not None:
             _initialize(obj, initializer)
         return obj
