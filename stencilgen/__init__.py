@@ -8,7 +8,7 @@ from .symbolic.calculus import curl, diag, div, grad, laplace
 from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
 from .symbolic.conditions import CondEq, CondNe
-from .symbolic.dimensions import (ConditionalDimension, Dimension, SpaceDimension,
+from .symbolic.dimensions import (BatchDimension, ConditionalDimension, Dimension, SpaceDimension,
                                   SteppingDimension, TimeDimension)
 from .symbolic.equations import Eq, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
@@ -70,7 +70,7 @@ def set_log_level(level):
 __all__ = [
     "Abs", "Max", "Min", "acos", "asin", "atan", "atan2", "ceiling", "cosh", "floor", "log",
     "sign", "sinh", "tan", "tanh", "And", "Ge", "Gt", "Le", "Lt", "Ne", "Not", "Or",
-    "CondEq", "CondNe", "ConditionalDimension",
+    "BatchDimension", "CondEq", "CondNe", "ConditionalDimension",
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
     "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",

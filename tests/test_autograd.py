@@ -140,6 +140,95 @@ def test_bad_inputs_say_what_to_give():
         shot(m, w[:-1])
 
 
+# -- a batch of shots: one BatchDimension in the kernels ------------------------------------
+
+def _batch(nshots=3, nt=50, backend="c", name="TorchBatch"):
+    """A batch of ``nshots`` acoustic shots (a source each, at its own x; three receivers
+    each) and the same shots one by one."""
+    shape = (20, 16)
+    z = np.linspace(0, 1, shape[-1])[None, :]
+    model = Model(vp=np.broadcast_to(1.5 + z, shape), spacing=10.0, nbl=4, space_order=4,
+                  dtype=np.float64)
+    ex, ez = (10.0 * (n - 1) for n in shape)
+    sources = [[((k + 1) / (nshots + 1) * ex, 0.6 * ez)] for k in range(nshots)]
+    receivers = [[(x * ex, (0.2 + 0.05 * k) * ez) for x in (0.3, 0.5, 0.7)]
+                 for k in range(nshots)]
+    dt = 0.5 * model.critical_dt
+    batch = autograd.AcousticShot(model, sources, receivers, nt, dt, backend=backend,
+                                  name=name, batch=True)
+    singles = [autograd.AcousticShot(model, s, r, nt, dt, backend=backend, name=f"{name}1")
+               for s, r in zip(sources, receivers)]
+    return batch, singles, torch.tensor(np.array(model.m.data)), _wavelet(nt)
+
+
+@pytest.mark.parametrize("per_shot", [False, True])
+def test_a_batch_gives_each_shots_numbers(per_shot):
+    """A batch of three shots in one set of kernels: each shot's data equal the shot run
+    alone (bit for bit: the same arithmetic), the gradients in m and in the wavelet equal
+    the sums over the lone runs; the wavelet shared (nt,) or one per shot (3, nt, 1)."""
+    batch, singles, m0, w = _batch()
+    wavelets = torch.stack([w * (1 + k) for k in range(3)])[:, :, None] if per_shot else w
+    m, wb = m0.clone().requires_grad_(True), wavelets.clone().requires_grad_(True)
+    data = batch(m, wb)
+    assert data.shape == (3, 50, 3)
+    weights = torch.linspace(-1, 2, data.numel(), dtype=data.dtype).reshape(data.shape)
+    torch.sum(data * weights).backward()
+    ms, ws = m0.clone().requires_grad_(True), wavelets.clone().requires_grad_(True)
+    alone = [shot(ms, ws[k] if per_shot else ws) for k, shot in enumerate(singles)]
+    sum(torch.sum(d * weights[k]) for k, d in enumerate(alone)).backward()
+    for k, d in enumerate(alone):
+        assert float(d.detach().abs().max()) > 0 and torch.equal(data[k], d)
+    for a, b in ((m.grad, ms.grad), (wb.grad, ws.grad)):
+        assert a.shape == b.shape and float(a.abs().max()) > 0
+        assert float((a - b).abs().max()) <= 1e-12 * float(b.abs().max())
+
+
+def test_gradcheck_of_a_batch():
+    batch, _, m, w = _batch(nshots=2, nt=24, name="TorchBatchCheck")
+    wavelets = torch.stack([w, 0.5 * w])[:, :, None].requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda a, b: batch(a, b), (m.requires_grad_(True),
+                                                               wavelets),
+                                    eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+def test_a_batch_on_the_cuda_source_gives_the_c_numbers(tmp_path):
+    """The batch's forward and adjoint Operators built for CUDA, run on the host by the
+    emulation (every shot in one launch per nest): records and gradient of C's."""
+    import cuda_emulation
+    c, _, m, w = _batch(name="TorchBatchC")
+    g, _, _, _ = _batch(backend="cuda", name="TorchBatchG")
+    for shot in (c, g):
+        shot._set(m.numpy(), w.numpy())
+        shot.rec_adj.data[:] = np.linspace(-1, 1, shot.rec_adj.data.size).reshape(
+            shot.rec_adj.data.shape)
+    c._run_forward()
+    c._run_adjoint()
+    for f in g.fields[:2] + (g.fields[2], g.gradient, g.rec, g.src_adj):
+        f.zero()
+    kw = dict(time_m=0, time_M=g.nt - 1, dt=g.dt)
+    assert cuda_emulation.run(g.fwd, str(tmp_path), **kw) == 0
+    assert cuda_emulation.run(g.adj, str(tmp_path), **kw) == 0
+    for a, b in ((g.rec, c.rec), (g.gradient, c.gradient), (g.src_adj, c.src_adj)):
+        scale = float(np.abs(b.data).max())
+        assert scale > 0 and float(np.abs(a.data - b.data).max()) <= 1e-12 * scale
+
+
+def test_a_batch_says_what_to_give():
+    batch, _, m, w = _batch(name="TorchBatchBad")
+    with pytest.raises(InvalidArgument, match=r"give \(50,\) or \(3, 50, 1 or 1\)"):
+        batch(m, w[None].expand(2, 50))
+    model = batch.model
+    with pytest.raises(InvalidArgument, match=r"2 shots of sources but 1 of receivers"):
+        autograd.AcousticShot(model, [[(10.0, 10.0)]] * 2, [[(5.0, 5.0)]], 10, 0.1,
+                              batch=True)
+    with pytest.raises(InvalidArgument, match=r"give \(nshots, n, 2\) coordinates"):
+        autograd.AcousticShot(model, [(10.0, 10.0)], [[(5.0, 5.0)]], 10, 0.1, batch=True)
+    cube = Model(vp=np.full((6, 6, 6), 1.5), spacing=10.0, nbl=2, space_order=2)
+    with pytest.raises(InvalidArgument, match="a batch needs a 1D or 2D model"):
+        autograd.AcousticShot(cube, [[(10.0,) * 3]] * 2, [[(5.0,) * 3]] * 2, 10, 0.1,
+                              batch=True)
+
+
 def test_fwi_demo_recovers_a_closer_model(tmp_path, capsys):
     """demos/fwi/run.py, small: a loss line per iteration, the recovered model closer to the
     true one than the start, and the picture written."""
@@ -215,6 +304,26 @@ def test_cuda_tensors_give_the_c_numbers(kind):
         w = w.to(device).requires_grad_(True)
         data = shot(m, w)
         torch.sum(data * torch.linspace(-1, 1, data.shape[0], dtype=data.dtype,
+                                        device=device)[:, None]).backward()
+        assert data.device.type == m.grad.device.type == w.grad.device.type == device
+        results.append([t.detach().cpu() for t in (data, m.grad, w.grad)])
+    for c, g in zip(*results):
+        assert float(c.abs().max()) > 0
+        assert float((c - g).abs().max()) <= 1e-9 * float(c.abs().max())
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_batch_on_cuda_tensors_gives_the_c_numbers():
+    """A batch of three shots built for CUDA, called with CUDA tensors: data and gradients
+    equal the C batch's with CPU tensors (float64, 1e-9 of their largest values)."""
+    results = []
+    for backend, device in (("c", "cpu"), ("cuda", "cuda")):
+        batch, _, m, w = _batch(backend=backend, name=f"TorchBatchParity{backend}")
+        m = m.to(device).requires_grad_(True)
+        w = torch.stack([w, 2 * w, -w])[:, :, None].to(device).requires_grad_(True)
+        data = batch(m, w)
+        torch.sum(data * torch.linspace(-1, 1, data.shape[1], dtype=data.dtype,
                                         device=device)[:, None]).backward()
         assert data.device.type == m.grad.device.type == w.grad.device.type == device
         results.append([t.detach().cpu() for t in (data, m.grad, w.grad)])

@@ -144,6 +144,33 @@ def test_grid_dimensions_are_checked():
 
 # -- space orders 0 and 1 ------------------------------------------------------------------------
 
+def test_a_batch_dimension_holds_independent_copies():
+    """A BatchDimension (stencilgen's own: shots in one launch) has no halo and refuses
+    derivatives; a 2D wave equation on (b, x, z) with shared coefficients of (x, z) gives
+    each copy what it gives alone (copy k's source k+1 times as strong: k+1 times the field)."""
+    b, x, z = stencilgen.BatchDimension("b"), SpaceDimension("x"), SpaceDimension("z")
+    grid = Grid(shape=(3, 24, 22), extent=(2.0, 230.0, 210.0), dimensions=(b, x, z))
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
+    assert u.halo[1:] == ((0, 0), (4, 4), (4, 4))
+    with pytest.raises(InvalidArgument, match="BatchDimension"):
+        u.diff(b)
+    m = Function(name="m", dimensions=(x, z), shape=(24, 22), space_order=4)
+    m.data[:] = 1 / np.linspace(1.5, 2.5, 22) ** 2
+    eq = Eq(u.forward, 2 * u - u.backward + 0.5 / m * (u.dx2 + u.dz2))
+    u.data[:, :, 12, 11] = np.arange(1, 4)
+    Operator(eq, name="Batched").apply(time_M=30, dt=1.0)
+    grid1 = Grid(shape=(24, 22), extent=(230.0, 210.0), dimensions=(x, z))
+    v = TimeFunction(name="u", grid=grid1, time_order=2, space_order=4)
+    v.data[:, 12, 11] = 1
+    m1 = Function(name="m", grid=grid1, space_order=4)
+    m1.data[:] = m.data
+    Operator(Eq(v.forward, 2 * v - v.backward + 0.5 / m1 * (v.dx2 + v.dz2)),
+             name="Single").apply(time_M=30, dt=1.0)
+    assert float(np.abs(v.data).max()) > 0.01
+    for k in range(3):
+        assert np.abs(u.data[:, k] - (k + 1) * v.data).max() <= 1e-5 * np.abs(v.data).max()
+
+
 def test_space_order_zero_has_no_halo():
     grid = Grid(shape=(5, 4))
     f = Function(name="f", grid=grid, space_order=0)

@@ -23,7 +23,7 @@ from stencilgen import SparseTimeFunction
 from stencilgen.errors import InvalidArgument
 
 from . import imaging
-from .propagators import acoustic_imaging_operators
+from .propagators import acoustic_imaging_operators, batch_model
 
 
 def import_torch():
@@ -45,15 +45,36 @@ def import_torch():
 
 
 class _Shot:
-    """What both propagators share: the sparse functions, the checks, the runs on host
-    arrays, and the call through torch."""
+    """What both propagators share: the sparse functions (one set for a whole batch), the
+    checks, the shapes of a batch, the runs on host arrays, and the call through torch."""
 
-    def __init__(self, grid, sources, receivers, nt: int, dt: float):
-        sources, receivers = np.atleast_2d(sources), np.atleast_2d(receivers)
+    def __init__(self, grid, wavefield_grid, sources, receivers, nt: int, dt: float,
+                 batch: bool = False):
+        sources, receivers = np.asarray(sources, dtype=float), np.asarray(receivers, dtype=float)
+        name = type(self).__name__
+        want = 3 if batch else 2
+        for label, points in (("sources", sources), ("receivers", receivers)):
+            if points.ndim != want or points.shape[-1] != grid.dim or 0 in points.shape:
+                shape = "(nshots, n, %d)" % grid.dim if batch else "(n, %d)" % grid.dim
+                raise InvalidArgument(f"{name}: {label} have shape {points.shape}; give "
+                                      f"{shape} coordinates")
+        if batch and len(sources) != len(receivers):
+            raise InvalidArgument(f"{name}: {len(sources)} shots of sources but "
+                                  f"{len(receivers)} of receivers; give both per shot")
+        #: shots in the batch (None: one shot, no shot axis); a batch of several runs on
+        #: a ``propagators.batched_grid`` (shot k at coordinate k of its BatchDimension)
+        self.nshots = len(sources) if batch else None
+        self.wavefield_grid = wavefield_grid
+        self.nsrc, self.nrec = sources.shape[-2], receivers.shape[-2]
 
         def sparse(label, points):
-            return SparseTimeFunction(name=label, grid=grid, npoint=len(points), nt=int(nt),
-                                      coordinates=points)
+            if self.wavefield_grid is not grid:   # the shot's index ahead of its coordinates
+                shot = np.broadcast_to(np.arange(self.nshots)[:, None, None],
+                                       points.shape[:2] + (1,))
+                points = np.concatenate([shot, points], axis=2)
+            points = points.reshape(-1, points.shape[-1])
+            return SparseTimeFunction(name=label, grid=self.wavefield_grid, npoint=len(points),
+                                      nt=int(nt), coordinates=points)
         self.grid, self.nt, self.dt = grid, int(nt), float(dt)
         self.src, self.rec = sparse("src", sources), sparse("rec", receivers)
         self.rec_adj, self.src_adj = sparse("reca", receivers), sparse("srca", sources)
@@ -62,40 +83,73 @@ class _Shot:
     def __call__(self, m, wavelet):
         return _function().apply(m, wavelet, self)
 
-    def _check(self, shape, positive: bool, wavelet_shape) -> None:
-        """m of the grid's shape and positive; the wavelet (nt,) or (nt, 1 or nsources)."""
-        name, shape, wavelet_shape = type(self).__name__, tuple(shape), tuple(wavelet_shape)
+    # -- shapes: a batch's arrays lead with the shot axis, the sparse functions' columns are
+    #    its shots' points one shot after another --------------------------------------------
+    def wavelet_shape(self, shape) -> tuple:
+        """``shape`` (a wavelet's) as the sources' full shape broadcasts it: (nt, 1 or nsrc),
+        with a batch's (1 or nshots) ahead; an InvalidArgument where it does not fit."""
+        shape = tuple(shape)
+        if self.nshots is None:
+            full, fits = shape + (1,) * (len(shape) == 1), len(shape) in (1, 2)
+            hint = f"({self.nt},) or ({self.nt}, {self.nsrc})"
+        else:
+            full = (1, shape[0], 1) if len(shape) == 1 else shape
+            fits = len(shape) in (1, 3) and full[0] in (1, self.nshots)
+            hint = f"({self.nt},) or ({self.nshots}, {self.nt}, 1 or {self.nsrc})"
+        if not fits or full[-2] != self.nt or full[-1] not in (1, self.nsrc):
+            raise InvalidArgument(f"{type(self).__name__}: the wavelet has shape {shape}; "
+                                  f"give {hint}")
+        return full
+
+    def _columns(self, wavelet, xp):
+        """The wavelet (numpy array or tensor; ``xp`` numpy or torch) as the sources' data."""
+        full = self.wavelet_shape(wavelet.shape)
+        if self.nshots is None:
+            return xp.broadcast_to(wavelet.reshape(full), (self.nt, self.nsrc))
+        w = xp.broadcast_to(wavelet.reshape(full), (self.nshots, self.nt, self.nsrc))
+        return w.swapaxes(0, 1).reshape(self.nt, -1)
+
+    def _per_shot(self, columns):
+        """A sparse function's data (nt, points of every shot) as (nshots, nt, points)."""
+        if self.nshots is None:
+            return columns
+        return columns.reshape(self.nt, self.nshots, -1).swapaxes(0, 1)
+
+    def _data_columns(self, data):
+        """Receiver data (``_per_shot``'s shape) back as the receivers' data."""
+        return data if self.nshots is None else data.swapaxes(0, 1).reshape(self.nt, -1)
+
+    def _check(self, shape, positive: bool) -> None:
+        """m of the grid's shape and positive."""
+        name, shape = type(self).__name__, tuple(shape)
         if shape != self.grid.shape:
             raise InvalidArgument(f"{name}: m has shape {shape}; give one value per grid "
                                   f"point, {self.grid.shape}")
         if not positive:
             raise InvalidArgument(f"{name}: m = 1/V^2 must be positive everywhere")
-        w = wavelet_shape + (1,) * (2 - len(wavelet_shape))
-        if len(wavelet_shape) > 2 or w[0] != self.nt or w[1] not in (1, self.src.npoint):
-            raise InvalidArgument(f"{name}: the wavelet has shape {wavelet_shape}; give "
-                                  f"({self.nt},) or ({self.nt}, {self.src.npoint})")
-
-    @staticmethod
-    def _columns(wavelet):
-        """A wavelet (numpy array or tensor) as (nt, 1 or nsources)."""
-        return wavelet if wavelet.ndim == 2 else wavelet[:, None]
 
     def _set(self, m: np.ndarray, wavelet: np.ndarray) -> None:
-        self._check(m.shape, bool(np.all(m > 0)), wavelet.shape)
+        self._check(m.shape, bool(np.all(m > 0)))
+        columns = self._columns(wavelet, np)
         self._set_model(m)
-        self.src.data[:] = self._columns(wavelet)
+        self.src.data[:] = columns
 
     def forward(self, m: np.ndarray, wavelet: np.ndarray) -> np.ndarray:
-        """The receiver data of the model ``m`` and the wavelet (host arrays)."""
+        """The receiver data of the model ``m`` and the wavelet (host arrays): (nt, nrec), a
+        batch's (nshots, nt, nrec)."""
         self._set(m, wavelet)
         self._run_forward()
         self.runs += 1
-        return np.array(self.rec.data)
+        return np.array(self._per_shot(self.rec.data))
 
     def backward(self, grad_rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(d/dm, d/dsrc) of <grad_rec, data> at the last forward run's m and wavelet."""
-        self.rec_adj.data[:] = grad_rec
-        return np.array(self._run_adjoint().data), np.array(self.src_adj.data)
+        """(d/dm, d/dsrc) of <grad_rec, data> at the last forward run's m and wavelet; d/dsrc
+        in the sources' full shape (``wavelet_shape``'s with nsrc)."""
+        self.rec_adj.data[:] = self._data_columns(grad_rec)
+        gradient = np.array(self._run_adjoint().data)
+        if gradient.ndim > self.grid.dim:   # a batch's gradient, shot by shot
+            gradient = gradient.sum(axis=0)
+        return gradient, np.array(self._per_shot(self.src_adj.data))
 
     # -- the same on CUDA tensors: the fields' GPU copies written and read in place --------
     def forward_device(self, m, wavelet, torch):
@@ -103,19 +157,21 @@ class _Shot:
             raise InvalidArgument(f"{type(self).__name__}: CUDA tensors need a shot built "
                                   f"with backend='cuda' (this one runs on "
                                   f"{self.fwd.residency})")
-        self._check(m.shape, bool((m > 0).all()), wavelet.shape)
+        self._check(m.shape, bool((m > 0).all()))
+        columns = self._columns(wavelet.detach(), torch).contiguous()
         self._set_model_device(m.detach(), torch)
-        self.src.data = self._columns(wavelet.detach()).expand(self.nt,
-                                                               self.src.npoint).contiguous()
+        self.src.data = columns
         self._run_forward()
         self.runs += 1
-        return torch.from_dlpack(self.rec.device_data).clone()
+        return self._per_shot(torch.from_dlpack(self.rec.device_data)).clone()
 
     def backward_device(self, grad_rec, torch):
-        self.rec_adj.data = grad_rec.detach().contiguous()
-        gradient = self._run_adjoint()
-        return (torch.from_dlpack(gradient.device_data).clone(),
-                torch.from_dlpack(self.src_adj.device_data).clone())
+        self.rec_adj.data = self._data_columns(grad_rec.detach()).contiguous()
+        gradient = torch.from_dlpack(self._run_adjoint().device_data)
+        if gradient.ndim > self.grid.dim:
+            gradient = gradient.sum(dim=0)
+        return (gradient.clone(),
+                self._per_shot(torch.from_dlpack(self.src_adj.device_data)).clone())
 
 
 class AcousticShot(_Shot):
@@ -123,14 +179,26 @@ class AcousticShot(_Shot):
     ``model`` (``model.Model``): sources and receivers at the given coordinates (a row
     each), ``nt`` steps of ``dt``. ``shot(m, wavelet)``: ``m`` the squared slowness on the
     padded grid, ``wavelet`` (nt,) for every source or (nt, nsources); returns (nt,
-    nreceivers)."""
+    nreceivers).
+
+    ``batch=True``: sources and receivers are given per shot, (nshots, n, dim), and every
+    shot runs in the same kernel launches (a BatchDimension ahead of the model's: the GPU
+    filled by a batch of small 2D shots); the wavelet is (nt,) or (nshots, nt, 1 or
+    nsources), the data (nshots, nt, nreceivers), the gradient in m summed over the shots.
+    A batch needs a 1D or 2D model (stencilgen's grids have at most three dimensions)."""
 
     def __init__(self, model, sources, receivers, nt: int, dt: float, backend=None,
-                 name: str = "TorchAcoustic"):
-        super().__init__(model.grid, sources, receivers, nt, dt)
-        self.model = model
+                 name: str = "TorchAcoustic", batch: bool = False):
+        if batch and model.grid.dim > 2:
+            raise InvalidArgument(f"AcousticShot: a batch needs a 1D or 2D model, this one is "
+                                  f"{model.grid.dim}D; run its shots one after another "
+                                  f"(batch=False), each fills the GPU")
+        nshots = len(sources) if batch else 1
+        self.model = batch_model(model, nshots) if nshots > 1 else model
+        super().__init__(model.grid, getattr(self.model, "wavefield_grid", model.grid),
+                         sources, receivers, nt, dt, batch)
         self.fwd, self.adj, self.fields, self.gradient = acoustic_imaging_operators(
-            model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name)
+            self.model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name)
 
     def _set_model(self, m):
         self.model.m.data[:] = m
@@ -156,7 +224,7 @@ class SATTIShot(_Shot):
 
     def __init__(self, medium, sources, receivers, nt: int, dt: float, backend=None,
                  name: str = "TorchTTI"):
-        super().__init__(medium.grid, sources, receivers, nt, dt)
+        super().__init__(medium.grid, medium.grid, sources, receivers, nt, dt)
         self.medium = medium
         self.fwd = imaging.forward_operator(medium, self.src, self.rec, "memory",
                                             backend=backend, name=f"{name}F")
@@ -210,7 +278,6 @@ def _function():
                                       f"wavelet on {wavelet.device}; put both on one device")
             data = run_forward(shot, m, wavelet)
             ctx.shot, ctx.run = shot, shot.runs
-            ctx.wavelet_shape = tuple(wavelet.shape)
             ctx.save_for_backward(m, wavelet)
             return data.to(m.dtype)
 
@@ -224,8 +291,8 @@ def _function():
             else:
                 gm, gs = (torch.from_numpy(g) for g in
                           shot.backward(host(grad_rec, shot.grid.dtype)))
-            if len(ctx.wavelet_shape) == 1 or ctx.wavelet_shape[1] == 1:
-                gs = gs.sum(dim=1).reshape(ctx.wavelet_shape)
+            # the sources' gradient summed over what the wavelet was broadcast along
+            gs = gs.sum_to_size(shot.wavelet_shape(wavelet.shape)).reshape(wavelet.shape)
             grads = [g.to(t.dtype) if need else None
                      for g, t, need in zip((gm, gs), (m, wavelet), ctx.needs_input_grad)]
             return grads[0], grads[1], None

@@ -9,16 +9,56 @@ from typing import Callable
 
 import numpy as np
 
-from stencilgen import Eq, Function, Operator, TimeFunction, solve
+from stencilgen import (BatchDimension, Derivative, Eq, Function, Grid, Operator, TimeFunction,
+                        solve)
 from stencilgen.distributed.mpi import allreduce_max, gather
 from stencilgen.runtime.profiling import PerfEntry, PerformanceSummary
 
 
 def acoustic_pde(model, u):
     """m * u.dt2 - u.laplace + damp * u_t (= 0), u_t centred: (u.forward - u.backward) / (2 dt)
-    (Devito's u.dt, the forward difference, would make the sponge first order in time)."""
+    (Devito's u.dt, the forward difference, would make the sponge first order in time); the
+    Laplacian along the model's dimensions (not a batch's shot axis)."""
     ut = (u.forward - u.backward) / (2 * u.grid.stepping_dim.spacing)
-    return model.m * u.dt2 - u.laplace + model.damp * ut
+    return model.m * u.dt2 - _laplacian(u, model.grid) + model.damp * ut
+
+
+def _laplacian(u, grid):
+    if u.grid is grid:
+        return u.laplace
+    return sum(Derivative(u, (d, 2)) for d in grid.dimensions)
+
+
+def batched_grid(grid, nshots: int) -> Grid:
+    """``grid`` with a BatchDimension ``shot`` of ``nshots`` ahead of its dimensions (shot k
+    at coordinate k): wavefields on it hold a batch of independent shots, which every
+    kernel launch steps together."""
+    return Grid(shape=(nshots,) + tuple(grid.shape), dtype=grid.dtype,
+                extent=(nshots - 1.0,) + tuple(grid.extent), origin=(0.0,) + tuple(grid.origin),
+                dimensions=(BatchDimension("shot"),) + tuple(grid.dimensions))
+
+
+@dataclass
+class BatchModel:
+    """What a batch of shots on a model reads: its m and damp as Functions of the model's
+    dimensions alone (copies, set by the batch's owner), which every shot of
+    ``wavefield_grid`` (the model's ``batched_grid``) shares."""
+    grid: Grid             # the model's
+    space_order: int
+    m: Function
+    damp: Function
+    wavefield_grid: Grid
+
+
+def batch_model(model, nshots: int) -> BatchModel:
+    """``model``'s BatchModel for ``nshots`` shots, m and damp copied from it."""
+    def shared(f):
+        own = Function(name=f.name, dimensions=model.grid.dimensions, shape=model.grid.shape,
+                       space_order=model.space_order, dtype=model.grid.dtype)
+        own.data_with_halo[:] = f.data_with_halo
+        return own
+    return BatchModel(model.grid, model.space_order, shared(model.m), shared(model.damp),
+                      batched_grid(model.grid, nshots))
 
 
 def acoustic_operator(model, shot=None, space_order: int | None = None,
@@ -51,8 +91,9 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     first derivative with its sign turned, ``rec_adj / C+`` injected (C+ = m/dt^2 +
     damp/(2 dt), the factor of u.forward), ``src_adj = C+ dt^2/m v`` recorded, and the
     gradient in m summed as ``-u v.dt2`` (m multiplies u.dt2 only: the sponge does not
-    scale with it)."""
-    grid, so = model.grid, model.space_order
+    scale with it). ``model`` a BatchModel: the wavefields and the sparse functions on its
+    ``wavefield_grid``, the gradient per shot (to be summed over them)."""
+    grid, so = getattr(model, "wavefield_grid", model.grid), model.space_order
     dt = grid.stepping_dim.spacing
     nt = src.data.shape[0]
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=so)
@@ -62,7 +103,7 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     fwd += rec.interpolate(expr=u) + [Eq(kept, u)]
     v = TimeFunction(name="v", grid=grid, time_order=2, space_order=so)
     vt = (v.forward - v.backward) / (2 * dt)
-    pde = model.m * v.dt2 - v.laplace - model.damp * vt
+    pde = model.m * v.dt2 - _laplacian(v, model.grid) - model.damp * vt
     cplus = model.m / dt ** 2 + model.damp / (2 * dt)
     gradient = Function(name="grad", grid=grid, space_order=so)
     adj = [Eq(v.backward, solve(pde, v.backward))]

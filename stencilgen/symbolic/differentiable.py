@@ -329,6 +329,10 @@ def _grid_functions(expr):
 
 # -- the lazy derivative ----------------------------------------------------------------
 def _as_spec(spec):
+    dim = spec[0] if isinstance(spec, (tuple, list)) and spec else spec
+    if getattr(dim, "is_Batch", False):
+        raise InvalidArgument(f"Derivative: {dim} is a BatchDimension, whose entries are "
+                              f"independent copies (shots); differentiate along the others")
     if isinstance(spec, Dimension):
         return spec, 1
     if isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], Dimension):

@@ -12,6 +12,7 @@ class Dimension(sympy.Symbol):
     """An iteration dimension; ``x.spacing`` is the symbol of its grid spacing (``h_x``)."""
 
     is_Space = False
+    is_Batch = False
     is_Time = False
     is_Stepping = False
     is_Conditional = False
@@ -71,6 +72,15 @@ class SpaceDimension(Dimension):
     def spacing(self) -> sympy.Symbol:
         own = getattr(self, "_spacing", None)
         return own if own is not None else super().spacing
+
+
+class BatchDimension(SpaceDimension):
+    """A grid dimension of independent copies of one problem (the shots of a batch): one
+    kernel launch covers every copy, functions have no halo along it (nothing reaches
+    across copies) and nothing may be differentiated along it."""
+
+    is_Batch = True
+
 
 
 class TimeDimension(Dimension):

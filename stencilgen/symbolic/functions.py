@@ -340,7 +340,7 @@ class Function(DiscreteFunction):
             raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
                                   f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
-                         halo=(so,) * grid.dim,
+                         halo=tuple(0 if d.is_Batch else so for d in grid.dimensions),
                          staggered=staggered_dims(grid, staggered, owner),
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
                          store=store,
