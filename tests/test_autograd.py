@@ -330,3 +330,56 @@ def test_a_batch_on_cuda_tensors_gives_the_c_numbers():
     for c, g in zip(*results):
         assert float(c.abs().max()) > 0
         assert float((c - g).abs().max()) <= 1e-9 * float(c.abs().max())
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_an_iteration_on_cuda_tensors_moves_nothing_through_the_host(tmp_path):
+    """CUPTI (through torch's profiler) over a whole inversion step on CUDA tensors after a
+    first one (forward of a batch, misfit, backward, optimiser step): a few hundred bytes
+    cross between host and GPU (sparse coordinates, the m > 0 check), not a wavefield."""
+    from torch.profiler import ProfilerActivity, profile
+    batch, _, m, w = _batch(backend="cuda", name="TorchResident")
+    m, w = m.cuda().requires_grad_(True), w.cuda()
+    observed = batch(m.detach() * 1.01, w).detach()
+    opt = torch.optim.SGD([m], lr=1e-9)
+
+    def step():
+        opt.zero_grad()
+        torch.sum((batch(m, w) - observed) ** 2).backward()
+        opt.step()
+    step()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    import json
+    events = json.loads(trace.read_text())["traceEvents"]
+    kernels = [e["name"] for e in events if e.get("cat") == "kernel"]
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"
+              and ("HtoD" in e["name"] or "DtoH" in e["name"])]
+    moved = sum(int(e.get("args", {}).get("bytes", 0)) for e in copies)
+    assert any("TorchResidentF" in k for k in kernels) and any("TorchResidentA" in k
+                                                              for k in kernels)
+    assert moved <= 4096 < batch.fields[1].data_with_halo.nbytes // 100, [
+        (e["name"], e.get("args")) for e in copies]
+
+
+def test_the_gradient_benchmark_runs_on_c(capsys):
+    """benchmarks/fwi_gradient.py on the C backend, small: a row per batch size; where
+    deepwave is importable, its data and gradient within 1e-4 of ours."""
+    from benchmarks import fwi_gradient
+    assert fwi_gradient.main(["batches", "-d", "30", "24", "-nt", "40", "--batches", "1",
+                              "3", "--repeat", "1", "--backend", "c", "--nbl", "4"]) == 0
+    out = capsys.readouterr().out
+    assert len(re.findall(r"\| [13] \| batch dimension \| [\d.]+ \|", out)) == 2
+    try:
+        import deepwave  # noqa: F401
+    except ImportError:
+        return
+    assert fwi_gradient.main(["deepwave", "-d", "40", "30", "-nt", "120", "--nshots", "2",
+                              "--repeat", "1", "--backend", "c"]) == 0
+    data, grad = map(float, re.search(r"data ([\d.e+-]+), gradient in v ([\d.e+-]+)",
+                                      capsys.readouterr().out).groups())
+    assert data <= 1e-4 and grad <= 1e-4

@@ -185,10 +185,11 @@ class AcousticShot(_Shot):
     shot runs in the same kernel launches (a BatchDimension ahead of the model's: the GPU
     filled by a batch of small 2D shots); the wavelet is (nt,) or (nshots, nt, 1 or
     nsources), the data (nshots, nt, nreceivers), the gradient in m summed over the shots.
-    A batch needs a 1D or 2D model (stencilgen's grids have at most three dimensions)."""
+    A batch needs a 1D or 2D model (stencilgen's grids have at most three dimensions).
+    ``options``: the Operators' other keyword arguments (``cflags=``...)."""
 
     def __init__(self, model, sources, receivers, nt: int, dt: float, backend=None,
-                 name: str = "TorchAcoustic", batch: bool = False):
+                 name: str = "TorchAcoustic", batch: bool = False, **options):
         if batch and model.grid.dim > 2:
             raise InvalidArgument(f"AcousticShot: a batch needs a 1D or 2D model, this one is "
                                   f"{model.grid.dim}D; run its shots one after another "
@@ -198,7 +199,8 @@ class AcousticShot(_Shot):
         super().__init__(model.grid, getattr(self.model, "wavefield_grid", model.grid),
                          sources, receivers, nt, dt, batch)
         self.fwd, self.adj, self.fields, self.gradient = acoustic_imaging_operators(
-            self.model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name)
+            self.model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name,
+            **options)
 
     def _set_model(self, m):
         self.model.m.data[:] = m

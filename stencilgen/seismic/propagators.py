@@ -82,7 +82,7 @@ def acoustic_operator(model, shot=None, space_order: int | None = None,
 
 
 def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
-                               name: str = "Acoustic"):
+                               name: str = "Acoustic", **options):
     """(forward, adjoint, kept u, gradient) for the model gradient of the acoustic scheme.
 
     The forward steps inject ``src * dt^2 / m``, record ``rec = u`` and keep u at every step.
@@ -92,7 +92,8 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     damp/(2 dt), the factor of u.forward), ``src_adj = C+ dt^2/m v`` recorded, and the
     gradient in m summed as ``-u v.dt2`` (m multiplies u.dt2 only: the sponge does not
     scale with it). ``model`` a BatchModel: the wavefields and the sparse functions on its
-    ``wavefield_grid``, the gradient per shot (to be summed over them)."""
+    ``wavefield_grid``, the gradient per shot (to be summed over them). ``options``: the
+    Operators' other keyword arguments (``cflags=``...)."""
     grid, so = getattr(model, "wavefield_grid", model.grid), model.space_order
     dt = grid.stepping_dim.spacing
     nt = src.data.shape[0]
@@ -110,8 +111,8 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     adj += rec_adj.inject(field=v.backward, expr=rec_adj / cplus)
     adj += src_adj.interpolate(expr=v * cplus * dt ** 2 / model.m)
     adj += [Eq(gradient, gradient - kept * v.dt2)]
-    return (Operator(fwd, name=f"{name}F", backend=backend),
-            Operator(adj, name=f"{name}A", backend=backend), (u, kept, v), gradient)
+    return (Operator(fwd, name=f"{name}F", backend=backend, **options),
+            Operator(adj, name=f"{name}A", backend=backend, **options), (u, kept, v), gradient)
 
 
 # -- chunked runs --------------------------------------------------------------------------
