@@ -153,10 +153,10 @@ class _Shot:
 
     # -- the same on CUDA tensors: the fields' GPU copies written and read in place --------
     def forward_device(self, m, wavelet, torch):
-        if self.fwd.residency != "cuda":
+        residency = getattr(self.fwd, "op", self.fwd).residency   # SA-TTI's is a Forward
+        if residency != "cuda":
             raise InvalidArgument(f"{type(self).__name__}: CUDA tensors need a shot built "
-                                  f"with backend='cuda' (this one runs on "
-                                  f"{self.fwd.residency})")
+                                  f"with backend='cuda' (this one runs on {residency})")
         self._check(m.shape, bool((m > 0).all()))
         columns = self._columns(wavelet.detach(), torch).contiguous()
         self._set_model_device(m.detach(), torch)
