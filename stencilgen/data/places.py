@@ -73,11 +73,25 @@ class _DevicePlace:
         storage.device_written()
 
     def preserve(self, storages):
-        hosts = [(st, st.host()) for st in storages]   # the values before the trials
+        """A function putting back the values ``storages`` have now (after autotuning's
+        trials): kept on the device where it has room (a kept wavefield is gigabytes, each
+        trial would upload it again through the host), else on the host."""
+        saved = []
+        for st in storages:
+            if st.copy is not None and st.newer != "host" and hasattr(self, "duplicate"):
+                try:
+                    saved.append((st, self.duplicate(st.copy)))
+                    continue
+                except DeviceMemoryError:
+                    pass
+            saved.append((st, st.host()))
 
         def restore():
-            for st, data in hosts:
-                st.copy.upload(data)
+            for st, data in saved:
+                if isinstance(data, np.ndarray):
+                    st.copy.upload(data)
+                else:
+                    self.copy_device(st.copy, data)
         return restore
 
     def settle(self, storages) -> str:

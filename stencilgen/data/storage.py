@@ -109,13 +109,13 @@ class Storage:
 
     def zero(self):
         """Every value zero, where the values are: a device copy is zeroed on its device
-        (no copy through the host), the host array (if any) too, so both agree."""
+        (no copy through the host), and the host array (if any) is left to be brought up to
+        date on its next read (a wavefield kept for a gradient is gigabytes: zeroing its host
+        array as well at every run would cost more than the run)."""
         with self._lock:
             if self.copy is not None and hasattr(self.copy.place, "zero"):
                 self.copy.place.zero(self.copy)
-                if self._host is not None:
-                    self._host[...] = 0
-                self.newer = None
+                self.newer = "device" if self._host is not None else None
                 return
             if self._host is not None:
                 self._host[...] = 0
