@@ -61,7 +61,8 @@ def _model(shape, nbl: int, so: int) -> Model:
     depth = grid[-1]
     vp = 1.5 + 2.0 * depth
     centre = sum((g - 0.5) ** 2 for g in grid)
-    vp = vp + 0.4 * np.exp(-centre / 0.01) - 0.3 * np.exp(-sum((g - 0.3) ** 2 for g in grid) / 0.005)
+    off = sum((g - 0.3) ** 2 for g in grid)
+    vp = vp + 0.4 * np.exp(-centre / 0.01) - 0.3 * np.exp(-off / 0.005)
     return Model(vp=vp.astype(np.float32), spacing=SPACING, nbl=nbl, space_order=so,
                  dtype=np.float32)
 
@@ -97,7 +98,8 @@ def _timed(run, repeat: int) -> float:
 
 
 def _wavelet(torch, nt: int, dt: float):
-    return torch.tensor(ricker(0.010, np.arange(nt) * dt), device=_ON["device"], dtype=torch.float32)
+    return torch.tensor(ricker(0.010, np.arange(nt) * dt), device=_ON["device"],
+                        dtype=torch.float32)
 
 
 def _stencilgen_gradient(torch, model, src, rec, nt, dt, batch_size, weights):
