@@ -358,8 +358,11 @@ class CBackend:
             action = [c.Statement(f"{loc.total} += {loc.weight}*({value})")]
         body.append(self.corners(k, action))
         if k.kind == "interpolate":
-            body.append(c.Assign(self.printer.target(k.target),
-                                 self.printer.rounded(k.target.base.name, loc.total)))
+            target = self.printer.target(k.target)
+            name = k.target.base.name
+            total = f"{self.printer.widened(name, target)} + {loc.total}" if k.increment \
+                else loc.total
+            body.append(c.Assign(target, self.printer.rounded(name, total)))
         return body
 
     def sparse_loop(self, k):

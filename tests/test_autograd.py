@@ -14,7 +14,7 @@ from stencilgen.seismic.model import Model
 from stencilgen.seismic.tti import tti_critical_dt, tti_medium
 
 from stencilgen.seismic import autograd
-from test_cuda import needs_gpu
+from test_cuda import needs_gpu, needs_nvcc
 
 try:   # torch after the compiler's libgomp (autograd.import_torch): OpenACC builds keep working
     torch = autograd.import_torch()
@@ -191,6 +191,7 @@ def test_gradcheck_of_a_batch():
                                     eps=1e-6, atol=1e-7, rtol=1e-5)
 
 
+@needs_nvcc
 def test_a_batch_on_the_cuda_source_gives_the_c_numbers(tmp_path):
     """The batch's forward and adjoint Operators built for CUDA, run on the host by the
     emulation (every shot in one launch per nest): records and gradient of C's."""

@@ -48,7 +48,8 @@ def check_equations(eqs) -> tuple:
         if isinstance(e, Injection):
             flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
         elif isinstance(e, Interpolation):
-            flat[i] = SparseEq("interpolate", e.sparse.origin, e.expr, e.sparse)
+            at = e.sparse.origin if e.at is None else e.at
+            flat[i] = SparseEq("interpolate", at, e.expr, e.sparse, increment=e.increment)
     found = {}
     for e in flat:
         if not isinstance(e, Eq):
@@ -663,7 +664,8 @@ class _Indexer:
             if kind == "inject" else ()
         return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,
                          sparse=self.names.cname(eq.sparse.field),
-                         stagger=stagger if any(stagger) else ())
+                         stagger=stagger if any(stagger) else (),
+                         increment=getattr(eq, "increment", False))
 
 
 def _time_root(f):

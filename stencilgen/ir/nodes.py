@@ -194,6 +194,7 @@ class IndexedEq:
     sparse_kind: str | None = None   # "inject" / "interpolate" for sparse operations
     sparse: str | None = None        # the sparse array visited
     stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
+    increment: bool = False          # interpolate: add to the sample instead of storing it
     when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
     guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
 
@@ -325,6 +326,7 @@ class SparseKernel:
     writes: dict = field(default_factory=dict, compare=False)
     section: Section | None = None
     stagger: tuple = ()            # inject: the target's values sit this many cells ahead
+    increment: bool = False        # interpolate: the sample += the sum (Devito's increment)
     sequential = None              # points run in parallel (injection adds atomically)
     fusion = None                  # no producer nest is fused into it
     when = None                    # runs at every step

@@ -9,7 +9,7 @@ import sympy
 from ..errors import InvalidArgument
 from ..symbolic.functions import Constant, DiscreteFunction
 from ..symbolic.grid import as_int
-from ..symbolic.sparse import check_coordinates
+from ..symbolic.sparse import SparseFunction, SparseTimeFunction, check_coordinates
 from ..data.storage import Storage
 from ..data import precision
 
@@ -74,6 +74,37 @@ def _override(arr, f, override):
                               f"({arr.reach} points); give it a space_order of at least "
                               f"{max(arr.reach)}")
     return override
+
+
+def sparse_arrays(prog, bindings, kwargs) -> tuple[dict, list]:
+    """Devito's ``op.apply(rec=ndarray)`` for a sparse function the Operator was built with:
+    the array's values at the compiled function's points, as a sparse function built like it
+    (returned in ``kwargs`` in the array's place), and the (array, function) pairs whose
+    values go back into the arrays after the run."""
+    out, pairs = dict(kwargs), []
+    for arr in prog.arrays:
+        value = kwargs.get(arr.user)
+        if not (arr.sparse and isinstance(value, np.ndarray)):
+            continue
+        f = bindings.functions[arr.name]
+        time = f.is_TimeFunction
+        want = f.data.shape
+        if value.ndim != len(want) or value.shape[time:] != want[time:] or \
+                value.dtype.kind not in "biuf":
+            axes = "(nt, npoint)" if time else "(npoint,)"
+            raise InvalidArgument(f"apply: {arr.user}= an array of shape {value.shape} "
+                                  f"({value.dtype}); give real numbers of shape {axes} = "
+                                  f"{('nt',) + want[1:] if time else want}, or a "
+                                  f"{type(f).__name__}")
+        extra = {"nt": value.shape[0]} if time else {}
+        kind = SparseTimeFunction if time else SparseFunction
+        given = kind(name=f.name, grid=f.grid, npoint=f.npoint, dtype=f.dtype,
+                     coordinates=f.coordinates.data, **extra)
+        given.data[:] = value
+        out[arr.user] = given
+        if arr.name in prog.checks:   # the run writes it: the values go back
+            pairs.append((value, given))
+    return out, pairs
 
 
 def _storage(arr, bindings, overrides, temps, shape, args, keep):

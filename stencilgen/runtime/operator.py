@@ -17,7 +17,7 @@ from . import longrun
 from . import operator_options as options
 from ..data import places
 from .. import platform as targets
-from .arguments import bind
+from .arguments import bind, sparse_arrays
 from ..compiler.pipeline import compile_program
 from ..configuration import configuration
 from ..errors import ExecutionError, InvalidArgument, InvalidOperator
@@ -203,6 +203,7 @@ class Operator:
             longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
         prog, check = self.program, self._check_finite
         check = configuration["check-finite"] if check is None else check
+        kwargs, arrays = sparse_arrays(prog, self._bindings, kwargs)
         with self._temps.borrow() as temps:   # never shared by two applies running at once
             bound = {}
             args, keep = bind(prog, self._bindings, kwargs, temps, self.name,
@@ -221,6 +222,8 @@ class Operator:
             split = self._split(args, bound, kwargs) if prog.split else None
             run = self._run(args, written, split)
             del keep
+        for array, given in arrays:
+            array[...] = given.data
         if run.stopped:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
         wall, ranks = _time.perf_counter() - t0, ()

@@ -119,13 +119,14 @@ def _implicit_dims(dims) -> tuple:
 class SparseEq(Eq):
     """An injection (``lhs`` the grid field) or interpolation (``lhs`` the sparse function)."""
 
-    def __init__(self, kind, lhs, rhs, sparse):
+    def __init__(self, kind, lhs, rhs, sparse, increment=False):
         super().__init__(lhs, rhs)
         self.kind = kind
         self.sparse = sparse
+        self.increment = increment   # an interpolation adding to the values there
 
     def __repr__(self) -> str:
-        op = "+=" if self.kind == "inject" else "<-"
+        op = "+=" if self.kind == "inject" or self.increment else "<-"
         return f"{self.kind.capitalize()}({self.lhs} {op} {self.rhs} at {self.sparse.name})"
 
 

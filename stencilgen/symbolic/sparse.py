@@ -126,16 +126,26 @@ class SparseFunction(DiscreteFunction):
         return self.field.shape_with_halo
 
     def inject(self, field, expr):
-        """``[Injection]``: add ``expr`` (at each point) into ``field`` with multilinear weights."""
-        if not isinstance(field, DiscreteFunction) or field.is_Sparse:
-            raise InvalidArgument(f"{self.name}.inject: field must be a grid Function access "
-                                  f"such as u.forward, got {field!r}")
-        return [Injection(self, field, sympy.sympify(expr))]
+        """``[Injection]``: add ``expr`` (at each point) into ``field`` with multilinear
+        weights; a tuple of fields takes one expression each, or the same one (Devito's)."""
+        fields = tuple(field) if isinstance(field, (tuple, list)) else (field,)
+        exprs = tuple(expr) if isinstance(expr, (tuple, list)) else (expr,)
+        if len(exprs) == 1:
+            exprs *= len(fields)
+        if len(exprs) != len(fields):
+            raise InvalidArgument(f"{self.name}.inject: {len(fields)} fields and {len(exprs)} "
+                                  f"expressions; give one expression, or one per field")
+        for f in fields:
+            if not isinstance(f, DiscreteFunction) or f.is_Sparse:
+                raise InvalidArgument(f"{self.name}.inject: field must be a grid Function "
+                                      f"access such as u.forward, got {f!r}")
+        return [Injection(self, f, sympy.sympify(e)) for f, e in zip(fields, exprs)]
 
-    def interpolate(self, expr):
+    def interpolate(self, expr, increment=False):
         """An ``Interpolation``: store the multilinear interpolation of ``expr`` at each point
-        (an equation for ``Operator``; lists take it with ``+``, as Devito's)."""
-        return Interpolation(self, sympy.sympify(expr))
+        (``increment=True``: add it to the values there), an equation for ``Operator``; lists
+        take it with ``+``, as Devito's."""
+        return Interpolation(self, sympy.sympify(expr), bool(increment))
 
 
 class SparseTimeFunction(SparseFunction):
@@ -160,6 +170,47 @@ class SparseTimeFunction(SparseFunction):
     @property
     def nt(self) -> int:
         return self.field.nt
+
+    def _time_index(self, value, what: str):
+        """A ``u_t``/``p_t`` as an index: ``time`` or ``t`` plus whole steps (Devito's
+        ``t + 1``, read as ``t + dt``) or plus multiples of dt."""
+        value = sympy.sympify(value)
+        for d in (self.grid.time_dim, self.grid.stepping_dim):
+            if value.has(d):
+                shift = sympy.simplify(value - d)
+                if shift.is_Integer:
+                    return d + shift * d.spacing
+                if (shift / d.spacing).is_Integer:
+                    return value
+        raise InvalidArgument(f"{self.name}: {what}={value} is not time (or t) plus a whole "
+                              f"number of steps, e.g. {what}=time + 1")
+
+    def inject(self, field, expr, u_t=None, p_t=None):
+        """``SparseFunction.inject``, ``u_t`` the time index of the field written (in place
+        of its own, ``t`` or ``time``), ``p_t`` the sample of this function injected
+        (Devito's)."""
+        fields = field if isinstance(field, (tuple, list)) else (field,)
+        exprs = expr if isinstance(expr, (tuple, list)) else (expr,)
+        time = self.grid.time_dim
+        if u_t is not None:
+            at = self._time_index(u_t, "u_t")
+            fields = [f.subs({time: at, self.grid.stepping_dim: at}) for f in fields]
+        if p_t is not None:
+            at = self._time_index(p_t, "p_t")
+            exprs = [sympy.sympify(e).subs({time: at}) for e in exprs]
+        return super().inject(tuple(fields), tuple(exprs))
+
+    def interpolate(self, expr, u_t=None, p_t=None, increment=False):
+        """``SparseFunction.interpolate``, ``u_t`` the time index the expression is taken at
+        (in place of ``time`` and ``t``), ``p_t`` the sample it is stored into (Devito's)."""
+        expr = sympy.sympify(expr)
+        if u_t is not None:
+            grid, at = self.grid, self._time_index(u_t, "u_t")
+            expr = expr.subs({grid.time_dim: at, grid.stepping_dim: at})
+        term = super().interpolate(expr, increment)
+        if p_t is not None:
+            term.at = self.origin.subs({self.grid.time_dim: self._time_index(p_t, "p_t")})
+        return term
 
 
 class _Term:
@@ -192,10 +243,13 @@ class Injection(_Term):
 
 @dataclass
 class Interpolation(_Term):
-    """``sparse[time, p] = sum_corner w_corner * expr(corner)``."""
+    """``sparse[time, p] = sum_corner w_corner * expr(corner)`` (``+=`` with ``increment``;
+    ``at``: the sample written, ``sparse[time, p]`` unless given)."""
 
     sparse: SparseFunction
     expr: sympy.Expr
+    increment: bool = False
+    at: sympy.Expr | None = None
 
 
 def check_coordinates(f: SparseFunction):

@@ -1,0 +1,170 @@
+"""Devito's sparse variants (tests/test_interpolation.py of Devito, its expectations): an
+interpolation that adds to the samples (``increment=True``), the ``u_t=``/``p_t=`` time
+shifts of interpolate and inject, and injection into a tuple of fields; on C, OpenACC where
+it builds, and the CUDA backend's source through the emulation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stencilgen import (Grid, InvalidArgument, Operator, SparseFunction, SparseTimeFunction,
+                        TimeFunction, Function, platform)
+from test_cuda import needs_nvcc
+
+SHAPE_COORDS = [((11, 11), [(.05, .9), (.01, .8)]),
+                ((11, 11, 11), [(.05, .9), (.01, .8), (0.07, 0.84)])]
+SHAPE_COORDS_INJECT = [((11, 11), [(.05, .95), (.45, .45)], 1.),
+                       ((11, 11, 11), [(.05, .95), (.45, .45), (.45, .45)], 0.5)]
+
+
+def _backends():
+    out = ["c"]
+    ok, _ = platform.usable("openacc")
+    if ok:
+        out.append("openacc")
+    return out
+
+
+def _run(op, backend, tmp_path, **kw):
+    if backend == "cuda":
+        import cuda_emulation
+        assert cuda_emulation.run(op, str(tmp_path), **kw) == 0
+    else:
+        op.apply(**kw)
+
+
+def _box(shape, time=False):
+    """Devito's unit box: values 0 to 1 along x (the first dimension)."""
+    grid = Grid(shape=shape)
+    a = TimeFunction(name="a", grid=grid, time_order=1) if time else Function(name="a",
+                                                                             grid=grid)
+    ramp = np.broadcast_to(np.linspace(0, 1, shape[0]).reshape((-1,) + (1,) * (len(shape) - 1)),
+                           shape)
+    a.data[:] = ramp
+    return a
+
+
+def _points(grid, ranges, npoints, cls=SparseFunction, name="points", **kw):
+    coords = np.stack([np.linspace(r[0], r[1], npoints) for r in ranges], axis=1)
+    return cls(name=name, grid=grid, npoint=npoints, coordinates=coords, **kw)
+
+
+BACKENDS = _backends() + [pytest.param("cuda", marks=needs_nvcc)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape, coords", SHAPE_COORDS)
+def test_interpolate_increment(shape, coords, backend, tmp_path):
+    """interpolate(increment=True) adds to the samples: 1 + x at each point."""
+    a = _box(shape)
+    p = _points(a.grid, coords, 20)
+    p.data[:] = 1.0
+    _run(Operator(p.interpolate(a, increment=True), backend=backend, name=f"Inc{backend}"),
+         backend, tmp_path)
+    np.testing.assert_allclose(p.data, p.coordinates.data[:, 0] + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape, coords", SHAPE_COORDS)
+def test_interpolate_time_shift(shape, coords, backend, tmp_path):
+    """u_t: the field read at t + 1 (slot 1 holds x, slot 0 zero); p_t: the sample written at
+    time + 1; both."""
+    for u_t, p_t, row in ((1, None, 0), (None, 1, 1), (1, 1, 1)):
+        a = _box(shape, time=True)
+        if u_t:
+            a.data[0] = 0.0
+        p = _points(a.grid, coords, 20, SparseTimeFunction, nt=10)
+        p.data[:] = 1.0
+        t = a.grid.stepping_dim
+        kw = {}
+        if u_t:
+            kw["u_t"] = t + 1
+        if p_t:
+            kw["p_t"] = p.grid.time_dim + 1
+        op = Operator(p.interpolate(a, **kw), backend=backend, name=f"Shift{backend}")
+        _run(op, backend, tmp_path, time_m=0, time_M=0)
+        np.testing.assert_allclose(p.data[row], p.coordinates.data[:, 0], rtol=1e-6)
+        others = np.delete(np.arange(10), row)
+        assert np.all(p.data[others] == 1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape, coords, result", SHAPE_COORDS_INJECT)
+def test_inject_time_shift(shape, coords, result, backend, tmp_path):
+    """u_t: injected into slot t + 1; p_t: the sample of time + 1 injected; both. A line of
+    points through the middle adds ``result`` to the nodes beside it (Devito's)."""
+    for u_t, p_t, slot in ((1, None, 1), (None, 1, 0), (1, 1, 1)):
+        a = _box(shape, time=True)
+        a.data[:] = 0.0
+        p = _points(a.grid, coords, 19, SparseTimeFunction, nt=10)
+        p.data[:] = 0.0
+        p.data[1 if p_t else 0] = 1.0
+        t, time = a.grid.stepping_dim, a.grid.time_dim
+        kw = {}
+        if u_t:
+            kw["u_t"] = t + 1
+        if p_t:
+            kw["p_t"] = time + 1
+        op = Operator(p.inject(a, p, **kw), backend=backend, name=f"InjShift{backend}")
+        _run(op, backend, tmp_path, time_m=0, time_M=0)
+        inner = (slot, slice(1, -1)) + (slice(4, 6),) * (len(shape) - 1)
+        np.testing.assert_allclose(a.data[inner], result, rtol=1e-5)
+        assert np.all(a.data[1 - slot] == 0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inject_into_a_tuple_of_fields(backend, tmp_path):
+    """inject((u, v), expr=(e1, e2)) and inject((u, v), expr=e): each field gets its own
+    expression, or the same one."""
+    grid = Grid(shape=(11, 11))
+    u, v, w = (Function(name=n, grid=grid) for n in "uvw")
+    p = _points(grid, [(.05, .95), (.45, .45)], 19)
+    p.data[:] = 1.0
+    _run(Operator(p.inject((u, v), expr=(p, 2 * p)) + p.inject((w,), expr=3 * p),
+                  backend=backend, name=f"Tuple{backend}"), backend, tmp_path)
+    inner = (slice(1, -1), slice(4, 6))
+    for f, scale in ((u, 1), (v, 2), (w, 3)):
+        np.testing.assert_allclose(f.data[inner], scale * 1.0, rtol=1e-5)
+    u.data[:] = v.data[:] = 0
+    _run(Operator(p.inject((u, v), expr=p), backend=backend, name=f"Same{backend}"),
+         backend, tmp_path)
+    np.testing.assert_allclose(u.data, v.data)
+    assert float(np.abs(u.data).max()) > 0
+
+
+def test_bad_shifts_and_tuples_say_what_to_give():
+    grid = Grid(shape=(5, 5))
+    a = TimeFunction(name="a", grid=grid)
+    u, v = (Function(name=n, grid=grid) for n in "uv")
+    p = _points(grid, [(.1, .9), (.5, .5)], 3, SparseTimeFunction, nt=4)
+    with pytest.raises(InvalidArgument, match="2 fields and 3 expressions"):
+        p.inject((u, v), expr=(p, p, p))
+    x = grid.dimensions[0]
+    with pytest.raises(InvalidArgument, match=r"u_t=x \+ 1 is not time \(or t\) plus"):
+        p.interpolate(a, u_t=x + 1)
+    with pytest.raises(TypeError):
+        _points(grid, [(.1, .9), (.5, .5)], 3).interpolate(a, u_t=1)
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_arrays_passed_for_sparse_functions(backend):
+    """op.apply(points=ndarray), as Devito's RTM tutorial passes its residual: the array's
+    values at the compiled function's points; an interpolation writes into the array (its
+    own data, or another's), an injection reads it."""
+    a = _box((11, 11))
+    p = _points(a.grid, SHAPE_COORDS[0][1], 20)
+    op = Operator(p.interpolate(a), backend=backend, name=f"ArrInterp{backend}")
+    mine = p.data
+    op.apply(points=mine)
+    np.testing.assert_allclose(p.data, p.coordinates.data[:, 0], rtol=1e-6)
+    other = np.zeros(20, dtype=np.float32)
+    op.apply(points=other)
+    np.testing.assert_allclose(other, p.coordinates.data[:, 0], rtol=1e-6)
+    b = Function(name="b", grid=a.grid)
+    q = _points(a.grid, [(.05, .95), (.45, .45)], 19, SparseTimeFunction, name="q", nt=3)
+    inj = Operator(q.inject(b, q), backend=backend, name=f"ArrInject{backend}")
+    inj.apply(q=np.ones((3, 19)), time_m=0, time_M=0)
+    np.testing.assert_allclose(b.data[1:-1, 4:6], 1.0, rtol=1e-5)
+    assert np.all(q.data == 0)   # the function built with the Operator is left alone
+    with pytest.raises(InvalidArgument, match=r"give real numbers of shape \(nt, npoint\)"):
+        inj.apply(q=np.ones((3, 18)))
