@@ -10,7 +10,7 @@ from .symbolic.derivatives import Derivative, first_derivative
 from .symbolic.conditions import CondEq, CondNe
 from .symbolic.dimensions import (BatchDimension, ConditionalDimension, Dimension, SpaceDimension,
                                   SteppingDimension, TimeDimension)
-from .symbolic.equations import Eq, solve
+from .symbolic.equations import Eq, Inc, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
                      ExecutionError, HaloError, InvalidArgument, InvalidEquation,
                      InvalidOperator, NumericalWarning, StencilgenError,
@@ -72,7 +72,7 @@ __all__ = [
     "sign", "sinh", "tan", "tanh", "And", "Ge", "Gt", "Le", "Lt", "Ne", "Not", "Or",
     "BatchDimension", "CondEq", "CondNe", "ConditionalDimension",
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
-    "Constant", "Derivative", "Dimension", "Eq", "ExecutionError", "Function", "Grid",
+    "Constant", "Derivative", "Dimension", "Eq", "Inc", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
     "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos",

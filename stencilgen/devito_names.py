@@ -29,7 +29,6 @@ ADVICE = {
     "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
     "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDIMENSION,
     "MultiSubDimension": _SUBDOMAINS, "Border": _SUBDOMAINS,
-    "Inc": "Inc is not supported: write Eq(u, u + expr)",
     "Buffer": "Buffer is not supported: pass time_order= (or save=) to TimeFunction",
     "mmax": _REDUCTIONS, "mmin": _REDUCTIONS, "sumall": _REDUCTIONS, "sum": _REDUCTIONS,
     "inner": _REDUCTIONS, "smooth": _REDUCTIONS,

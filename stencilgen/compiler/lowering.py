@@ -633,6 +633,12 @@ class _Indexer:
         found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
         if getattr(eq, "kind", None) != "interpolate" and \
                 tuple(map(looped, eq.lhs.grid.dimensions)) != self.grid.dimensions:
+            if getattr(eq, "is_Increment", False):
+                raise InvalidEquation(
+                    f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} inside a loop over "
+                    f"{self.grid.dimensions}: a reduction, which stencilgen does not compile "
+                    f"yet; sum with NumPy ({eq.lhs.name}.data[:] = g.data.sum(axis=...)) or "
+                    f"Inc into a function of the loop's dimensions")
             raise InvalidEquation(
                 f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator loops "
                 f"over {self.grid.dimensions}; stencilgen writes a Function only in an Operator "

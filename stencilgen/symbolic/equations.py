@@ -116,6 +116,27 @@ def _implicit_dims(dims) -> tuple:
     return dims
 
 
+class Inc(Eq):
+    """Devito's ``Inc``: ``lhs += rhs`` wherever it runs (an accumulation over the time steps,
+    a frequency-domain sum). The left-hand side spans the Operator's dimensions: a
+    reduction into a function of fewer is refused at the Operator."""
+
+    is_Increment = True
+
+    def __init__(self, lhs, rhs=0, subdomain=None, implicit_dims=None, **unknown):
+        super().__init__(lhs, rhs, subdomain=subdomain, implicit_dims=implicit_dims,
+                         **unknown)
+        if self.components is not None:   # a vector or tensor: one Inc per entry
+            self.components = equations(lhs, rhs, lambda l, r: Inc(
+                l, r, subdomain=subdomain, implicit_dims=implicit_dims))
+            return
+        self.increment = self.rhs
+        self.rhs = self.lhs + self.rhs
+
+    def __repr__(self) -> str:
+        return f"Inc({self.lhs}, {self.increment})"
+
+
 class SparseEq(Eq):
     """An injection (``lhs`` the grid field) or interpolation (``lhs`` the sparse function)."""
 

@@ -1,0 +1,77 @@
+"""Devito's ``Inc`` (``lhs += rhs``): accumulations over the time steps, as a frequency-domain
+sum builds its mode step by step, against NumPy; the same as ``Eq(f, f + rhs)``, on a
+subdomain, on vectors; a reduction into a function of fewer dimensions is refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stencilgen import (Eq, Function, Grid, Inc, InvalidEquation, Operator, TimeFunction,
+                        VectorFunction, cos, platform)
+from test_cuda import needs_nvcc
+
+
+def _backends():
+    ok, _ = platform.usable("openacc")
+    return ["c"] + (["openacc"] if ok else []) + [pytest.param("cuda", marks=needs_nvcc)]
+
+
+def _run(op, backend, tmp_path, **kw):
+    if backend == "cuda":
+        import cuda_emulation
+        assert cuda_emulation.run(op, str(tmp_path), **kw) == 0
+    else:
+        op.apply(**kw)
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_a_sum_over_the_time_steps(backend, tmp_path):
+    """A diffusing field u and, each step, Inc(f, u * cos(w * time * dt)): f is the
+    cosine transform of u's history at w, as NumPy computes it from the same steps."""
+    grid = Grid(shape=(12, 10), dtype=np.float64)
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    f = Function(name="f", grid=grid)
+    rng = np.random.default_rng(3)
+    start = rng.random((12, 10))
+    u.data[0] = start
+    dt, w, nt = 1e-4, 3.0, 20
+    time = grid.time_dim
+    op = Operator([Inc(f, u * cos(w * time * time.spacing)),
+                   Eq(u.forward, u + time.spacing * u.laplace)],
+                  backend=backend, name=f"Fourier{backend}")
+    _run(op, backend, tmp_path, time_m=0, time_M=nt - 1, dt=dt)
+    h = np.array(grid.spacing)
+    v, want = np.pad(start, 1), np.zeros_like(start)
+    for n in range(nt):
+        inner = v[1:-1, 1:-1]
+        want += inner * np.cos(w * n * dt)
+        lap = ((v[2:, 1:-1] - 2 * inner + v[:-2, 1:-1]) / h[0] ** 2
+               + (v[1:-1, 2:] - 2 * inner + v[1:-1, :-2]) / h[1] ** 2)
+        v = np.pad(inner + dt * lap, 1)
+    assert float(np.abs(want).max()) > 1
+    np.testing.assert_allclose(f.data, want, rtol=1e-10, atol=1e-12)
+
+
+def test_inc_is_eq_of_the_sum_on_subdomains_and_vectors():
+    grid = Grid(shape=(8, 8))
+    f, g, h = (Function(name=n, grid=grid) for n in "fgh")
+    g.data[:] = np.arange(64).reshape(8, 8)
+    f.data[:] = h.data[:] = 1.0
+    Operator(Inc(f, 2 * g, subdomain=grid.interior), name="IncInterior").apply()
+    Operator(Eq(h, h + 2 * g, subdomain=grid.interior), name="EqInterior").apply()
+    assert np.array_equal(f.data, h.data) and f.data[0, 0] == 1.0 and f.data[3, 4] == 57.0
+    v = VectorFunction(name="v", grid=grid)
+    v[0].data[:], v[1].data[:] = 1.0, 2.0
+    Operator(Inc(v, v), name="IncVector").apply()
+    assert np.all(v[0].data == 2.0) and np.all(v[1].data == 4.0)
+    assert repr(Inc(f, g)) == "Inc(f(x, y), g(x, y))"
+
+
+def test_a_reduction_says_what_to_do():
+    grid = Grid(shape=(4, 5))
+    x, y = grid.dimensions
+    s = Function(name="s", dimensions=(x,), shape=(4,))
+    g = Function(name="g", grid=grid)
+    with pytest.raises(InvalidEquation, match=r"a reduction, which stencilgen does not "
+                                              r"compile yet; sum with NumPy"):
+        Operator(Inc(s, g))
