@@ -3,7 +3,8 @@ from sympy import (Abs, And, Ge, Gt, Le, Lt, Max, Min, Ne, Not, Or, acos, asin, 
                    ceiling, cos, cosh, exp, floor, log, sign, sin, sinh, sqrt, tan, tanh)
 
 from . import devito_names
-from .symbolic.builtins import gaussian_smooth, initialize_function, norm
+from .symbolic.builtins import (gaussian_smooth, initialize_function, inner, mmax, mmin, norm,
+                                sum, sumall)
 from .symbolic.calculus import curl, diag, div, grad, laplace
 from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
@@ -78,7 +79,8 @@ __all__ = [
     "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos",
     "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
-    "norm", "right", "set_log_level", "sin", "solve", "sqrt",
+    "norm", "right", "set_log_level", "sin", "solve", "sqrt", "sum", "sumall", "inner", "mmax",
+    "mmin",
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
     "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]

@@ -1,7 +1,10 @@
-"""Devito's data helpers for Functions: ``norm``, ``initialize_function`` and
-``gaussian_smooth``, computed with NumPy on the host (they touch each value a few times; no
-Operator is worth building for them)."""
+"""Devito's data helpers for Functions: ``norm``, ``initialize_function``,
+``gaussian_smooth`` and the reductions ``sum``, ``sumall``, ``inner``, ``mmax``, ``mmin``,
+computed with NumPy on the host (they touch each value a few times; no Operator is worth
+building for them)."""
 from __future__ import annotations
+
+import builtins as _python
 
 import numpy as np
 
@@ -91,9 +94,81 @@ def gaussian_smooth(f, sigma=1, truncate=4.0, mode="reflect"):
         pad[axis] = (width, width)
         padded = np.pad(out, pad, mode="symmetric")
         n = out.shape[axis]
-        out = sum(w * np.take(padded, range(k, k + n), axis=axis) for k, w in enumerate(kernel))
+        out = _python.sum(w * np.take(padded, range(k, k + n), axis=axis)
+                          for k, w in enumerate(kernel))
     if hasattr(f, "data"):
         f.data[:] = out
     else:
         f[...] = out
     return f
+
+
+# -- reductions --------------------------------------------------------------------------
+
+def _values(f, what: str) -> np.ndarray:
+    if not hasattr(f, "data") or getattr(f, "is_Sparse", False) and what == "sum":
+        raise InvalidArgument(f"{what}: expected a Function or TimeFunction, got "
+                              f"{type(f).__name__} (a sparse function's values: NumPy on "
+                              f"its .data)")
+    return np.asarray(f.data)
+
+
+def sumall(f):
+    """The sum of ``f``'s values (every time slot), in float64, returned in its dtype."""
+    return np.dtype(f.dtype).type(np.sum(_values(f, "sumall"), dtype=np.float64))
+
+
+def mmax(f):
+    """The largest of ``f``'s values."""
+    return _values(f, "mmax").max()
+
+
+def mmin(f):
+    """The smallest of ``f``'s values."""
+    return _values(f, "mmin").min()
+
+
+def inner(f, g):
+    """The inner product of ``f``'s and ``g``'s values, in float64, returned in f's dtype."""
+    a, b = _values(f, "inner"), _values(g, "inner")
+    if a.shape != b.shape:
+        raise InvalidArgument(f"inner: {f.name} has shape {a.shape}, {g.name} {b.shape}; give "
+                              f"two functions of one shape")
+    return np.dtype(f.dtype).type(np.sum(a * b, dtype=np.float64))
+
+
+def sum(f, dims=None, **kwargs):   # noqa: A001 (Devito's name)
+    """Devito's ``sum(f, dims)``: a new function (``f.name + 'sum'``) of ``f``'s other
+    dimensions holding its values summed over ``dims`` (all of them: ``sumall``). Anything
+    but a function goes to Python's ``sum``, which ``from stencilgen import *`` hides."""
+    if not hasattr(f, "field"):
+        return _python.sum(f, *(() if dims is None else (dims,)), **kwargs)
+    from .functions import Function, TimeFunction
+    from .grid import Grid
+    values = _values(f, "sum")
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (() if dims is None else (dims,))
+    space = f.grid.dimensions
+    if not dims or set(dims) >= set(space):
+        return sumall(f)
+    unknown = [d for d in dims if d not in space]
+    if unknown:
+        raise InvalidArgument(f"sum: {f.name} has no dimension {unknown[0]} among {space}; "
+                              f"sum over some of them")
+    axes = tuple(space.index(d) + (values.ndim - len(space)) for d in dims)
+    kept = [i for i, d in enumerate(space) if d not in dims]
+    total = values.sum(axis=axes, dtype=np.float64)
+    name = f"{f.name}sum"
+    if f.is_TimeFunction:
+        g = f.grid
+        grid = Grid(shape=tuple(g.shape[i] for i in kept), dtype=g.dtype,
+                    extent=tuple(g.extent[i] for i in kept),
+                    origin=tuple(g.origin[i] for i in kept),
+                    dimensions=tuple(space[i] for i in kept))
+        out = TimeFunction(name=name, grid=grid, time_order=f.time_order,
+                           space_order=f.space_order, save=f.field.save, dtype=f.dtype)
+    else:
+        out = Function(name=name, grid=f.grid, space_order=f.space_order, dtype=f.dtype,
+                       dimensions=tuple(space[i] for i in kept),
+                       shape=tuple(f.grid.shape[i] for i in kept))
+    out.data[:] = total
+    return out
