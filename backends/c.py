@@ -310,9 +310,16 @@ class CBackend:
         return [c.Pragma("omp atomic update"), c.Statement(f"{target} += {value}")]
 
     def locate(self, k):
-        """Per dimension: the point's position in cells, its cell and the fraction inside it."""
-        loc, lay = self.program.sparse_locals, self.program.array(k.sparse).layout
+        """Per dimension: the point's position in cells, its cell and the fraction inside it
+        (a precomputed sparse function: its first node, given)."""
+        loc, arr = self.program.sparse_locals, self.program.array(k.sparse)
+        lay = arr.layout
         real, n, out = ctype(self.program.dtype), len(k.dims), []
+        if arr.support:
+            width = arr.coords_width(n)
+            return [c.Initializer(c.Value(f"const {self.index}", loc.cell[i]),
+                                  f"({self.index}){lay.coords}[{k.point}*{width} + "
+                                  f"{i * (1 + arr.support)}]") for i in range(n)]
         for i, sym in enumerate(k.dims):
             d, pos, cell = self.dims[sym], loc.position[i], loc.cell[i]
             # a staggered target's values sit half a cell ahead of the nodes
@@ -328,21 +335,35 @@ class CBackend:
         return out
 
     def corners(self, k, action):
-        """The loops over the 2**ndim corners of the point's cell, ``action`` at each inside."""
+        """The loops over the 2**ndim corners of the point's cell, ``action`` at each inside
+        (a precomputed sparse function: its r**ndim nodes from the first, each weight the
+        product of the given ones, nodes up to r/2 into the halo taken, as Devito's)."""
         loc, real = self.program.sparse_locals, ctype(self.program.dtype)
+        arr = self.program.array(k.sparse)
         dims = [self.dims[s] for s in k.dims]
         body = [c.Initializer(c.Value(f"const {self.index}", d.name), f"{cell} + {corner}")
                 for d, cell, corner in zip(dims, loc.cell, loc.corner)]
-        body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
-            f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
-        inside = " && ".join(f"{d.name} >= {d.lower} && {d.name} <= {d.upper}" for d in dims)
+        last, reach = 1, 0
+        if arr.support:
+            width, step, last, reach = (arr.coords_width(len(dims)), 1 + arr.support,
+                                        arr.support - 1, arr.support // 2)
+            weights = [f"{arr.layout.coords}[{k.point}*{width} + {i * step + 1} + {corner}]"
+                       for i, corner in enumerate(loc.corner)]
+            body.append(c.Initializer(c.Value(f"const {real}", loc.weight),
+                                      "*".join(f"({real}){w}" for w in weights)))
+        else:
+            body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
+                f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
+        inside = " && ".join(f"{d.name} >= {d.lower} - {reach} && {d.name} <= {d.upper} + {reach}"
+                             if reach else f"{d.name} >= {d.lower} && {d.name} <= {d.upper}"
+                             for d in dims)
         if self.program.split:   # a rank adds or gathers only at the points of its block
             inside += "".join(f" && {d.name} >= {lo} && {d.name} <= {hi}" for d, (lo, hi) in
                               zip(dims, (split.owned(self.program, d.symbol) for d in dims)))
         inner = c.Block(body + [c.If(inside, c.Block(action))])
         for corner in reversed(loc.corner):
             inner = c.Module(self.corner_pragmas() + [
-                c.For(f"int {corner} = 0", f"{corner} <= 1", f"{corner} += 1", inner)])
+                c.For(f"int {corner} = 0", f"{corner} <= {last}", f"{corner} += 1", inner)])
         return inner
 
     def sparse_body(self, k):

@@ -617,7 +617,7 @@ class CudaBackend(CBackend):
         return device_layout.Pitched(a.name).length if self.pitched(a) else a.layout.count[0]
 
     def _coord_bytes(self, a):
-        return f"(size_t){a.layout.npoint}*{len(self.program.dims)}*sizeof(double)"
+        return f"(size_t){a.layout.npoint}*{a.coords_width(len(self.program.dims))}*sizeof(double)"
 
     def _nvtx(self, name, lines):
         if not self.options.nvtx:

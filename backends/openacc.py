@@ -158,8 +158,8 @@ class OpenACCBackend(CBackend):
         return f"{lay.vec}[0:{lay.count[0]}]"
 
     def _coords(self, sparse):
-        lay = self.program.array(sparse).layout
-        return f"{lay.coords}[0:{lay.npoint}*{len(self.program.dims)}]"
+        a = self.program.array(sparse)
+        return f"{a.layout.coords}[0:{a.layout.npoint}*{a.coords_width(len(self.program.dims))}]"
 
     def _present(self, kernel):
         """The ``present`` clause naming every array (and coordinate list) the kernel touches."""

@@ -22,7 +22,8 @@ from .symbolic.grid import Grid
 from .errors import ApplyInterrupted
 from .data.memory import clear_cache
 from .runtime.operator import Operator
-from .symbolic.sparse import SparseFunction, SparseTimeFunction
+from .symbolic.sparse import (PrecomputedSparseFunction, PrecomputedSparseTimeFunction,
+                              SparseFunction, SparseTimeFunction)
 from .symbolic.staggering import CELL, NODE
 from .symbolic.tensors import (Tensor, TensorFunction, TensorTimeFunction, Vector, VectorFunction,
                                VectorTimeFunction)
@@ -75,7 +76,7 @@ __all__ = [
     "BackdoorError", "CompilationError", "CompilerNotFoundError", "ConfigurationError",
     "Constant", "Derivative", "Dimension", "Eq", "Inc", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
-    "Operator", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
+    "Operator", "PrecomputedSparseFunction", "PrecomputedSparseTimeFunction", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
     "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos",
     "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",

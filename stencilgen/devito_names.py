@@ -41,8 +41,6 @@ ADVICE = {
            "Grid(..., comm=MPI.COMM_WORLD) or STENCILGEN_MPI=1 (docs/mpi.md)",
     "CustomTopology": "give the ranks per dimension as Grid(..., topology=(2, '*', 1)) ('*': "
                       "chosen)",
-    "PrecomputedSparseFunction": "use SparseFunction (multilinear interpolation)",
-    "PrecomputedSparseTimeFunction": "use SparseTimeFunction (multilinear interpolation)",
     "MatrixSparseTimeFunction": "use SparseTimeFunction (multilinear interpolation)",
     "Coefficient": "use derivative weights: u.dx(weights=...)",
     "Substitutions": "use derivative weights: u.dx(weights=...)",

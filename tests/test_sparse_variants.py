@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import stencilgen
 from stencilgen import (Grid, InvalidArgument, Operator, SparseFunction, SparseTimeFunction,
                         TimeFunction, Function, platform)
 from test_cuda import needs_nvcc
@@ -168,3 +169,95 @@ def test_arrays_passed_for_sparse_functions(backend):
     assert np.all(q.data == 0)   # the function built with the Operator is left alone
     with pytest.raises(InvalidArgument, match=r"give real numbers of shape \(nt, npoint\)"):
         inj.apply(q=np.ones((3, 18)))
+
+
+# -- precomputed weights (Devito's TestPrecomputed) --------------------------------------
+
+def _linear_weights(points, grid, r):
+    """Devito's precompute_linear_interpolation: the cells and linear weights, placed at
+    nodes r/2 - 1 and r/2 of r (the others zero)."""
+    points = np.asarray(points)
+    h = np.asarray(grid.spacing)
+    cells = np.floor(points / h).astype(int)
+    coeffs = np.zeros((len(points), grid.dim, r))
+    rs = r // 2 - 1
+    coeffs[:, :, rs] = ((cells + 1) * h - points) / h
+    coeffs[:, :, rs + 1] = (points - cells * h) / h
+    return cells, coeffs
+
+
+COORDS = np.array([(.05, .9), (.01, .8), (0.07, 0.84)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("r", [2, 4, 6])
+def test_precomputed_interpolation(r, backend, tmp_path):
+    """sin(x) + sin(y) on a 101^2 grid interpolated at three points with the linear weights
+    (Devito's expectations, rtol 1e-6 of the exact values); by cells or by coordinates."""
+    grid = Grid(shape=(101, 101))
+    m = Function(name="m", grid=grid, space_order=r)
+    xs = [np.arange(n) * h for n, h in zip(grid.shape, grid.spacing)]
+    m.data[:] = np.sin(xs[0])[:, None] + np.sin(xs[1])[None, :]
+    cells, coeffs = _linear_weights(COORDS, grid, r)
+    for given in ({"gridpoints": cells}, {"coordinates": COORDS}):
+        sf = stencilgen.PrecomputedSparseFunction(name="s", grid=grid, r=r, npoint=3,
+                                                  interpolation_coeffs=coeffs, **given)
+        _run(Operator(sf.interpolate(m), backend=backend, name=f"Pre{backend}"),
+             backend, tmp_path)
+        want = np.sin(COORDS[:, 0]) + np.sin(COORDS[:, 1])
+        np.testing.assert_allclose(sf.data, want, rtol=1e-4)   # linear interpolation's error
+        plain = SparseFunction(name="s", grid=grid, npoint=3, coordinates=COORDS)
+        _run(Operator(plain.interpolate(m), backend=backend, name=f"Lin{backend}"),
+             backend, tmp_path)
+        np.testing.assert_allclose(sf.data, plain.data, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("r", [2, 4, 6])
+def test_precomputed_time_interpolation_and_injection(r, backend, tmp_path):
+    """A saved field holding its step at every point: each sample is the step; injecting
+    ones through a PrecomputedSparseTimeFunction along a line through the grid adds
+    nt * 0.25 / 2 to each slot of a two-slot field beside it (Devito's expectations)."""
+    grid = Grid(shape=(101, 101))
+    u = TimeFunction(name="u", grid=grid, space_order=r, save=5)
+    u.data[:] = np.arange(5)[:, None, None]
+    cells, coeffs = _linear_weights(COORDS, grid, r)
+    sf = stencilgen.PrecomputedSparseTimeFunction(name="s", grid=grid, r=r, npoint=3, nt=5,
+                                                  gridpoints=cells,
+                                                  interpolation_coeffs=coeffs)
+    assert sf.data.shape == (5, 3)
+    _run(Operator(sf.interpolate(u), backend=backend, name=f"PreT{backend}"), backend,
+         tmp_path, time_m=0, time_M=4)
+    np.testing.assert_allclose(sf.data, np.arange(5)[:, None] * np.ones((1, 3)), atol=1e-5)
+    box = Grid(shape=(11, 11))
+    m = TimeFunction(name="m", grid=box, space_order=r)
+    line = [(.05, .45), (.95, .45)]
+    cells, coeffs = _linear_weights(line, box, r)
+    nt = 20
+    src = stencilgen.PrecomputedSparseTimeFunction(name="q", grid=box, r=r, npoint=2,
+                                                   nt=nt, gridpoints=cells,
+                                                   interpolation_coeffs=coeffs)
+    src.data[:] = 1.0
+    _run(Operator(src.inject(m, src), backend=backend, name=f"PreInj{backend}"), backend,
+         tmp_path, time_m=0, time_M=nt - 1)
+    for slot in range(2):
+        np.testing.assert_allclose(m.data[slot][0:2, 4:6], nt * 0.25 / 2, rtol=1e-5)
+        np.testing.assert_allclose(m.data[slot][9:11, 4:6], nt * 0.25 / 2, rtol=1e-5)
+
+
+def test_precomputed_input_is_checked():
+    grid = Grid(shape=(11, 11))
+    good = dict(name="s", grid=grid, npoint=2, r=2, gridpoints=[[1, 1], [2, 2]],
+                interpolation_coeffs=np.full((2, 2, 2), 0.5))
+    with pytest.raises(InvalidArgument, match=r"= \(2, 2, 3\) with r even"):
+        stencilgen.PrecomputedSparseFunction(**{**good, "r": 3,
+                                                "interpolation_coeffs": np.ones((2, 2, 3))})
+    with pytest.raises(InvalidArgument, match="give gridpoints="):
+        stencilgen.PrecomputedSparseFunction(**{**good, "gridpoints": None})
+    with pytest.raises(InvalidArgument, match=r"give \(2, 2\) integers"):
+        stencilgen.PrecomputedSparseFunction(**{**good, "gridpoints": [[1.5, 1], [2, 2]]})
+    sf = stencilgen.PrecomputedSparseFunction(**{**good, "r": 4,
+                                                 "interpolation_coeffs": np.ones((2, 2, 4))})
+    thin = Function(name="thin", grid=grid, space_order=1)
+    with pytest.raises(stencilgen.HaloError, match="space_order of at least 2"):
+        Operator(sf.interpolate(thin))

@@ -45,6 +45,8 @@ def check_equations(eqs) -> tuple:
     if not flat:
         raise InvalidEquation("Operator: no equations given")
     for i, e in enumerate(flat):
+        if isinstance(e, (Injection, Interpolation)):
+            _check_support(e)
         if isinstance(e, Injection):
             flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
         elif isinstance(e, Interpolation):
@@ -68,6 +70,23 @@ def check_equations(eqs) -> tuple:
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             found.setdefault(f.name, f)
     return flat, _operator_grid([found[n] for n in sorted(found)])
+
+
+def _check_support(term):
+    """A precomputed sparse function reaches r/2 nodes beyond the domain: the grid
+    functions it touches need halos as wide."""
+    reach = term.sparse.field.support // 2
+    if not reach:
+        return
+    touched = sympy.sympify(term.expr).atoms(DiscreteFunction)
+    if isinstance(term, Injection):
+        touched.add(term.field)
+    for f in sorted(touched, key=lambda g: g.name):
+        widths = [h for d, h in zip(f.grid.dimensions, f.field.halo) if not d.is_Batch]
+        if not f.is_Sparse and min(widths, default=reach) < reach:
+            raise HaloError(f"{term.sparse.name} has {2 * reach} nodes a dimension, {reach} "
+                            f"beyond the domain; {f.name}'s halo is {f.field.halo}: give it "
+                            f"a space_order of at least {reach}")
 
 
 def _operator_grid(functions):
@@ -387,7 +406,8 @@ class _Indexer:
                 temporary=temporary, sparse=sparse, halo=halo,
                 axes=() if axes == tuple(range(len(self.dims))) else axes,
                 factors=factors if any(factors) else (),
-                store=rec.store, scale=self.scale_of(rec, temporary))
+                store=rec.store, scale=self.scale_of(rec, temporary),
+                support=getattr(rec, "support", 0) if sparse else 0)
             if not temporary:
                 self.bindings.functions[cname] = f.origin
         return self.arrays[rec]

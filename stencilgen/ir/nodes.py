@@ -100,10 +100,17 @@ class ArrayParam:
                                    # ``dtype``, stores round to nearest; None: stored as dtype
     scale: sympy.Expr | None = sympy.S.One   # stored = value / scale: a power of two, or a
                                    # "scale" scalar's symbol; None: a temporary's, from its eq
+    support: int = 0               # sparse: 0 multilinear (coordinates); r > 0 precomputed, r
+                                   # nodes a dimension (per point and dimension the "coords"
+                                   # hold its first node, then its r weights)
 
     @property
     def base(self) -> sympy.IndexedBase:
         return sympy.IndexedBase(self.name)
+
+    def coords_width(self, ndim: int) -> int:
+        """Values of the "coords" parameter per point."""
+        return ndim * (1 + self.support) if self.support else ndim
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import sympy
 from ..errors import InvalidArgument
 from ..symbolic.functions import Constant, DiscreteFunction
 from ..symbolic.grid import as_int
-from ..symbolic.sparse import SparseFunction, SparseTimeFunction, check_coordinates
+from ..symbolic.sparse import (SparseFunction, SparseTimeFunction, check_coordinates,
+                               first_nodes)
 from ..data.storage import Storage
 from ..data import precision
 
@@ -123,7 +124,15 @@ def _storage(arr, bindings, overrides, temps, shape, args, keep):
     if arr.split and f.grid.distributor is not bindings.grid.distributor:
         raise InvalidArgument(f"apply: {f.name} is not on the split grid of the Operator "
                               f"({bindings.grid!r}); build it on that grid")
-    if arr.sparse:
+    if arr.sparse and arr.support:
+        if bindings.grid.distributor is not None and bindings.grid.distributor.size > 1:
+            raise InvalidArgument(f"apply: {f.name} is a precomputed sparse function, which "
+                                  f"stencilgen does not run on a grid split over MPI ranks; "
+                                  f"use a SparseFunction there")
+        coords = first_nodes(f)
+        keep.append(coords)
+        args[arr.layout.coords], args[arr.layout.npoint] = coords.ctypes.data, f.npoint
+    elif arr.sparse:
         check_coordinates(f)
         coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
         keep.append(coords)

@@ -50,6 +50,9 @@ class SparseData(FieldData):
     npoint: int = 0
     nt: int | None = None
     coordinates: Coordinates | None = None
+    support: int = 0                 # precomputed: nodes per dimension (0: multilinear)
+    coefficients: "Given | None" = None   # precomputed: (npoint, ndim, support) weights
+    gridpoints: "Given | None" = None     # precomputed: (npoint, ndim) cells, if given
 
     @property
     def shape_with_halo(self) -> tuple[int, ...]:
@@ -211,6 +214,93 @@ class SparseTimeFunction(SparseFunction):
         if p_t is not None:
             term.at = self.origin.subs({self.grid.time_dim: self._time_index(p_t, "p_t")})
         return term
+
+
+class Given:
+    """``f.gridpoints`` and ``f.interpolation_coeffs`` of a precomputed sparse function: the
+    values given, ``.data`` (read at every apply, so they may be changed between runs)."""
+
+    def __init__(self, data: np.ndarray):
+        self._data = data
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._data
+
+
+class PrecomputedSparseFunction(SparseFunction):
+    """Devito's ``PrecomputedSparseFunction``: points whose interpolation weights are given.
+    Per point its cell (``gridpoints``, (npoint, ndim) node indices, or the cell of its
+    ``coordinates``) and per dimension the weights of ``r`` nodes, from r/2 - 1 before that
+    cell to r/2 after (``interpolation_coeffs``, (npoint, ndim, r); Devito's ``r`` may also
+    be half of that, the radius); a node's weight is the product of its dimensions'. Nodes up
+    to r/2 beyond the domain are in the halo, which must be as wide."""
+
+    @classmethod
+    def _make_record(cls, name=None, grid=None, npoint=None, r=None, gridpoints=None,
+                     coordinates=None, interpolation_coeffs=None, **kwargs) -> SparseData:
+        owner = f"{cls.__name__} {name!r}"
+        if gridpoints is None and coordinates is None:
+            raise InvalidArgument(f"{owner}: give gridpoints= (the (npoint, ndim) cells of the "
+                                  f"points) or coordinates=")
+        if interpolation_coeffs is None:
+            raise InvalidArgument(f"{owner}: give interpolation_coeffs=, the weights of "
+                                  f"shape (npoint, ndim, r)")
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r <= 0:
+            raise InvalidArgument(f"{owner}: r={r!r}; give the nodes per dimension, a "
+                                  f"positive even integer")
+        coeffs = np.asarray(interpolation_coeffs, dtype=np.float64)
+        n = coeffs.shape[-1] if coeffs.ndim == 3 else None
+        nodes = n if n in (r, 2 * r) else None
+        dim = getattr(grid, "dim", None)
+        if nodes is None or nodes % 2 or coeffs.shape[:2] != (npoint, dim):
+            raise InvalidArgument(f"{owner}: interpolation_coeffs of shape {coeffs.shape}; "
+                                  f"give (npoint, ndim, r) = ({npoint}, {dim}, {r}) with r even")
+        cells = None
+        if gridpoints is not None:
+            cells = np.asarray(gridpoints)
+            if cells.shape != (npoint, dim) or cells.dtype.kind not in "iu":
+                raise InvalidArgument(f"{owner}: gridpoints of shape {cells.shape} "
+                                      f"({cells.dtype}); give ({npoint}, {dim}) integers")
+            coordinates = np.asarray(grid.origin) + cells * np.asarray(grid.spacing)
+        rec = super()._make_record(name=name, grid=grid, npoint=npoint,
+                                   coordinates=coordinates, **kwargs)
+        rec.support = nodes
+        rec.coefficients = Given(coeffs.astype(rec.dtype))
+        rec.gridpoints = None if cells is None else Given(cells.astype(np.int32))
+        return rec
+
+    @property
+    def r(self) -> int:
+        return self.field.support
+
+    @property
+    def interpolation_coeffs(self) -> Given:
+        return self.field.coefficients
+
+    @property
+    def gridpoints(self) -> Given | None:
+        return self.field.gridpoints
+
+
+class PrecomputedSparseTimeFunction(PrecomputedSparseFunction, SparseTimeFunction):
+    """Devito's ``PrecomputedSparseTimeFunction``: a ``PrecomputedSparseFunction``'s points
+    with a time series each, ``data[time, point]``."""
+
+
+def first_nodes(f) -> np.ndarray:
+    """A precomputed sparse function's "coords" argument: per point and dimension the first
+    of its nodes, then their weights (float64, (npoint, ndim, 1 + r))."""
+    rec, grid = f.field, f.grid
+    if rec.gridpoints is not None:
+        cells = rec.gridpoints.data
+    else:
+        cells = np.floor((rec.coordinates.data - np.asarray(grid.origin))
+                         / np.asarray(grid.spacing))
+    first = cells - (rec.support // 2 - 1)
+    return np.ascontiguousarray(np.concatenate(
+        [first[..., None].astype(np.float64), rec.coefficients.data.astype(np.float64)],
+        axis=2))
 
 
 class _Term:
