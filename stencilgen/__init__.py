@@ -9,8 +9,9 @@ from .symbolic.calculus import curl, diag, div, grad, laplace
 from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
 from .symbolic.conditions import CondEq, CondNe
-from .symbolic.dimensions import (BatchDimension, ConditionalDimension, Dimension, SpaceDimension,
-                                  SteppingDimension, TimeDimension)
+from .symbolic.dimensions import (BatchDimension, ConditionalDimension, Dimension,
+                                  SpaceDimension, SteppingDimension, SubDimension,
+                                  TimeDimension)
 from .symbolic.equations import Eq, Inc, solve
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
                      ExecutionError, HaloError, InvalidArgument, InvalidEquation,
@@ -77,7 +78,8 @@ __all__ = [
     "Constant", "Derivative", "Dimension", "Eq", "Inc", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "PrecomputedSparseFunction", "PrecomputedSparseTimeFunction", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
-    "SteppingDimension", "SubDomain", "TimeDimension", "TimeFunction", "configuration", "cos",
+    "SteppingDimension", "SubDimension", "SubDomain", "TimeDimension", "TimeFunction",
+    "configuration", "cos",
     "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
     "norm", "right", "set_log_level", "sin", "solve", "sqrt", "sum", "sumall", "inner", "mmax",

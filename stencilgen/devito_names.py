@@ -15,9 +15,6 @@ _CALCULUS = ("the rotated (45-degree) vector calculus operators are not supporte
 _SUBDOMAINS = ("only SubDomain (a class with define(), one region) is supported: write one "
                "SubDomain per region and one Eq(..., subdomain=...) for each, or multiply the "
                "update by a mask Function")
-_SUBDIMENSION = ("SubDimension is not supported: define a SubDomain whose define() maps the "
-                 "dimension to ('left', n), ('right', n) or ('middle', l, r), and write "
-                 "Eq(..., subdomain=MySubDomain(grid=grid))")
 _REDUCTIONS = "compute it with NumPy on f.data (norm(f) is provided)"
 _OPERATORS = "use Operator(eqs, backend='c' | 'openacc' | 'cuda') for every target"
 _CHECKPOINT = ("checkpointing (pyrevolve) is not supported; save the forward wavefield with "
@@ -27,7 +24,7 @@ _DIMENSIONS = ("this kind of Dimension is not supported: use the Grid's dimensio
 
 ADVICE = {
     "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
-    "SubDomainSet": _SUBDOMAINS, "SubDimension": _SUBDIMENSION,
+    "SubDomainSet": _SUBDOMAINS,
     "MultiSubDimension": _SUBDOMAINS, "Border": _SUBDOMAINS,
     "Buffer": "Buffer is not supported: pass time_order= (or save=) to TimeFunction",
     "smooth": _REDUCTIONS,

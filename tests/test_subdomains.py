@@ -200,8 +200,10 @@ def test_misuse_is_reported():
         Grid(shape=(6, 6), subdomains=(sub,))
     with pytest.raises(InvalidArgument, match="two subdomains are named 'left'"):
         Grid(shape=(6, 6), subdomains=(Left(), Left()))
-    with pytest.raises(InvalidArgument, match="SubDimensions are not supported"):
-        sub.dimensions
+    x, y = grid.dimensions
+    assert sub.dimensions[1] is y and sub.dimensions[0].thickness == (2, None)   # Devito's
+    with pytest.raises(InvalidArgument, match="belongs to no Grid yet"):
+        Left().dimensions
     with pytest.raises(stencilgen.devito_names.UnsupportedFeature, match="one SubDomain per"):
         stencilgen.SubDomainSet
 

@@ -17,6 +17,7 @@ from ..symbolic.derivatives import Derivative, expand
 from ..symbolic.differentiable import location, placed, plain
 from ..symbolic.dimensions import stepping_dimension, time_dimension
 from ..symbolic.equations import Eq, SparseEq
+from ..symbolic.subdomains import SubDimensionRegion
 from ..errors import HaloError, InvalidEquation
 from ..symbolic.functions import Constant, DiscreteFunction, FieldData, Function
 from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, Quotient, ScalarParam,
@@ -45,6 +46,8 @@ def check_equations(eqs) -> tuple:
     if not flat:
         raise InvalidEquation("Operator: no equations given")
     for i, e in enumerate(flat):
+        if isinstance(e, Eq) and not isinstance(e, SparseEq):
+            flat[i] = _on_parents(e)
         if isinstance(e, (Injection, Interpolation)):
             _check_support(e)
         if isinstance(e, Injection):
@@ -70,6 +73,30 @@ def check_equations(eqs) -> tuple:
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             found.setdefault(f.name, f)
     return flat, _operator_grid([found[n] for n in sorted(found)])
+
+
+def _on_parents(eq: Eq) -> Eq:
+    """An equation indexed by SubDimensions as one on their parents that runs on their part
+    of the grid (a ``SubDimensionRegion``)."""
+    found = {d for side in (eq.lhs, eq.rhs) for d in sympy.sympify(side).free_symbols
+             if getattr(d, "is_Sub", False)}
+    if not found:
+        return eq
+    subs = {}
+    for d in sorted(found, key=lambda s: s.name):
+        other = subs.setdefault(d.parent, d)
+        if other is not d:
+            raise InvalidEquation(f"{eq}: indexed by {other} and {d}, two SubDimensions of "
+                                  f"{d.parent}; use one")
+    grid = getattr(eq.lhs, "grid", None)
+    if grid is None or grid.implicit or any(p not in grid.dimensions for p in subs):
+        raise InvalidEquation(f"{eq}: SubDimensions of a Grid's dimensions index a function "
+                              f"of that Grid on the left-hand side")
+    region = SubDimensionRegion(grid, subs, eq.subdomain)
+    back = {d: d.parent for d in found}
+    new = _with_lhs(eq, eq.lhs.xreplace(back), sympy.sympify(eq.rhs).xreplace(back))
+    new.subdomain = region
+    return new
 
 
 def _check_support(term):
@@ -384,6 +411,7 @@ class _Indexer:
         self.time_indices: dict = {}   # (shift, modulo) -> TimeIndex
         self.subsamplings: dict = {}   # ConditionalDimension -> Subsampling
         self.bindings = Bindings(grid)
+        self.fixed, self.room = {}, ()   # the equation being indexed: fixed indices, room
         self.symbols = {time_dimension(): self.time, stepping_dimension(): self.time}
         for d, ld in zip(grid.dimensions, self.dims):
             self.symbols[d] = ld.symbol
@@ -482,7 +510,10 @@ class _Indexer:
                 raise InvalidEquation(
                     f"{f} is read at {d}{o:+} {d.spacing}, between grid points: evaluate "
                     f"staggered derivatives with x0= so that the result lands on a node")
-            if not arr.temporary and abs(o) > arr.halo[axis]:
+            # a subdomain's points stay clear of the domain's edges: reads reach that far
+            # within the domain before they need the halo (one block: no exchange to size)
+            room = self.room[axis] if self.room else (0, 0)
+            if not arr.temporary and abs(o) > arr.halo[axis] + room[1 if o > 0 else 0]:
                 raise HaloError(
                     f"{f.name} is read at {d}{int(o):+d} but its halo is {arr.halo[axis]} points "
                     f"wide (space_order={f.space_order}): the stencil is wider than the halo; raise "
@@ -666,6 +697,10 @@ class _Indexer:
         self.timed = False
         self.fixed = fixed_indices(eq.lhs, self.dims) if getattr(eq, "kind", None) is None \
             else {}
+        sub = getattr(eq, "subdomain", None)
+        split = self.grid.distributor is not None and self.grid.distributor.size > 1
+        self.room = sub.thickness if sub is not None and sub.grid is self.grid and \
+            not split else ()
         mapping = {f: self.access(f)
                    for f in sorted(found, key=lambda a: (a.name, sympy.default_sort_key(a)))}
         when, guard = self.conditions(eq)

@@ -13,6 +13,7 @@ class Dimension(sympy.Symbol):
 
     is_Space = False
     is_Batch = False
+    is_Sub = False
     is_Time = False
     is_Stepping = False
     is_Conditional = False
@@ -101,6 +102,79 @@ class SteppingDimension(TimeDimension):
     @property
     def root(self) -> Dimension:
         return time_dimension()
+
+
+class SubDimension(Dimension):
+    """Devito's SubDimension of a grid dimension ``parent``: its first ``thickness`` points
+    (``SubDimension.left``), its last (``right``), or all but ``thickness_left`` and
+    ``thickness_right`` at its ends (``middle``). An equation indexed by it (``u[t + 1,
+    xleft, y]``, or ``eq.subs(x, xi)``) runs on that part of ``parent`` only; the thickness
+    is fixed when the Operator is built."""
+
+    is_Sub = True
+
+    def __new__(cls, name, parent, thickness=(None, None), local=None):
+        if not isinstance(parent, Dimension) or not parent.is_Space or parent.is_Batch:
+            raise InvalidArgument(f"SubDimension {name!r}: parent must be a space dimension "
+                                  f"of a Grid, got {parent!r}")
+        left, right = thickness
+        for value in (v for v in (left, right) if v is not None):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise InvalidArgument(f"SubDimension {name!r}: thickness {value!r}; give a "
+                                      f"non-negative integer")
+        if left is None and right is None:
+            raise InvalidArgument(f"SubDimension {name!r}: give a thickness (use "
+                                  f"SubDimension.left, .right or .middle)")
+        obj = sympy.Symbol.__xnew__(cls, name, integer=True)
+        obj.parent, obj._thickness = parent, (left, right)
+        return obj
+
+    def __getnewargs__(self):
+        return (self.name, self.parent, self._thickness)
+
+    @classmethod
+    def left(cls, name, parent, thickness, local=True):
+        return cls(name, parent, (int(thickness), None))
+
+    @classmethod
+    def right(cls, name, parent, thickness, local=True):
+        return cls(name, parent, (None, int(thickness)))
+
+    @classmethod
+    def middle(cls, name, parent, thickness_left, thickness_right, local=False):
+        return cls(name, parent, (int(thickness_left), int(thickness_right)))
+
+    @property
+    def thickness(self) -> tuple:
+        """(left, right) points: a left SubDimension's right is None, a right one's left."""
+        return self._thickness
+
+    @property
+    def is_left(self) -> bool:
+        return self._thickness[1] is None
+
+    @property
+    def is_right(self) -> bool:
+        return self._thickness[0] is None
+
+    @property
+    def is_middle(self) -> bool:
+        return None not in self._thickness
+
+    @property
+    def span(self) -> tuple:
+        """The part of the parent as a SubDomain maps a dimension (``subdomains``)."""
+        left, right = self._thickness
+        return ("left", left) if right is None else ("right", right) if left is None else \
+            ("middle", left, right)
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        return self.parent.spacing
+
+    @property
+    def root(self) -> Dimension:
+        return self.parent.root
 
 
 class ConditionalDimension(Dimension):

@@ -38,6 +38,13 @@ def _index(f, d, i, is_time: bool):
     except (sympy.SympifyError, TypeError):
         raise InvalidArgument(f"{f.name}[...]: index {i!r} along {d} is not a number or an "
                               "expression") from None
+    subs = [s for s in i.free_symbols if getattr(s, "is_Sub", False) and s.parent == d]
+    if subs:   # a SubDimension of d: kept until the Operator runs the equation on its part
+        k = sympy.expand(i - subs[0])
+        if not k.is_Integer:
+            raise InvalidArgument(f"{f.name}[...]: index {i} along {d} must be {subs[0]} plus "
+                                  f"an integer")
+        return subs[0] + (k + f.field.stagger(d)) * d.spacing
     if i.has(d):
         k = sympy.expand(i - d)
         if not k.is_Integer:

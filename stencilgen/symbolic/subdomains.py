@@ -113,10 +113,41 @@ class SubDomain:
                      for n, s in zip(self._attached().shape, self.spans))
 
     @property
-    def dimensions(self):
-        raise InvalidArgument(f"SubDomain {self.name!r}: its SubDimensions are not supported; "
-                              "write the equation on the grid's dimensions with "
-                              "Eq(..., subdomain=...)")
+    def dimensions(self) -> tuple:
+        """Devito's: per grid dimension the dimension itself where the subdomain spans all of
+        it, else its SubDimension ``i`` + name (an equation indexed by them runs there)."""
+        from .dimensions import SubDimension
+        out = []
+        for d, span in zip(self._attached().dimensions, self.spans):
+            if span == ("middle", 0, 0):
+                out.append(d)
+            else:
+                thickness = (span[1], span[2]) if span[0] == "middle" else \
+                    (span[1], None) if span[0] == "left" else (None, span[1])
+                out.append(SubDimension(f"i{d.name}", d, thickness))
+        return tuple(out)
+
+
+class SubDimensionRegion(SubDomain):
+    """The part of a grid an equation indexed by SubDimensions runs on (made by the
+    Operator): theirs along their parents, ``base``'s (a subdomain, or all) elsewhere."""
+
+    def __init__(self, grid, subs: dict, base=None):
+        self._mapping = {}
+        for i, d in enumerate(grid.dimensions):
+            sub = subs.get(d)
+            whole = base is None or base.spans[i] == ("middle", 0, 0)
+            if sub is not None and not whole:
+                raise InvalidArgument(f"an equation indexed by {sub} also has subdomain "
+                                      f"{base.name!r} cutting {d}; give one of them")
+            self._mapping[d] = sub.span if sub is not None else \
+                d if base is None else base.spans[i]
+        self.name = "_".join(s.name for s in subs.values()) + \
+            (f"_{base.name}" if base is not None else "")
+        super().__init__(grid=grid)
+
+    def define(self, dimensions):
+        return {d: (d if v == ("middle", 0, 0) else v) for d, v in self._mapping.items()}
 
     def __repr__(self) -> str:
         return f"SubDomain {self.name!r}"

@@ -1,0 +1,110 @@
+"""Devito's SubDimensions (tests/test_dimension.py TestSubDimension, its expectations):
+left, right and middle parts of a grid dimension indexing an equation, SubDomain.dimensions;
+on C, OpenACC where it builds, and the CUDA source emulated."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stencilgen import (Eq, Grid, InvalidArgument, InvalidEquation, Operator, SubDimension,
+                        SubDomain, TimeFunction, platform)
+from test_cuda import needs_nvcc
+
+
+def _backends():
+    ok, _ = platform.usable("openacc")
+    return ["c"] + (["openacc"] if ok else []) + [pytest.param("cuda", marks=needs_nvcc)]
+
+
+def _run(op, backend, tmp_path, **kw):
+    if backend == "cuda":
+        import cuda_emulation
+        assert cuda_emulation.run(op, str(tmp_path), **kw) == 0
+    else:
+        op.apply(**kw)
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_subdim_middle(backend, tmp_path):
+    grid = Grid(shape=(4, 4, 4))
+    x = grid.dimensions[0]
+    u = TimeFunction(name="u", grid=grid)
+    xi = SubDimension.middle(name="xi", parent=x, thickness_left=1, thickness_right=1)
+    assert xi.is_middle and not xi.is_left and not xi.is_right
+    eqs = [Eq(u.forward, u + 1)]
+    eqs = [Eq(e.lhs.subs(x, xi), e.rhs.subs(x, xi)) for e in eqs]
+    u.data[:] = 1.0
+    _run(Operator(eqs, backend=backend, name=f"Middle{backend}"), backend, tmp_path,
+         time_m=0, time_M=1)
+    assert np.all(u.data[1, 0] == 1) and np.all(u.data[1, -1] == 1)
+    assert np.all(u.data[1, 1:3] == 2)
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_bcs(backend, tmp_path):
+    """A centre set to one and left and right strips counting outward from it (Devito's)."""
+    grid = Grid(shape=(20, 20))
+    x, y = grid.dimensions
+    t = grid.stepping_dim
+    thickness = 4
+    u = TimeFunction(name="u", save=None, grid=grid, space_order=0, time_order=1)
+    xleft = SubDimension.left(name="xleft", parent=x, thickness=thickness)
+    xi = SubDimension.middle(name="xi", parent=x, thickness_left=thickness,
+                             thickness_right=thickness)
+    xright = SubDimension.right(name="xright", parent=x, thickness=thickness)
+    assert xright.is_right and not xright.is_middle and xleft.is_left
+    yi = SubDimension.middle(name="yi", parent=y, thickness_left=thickness,
+                             thickness_right=thickness)
+    t_in_centre = Eq(u[t + 1, xi, yi], 1)
+    leftbc = Eq(u[t + 1, xleft, yi], u[t + 1, xleft + 1, yi] + 1)
+    rightbc = Eq(u[t + 1, xright, yi], u[t + 1, xright - 1, yi] + 1)
+    _run(Operator([t_in_centre, leftbc, rightbc], backend=backend, name=f"Bcs{backend}"),
+         backend, tmp_path, time_m=1, time_M=1)
+    assert np.all(u.data[0, :, 0:thickness] == 0.)
+    assert np.all(u.data[0, :, -thickness:] == 0.)
+    assert all(np.all(u.data[0, i, thickness:-thickness] == (thickness + 1 - i))
+               for i in range(thickness))
+    assert all(np.all(u.data[0, -i, thickness:-thickness] == (thickness + 2 - i))
+               for i in range(1, thickness + 1))
+    assert np.all(u.data[0, thickness:-thickness, thickness:-thickness] == 1.)
+
+
+def test_subdomain_dimensions_are_devitos_and_index_equations():
+    class Strip(SubDomain):
+        name = "strip"
+
+        def define(self, dimensions):
+            x, y = dimensions
+            return {x: x, y: ("right", 2)}
+
+    class Box(SubDomain):
+        name = "box"
+
+        def define(self, dimensions):
+            x, y = dimensions
+            return {x: ("middle", 2, 3), y: ("left", 4)}
+    grid = Grid(shape=(10, 10))
+    x, y = grid.dimensions
+    strip, box = Strip(grid=grid), Box(grid=grid)
+    assert strip.dimensions[0] is x and strip.dimensions[1].name == "iy"
+    ix, iy = box.dimensions
+    assert (ix.name, ix.thickness, iy.thickness, iy.parent) == ("ix", (2, 3), (4, None), y)
+    u = TimeFunction(name="u", grid=grid)
+    Operator(Eq(u[grid.stepping_dim + 1, ix, iy], 7)).apply(time_m=0, time_M=0)
+    want = np.zeros((10, 10))
+    want[2:7, 0:4] = 7
+    assert np.array_equal(u.data[1], want)
+
+
+def test_subdimension_misuse_is_named():
+    grid = Grid(shape=(6, 6))
+    x, y = grid.dimensions
+    u = TimeFunction(name="u", grid=grid)
+    with pytest.raises(InvalidArgument, match="non-negative integer"):
+        SubDimension.left(name="xl", parent=x, thickness=-1)
+    xl = SubDimension.left(name="xl", parent=x, thickness=2)
+    xr = SubDimension.right(name="xr", parent=x, thickness=2)
+    with pytest.raises(InvalidEquation, match="two SubDimensions of x"):
+        Operator(Eq(u[grid.stepping_dim + 1, xl, y], u[grid.stepping_dim, xr, y]))
+    with pytest.raises(InvalidArgument, match="also has subdomain 'interior' cutting x"):
+        Operator(Eq(u[grid.stepping_dim + 1, xl, y], 1, subdomain=grid.interior))
