@@ -7,24 +7,15 @@ import numpy as np
 import pytest
 
 from stencilgen import (Eq, Function, Grid, Inc, InvalidEquation, Operator, TimeFunction,
-                        VectorFunction, cos, platform)
-from test_cuda import needs_nvcc
+                        VectorFunction, cos)
+from backend_cases import backends, run, target
 
 
-def _backends():
-    ok, _ = platform.usable("openacc")
-    return ["c"] + (["openacc"] if ok else []) + [pytest.param("cuda", marks=needs_nvcc)]
 
 
-def _run(op, backend, tmp_path, **kw):
-    if backend == "cuda":
-        import cuda_emulation
-        assert cuda_emulation.run(op, str(tmp_path), **kw) == 0
-    else:
-        op.apply(**kw)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", backends())
 def test_a_sum_over_the_time_steps(backend, tmp_path):
     """A diffusing field u and, each step, Inc(f, u * cos(w * time * dt)): f is the
     cosine transform of u's history at w, as NumPy computes it from the same steps."""
@@ -38,8 +29,8 @@ def test_a_sum_over_the_time_steps(backend, tmp_path):
     time = grid.time_dim
     op = Operator([Inc(f, u * cos(w * time * time.spacing)),
                    Eq(u.forward, u + time.spacing * u.laplace)],
-                  backend=backend, name=f"Fourier{backend}")
-    _run(op, backend, tmp_path, time_m=0, time_M=nt - 1, dt=dt)
+                  backend=target(backend), name=f"Fourier{backend}")
+    run(op, backend, tmp_path, time_m=0, time_M=nt - 1, dt=dt)
     h = np.array(grid.spacing)
     v, want = np.pad(start, 1), np.zeros_like(start)
     for n in range(nt):

@@ -9,8 +9,8 @@ import pytest
 
 import stencilgen
 from stencilgen import (Grid, InvalidArgument, Operator, SparseFunction, SparseTimeFunction,
-                        TimeFunction, Function, platform)
-from test_cuda import needs_nvcc
+                        TimeFunction, Function)
+from backend_cases import backends, run, target
 
 SHAPE_COORDS = [((11, 11), [(.05, .9), (.01, .8)]),
                 ((11, 11, 11), [(.05, .9), (.01, .8), (0.07, 0.84)])]
@@ -18,20 +18,8 @@ SHAPE_COORDS_INJECT = [((11, 11), [(.05, .95), (.45, .45)], 1.),
                        ((11, 11, 11), [(.05, .95), (.45, .45), (.45, .45)], 0.5)]
 
 
-def _backends():
-    out = ["c"]
-    ok, _ = platform.usable("openacc")
-    if ok:
-        out.append("openacc")
-    return out
 
 
-def _run(op, backend, tmp_path, **kw):
-    if backend == "cuda":
-        import cuda_emulation
-        assert cuda_emulation.run(op, str(tmp_path), **kw) == 0
-    else:
-        op.apply(**kw)
 
 
 def _box(shape, time=False):
@@ -50,7 +38,7 @@ def _points(grid, ranges, npoints, cls=SparseFunction, name="points", **kw):
     return cls(name=name, grid=grid, npoint=npoints, coordinates=coords, **kw)
 
 
-BACKENDS = _backends() + [pytest.param("cuda", marks=needs_nvcc)]
+BACKENDS = backends()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -60,7 +48,7 @@ def test_interpolate_increment(shape, coords, backend, tmp_path):
     a = _box(shape)
     p = _points(a.grid, coords, 20)
     p.data[:] = 1.0
-    _run(Operator(p.interpolate(a, increment=True), backend=backend, name=f"Inc{backend}"),
+    run(Operator(p.interpolate(a, increment=True), backend=target(backend), name=f"Inc{backend}"),
          backend, tmp_path)
     np.testing.assert_allclose(p.data, p.coordinates.data[:, 0] + 1.0, rtol=1e-6)
 
@@ -82,8 +70,8 @@ def test_interpolate_time_shift(shape, coords, backend, tmp_path):
             kw["u_t"] = t + 1
         if p_t:
             kw["p_t"] = p.grid.time_dim + 1
-        op = Operator(p.interpolate(a, **kw), backend=backend, name=f"Shift{backend}")
-        _run(op, backend, tmp_path, time_m=0, time_M=0)
+        op = Operator(p.interpolate(a, **kw), backend=target(backend), name=f"Shift{backend}")
+        run(op, backend, tmp_path, time_m=0, time_M=0)
         np.testing.assert_allclose(p.data[row], p.coordinates.data[:, 0], rtol=1e-6)
         others = np.delete(np.arange(10), row)
         assert np.all(p.data[others] == 1.0)
@@ -106,8 +94,8 @@ def test_inject_time_shift(shape, coords, result, backend, tmp_path):
             kw["u_t"] = t + 1
         if p_t:
             kw["p_t"] = time + 1
-        op = Operator(p.inject(a, p, **kw), backend=backend, name=f"InjShift{backend}")
-        _run(op, backend, tmp_path, time_m=0, time_M=0)
+        op = Operator(p.inject(a, p, **kw), backend=target(backend), name=f"InjShift{backend}")
+        run(op, backend, tmp_path, time_m=0, time_M=0)
         inner = (slot, slice(1, -1)) + (slice(4, 6),) * (len(shape) - 1)
         np.testing.assert_allclose(a.data[inner], result, rtol=1e-5)
         assert np.all(a.data[1 - slot] == 0.0)
@@ -121,13 +109,13 @@ def test_inject_into_a_tuple_of_fields(backend, tmp_path):
     u, v, w = (Function(name=n, grid=grid) for n in "uvw")
     p = _points(grid, [(.05, .95), (.45, .45)], 19)
     p.data[:] = 1.0
-    _run(Operator(p.inject((u, v), expr=(p, 2 * p)) + p.inject((w,), expr=3 * p),
-                  backend=backend, name=f"Tuple{backend}"), backend, tmp_path)
+    run(Operator(p.inject((u, v), expr=(p, 2 * p)) + p.inject((w,), expr=3 * p),
+                  backend=target(backend), name=f"Tuple{backend}"), backend, tmp_path)
     inner = (slice(1, -1), slice(4, 6))
     for f, scale in ((u, 1), (v, 2), (w, 3)):
         np.testing.assert_allclose(f.data[inner], scale * 1.0, rtol=1e-5)
     u.data[:] = v.data[:] = 0
-    _run(Operator(p.inject((u, v), expr=p), backend=backend, name=f"Same{backend}"),
+    run(Operator(p.inject((u, v), expr=p), backend=target(backend), name=f"Same{backend}"),
          backend, tmp_path)
     np.testing.assert_allclose(u.data, v.data)
     assert float(np.abs(u.data).max()) > 0
@@ -147,14 +135,14 @@ def test_bad_shifts_and_tuples_say_what_to_give():
         _points(grid, [(.1, .9), (.5, .5)], 3).interpolate(a, u_t=1)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", backends(emulated=False))
 def test_arrays_passed_for_sparse_functions(backend):
     """op.apply(points=ndarray), as Devito's RTM tutorial passes its residual: the array's
     values at the compiled function's points; an interpolation writes into the array (its
     own data, or another's), an injection reads it."""
     a = _box((11, 11))
     p = _points(a.grid, SHAPE_COORDS[0][1], 20)
-    op = Operator(p.interpolate(a), backend=backend, name=f"ArrInterp{backend}")
+    op = Operator(p.interpolate(a), backend=target(backend), name=f"ArrInterp{backend}")
     mine = p.data
     op.apply(points=mine)
     np.testing.assert_allclose(p.data, p.coordinates.data[:, 0], rtol=1e-6)
@@ -163,7 +151,7 @@ def test_arrays_passed_for_sparse_functions(backend):
     np.testing.assert_allclose(other, p.coordinates.data[:, 0], rtol=1e-6)
     b = Function(name="b", grid=a.grid)
     q = _points(a.grid, [(.05, .95), (.45, .45)], 19, SparseTimeFunction, name="q", nt=3)
-    inj = Operator(q.inject(b, q), backend=backend, name=f"ArrInject{backend}")
+    inj = Operator(q.inject(b, q), backend=target(backend), name=f"ArrInject{backend}")
     inj.apply(q=np.ones((3, 19)), time_m=0, time_M=0)
     np.testing.assert_allclose(b.data[1:-1, 4:6], 1.0, rtol=1e-5)
     assert np.all(q.data == 0)   # the function built with the Operator is left alone
@@ -202,12 +190,12 @@ def test_precomputed_interpolation(r, backend, tmp_path):
     for given in ({"gridpoints": cells}, {"coordinates": COORDS}):
         sf = stencilgen.PrecomputedSparseFunction(name="s", grid=grid, r=r, npoint=3,
                                                   interpolation_coeffs=coeffs, **given)
-        _run(Operator(sf.interpolate(m), backend=backend, name=f"Pre{backend}"),
+        run(Operator(sf.interpolate(m), backend=target(backend), name=f"Pre{backend}"),
              backend, tmp_path)
         want = np.sin(COORDS[:, 0]) + np.sin(COORDS[:, 1])
         np.testing.assert_allclose(sf.data, want, rtol=1e-4)   # linear interpolation's error
         plain = SparseFunction(name="s", grid=grid, npoint=3, coordinates=COORDS)
-        _run(Operator(plain.interpolate(m), backend=backend, name=f"Lin{backend}"),
+        run(Operator(plain.interpolate(m), backend=target(backend), name=f"Lin{backend}"),
              backend, tmp_path)
         np.testing.assert_allclose(sf.data, plain.data, rtol=1e-6)
 
@@ -226,7 +214,7 @@ def test_precomputed_time_interpolation_and_injection(r, backend, tmp_path):
                                                   gridpoints=cells,
                                                   interpolation_coeffs=coeffs)
     assert sf.data.shape == (5, 3)
-    _run(Operator(sf.interpolate(u), backend=backend, name=f"PreT{backend}"), backend,
+    run(Operator(sf.interpolate(u), backend=target(backend), name=f"PreT{backend}"), backend,
          tmp_path, time_m=0, time_M=4)
     np.testing.assert_allclose(sf.data, np.arange(5)[:, None] * np.ones((1, 3)), atol=1e-5)
     box = Grid(shape=(11, 11))
@@ -238,7 +226,7 @@ def test_precomputed_time_interpolation_and_injection(r, backend, tmp_path):
                                                    nt=nt, gridpoints=cells,
                                                    interpolation_coeffs=coeffs)
     src.data[:] = 1.0
-    _run(Operator(src.inject(m, src), backend=backend, name=f"PreInj{backend}"), backend,
+    run(Operator(src.inject(m, src), backend=target(backend), name=f"PreInj{backend}"), backend,
          tmp_path, time_m=0, time_M=nt - 1)
     for slot in range(2):
         np.testing.assert_allclose(m.data[slot][0:2, 4:6], nt * 0.25 / 2, rtol=1e-5)

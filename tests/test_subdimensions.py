@@ -7,24 +7,15 @@ import numpy as np
 import pytest
 
 from stencilgen import (Eq, Grid, InvalidArgument, InvalidEquation, Operator, SubDimension,
-                        SubDomain, TimeFunction, platform)
-from test_cuda import needs_nvcc
+                        SubDomain, TimeFunction)
+from backend_cases import backends, run, target
 
 
-def _backends():
-    ok, _ = platform.usable("openacc")
-    return ["c"] + (["openacc"] if ok else []) + [pytest.param("cuda", marks=needs_nvcc)]
 
 
-def _run(op, backend, tmp_path, **kw):
-    if backend == "cuda":
-        import cuda_emulation
-        assert cuda_emulation.run(op, str(tmp_path), **kw) == 0
-    else:
-        op.apply(**kw)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", backends())
 def test_subdim_middle(backend, tmp_path):
     grid = Grid(shape=(4, 4, 4))
     x = grid.dimensions[0]
@@ -34,13 +25,13 @@ def test_subdim_middle(backend, tmp_path):
     eqs = [Eq(u.forward, u + 1)]
     eqs = [Eq(e.lhs.subs(x, xi), e.rhs.subs(x, xi)) for e in eqs]
     u.data[:] = 1.0
-    _run(Operator(eqs, backend=backend, name=f"Middle{backend}"), backend, tmp_path,
+    run(Operator(eqs, backend=target(backend), name=f"Middle{backend}"), backend, tmp_path,
          time_m=0, time_M=1)
     assert np.all(u.data[1, 0] == 1) and np.all(u.data[1, -1] == 1)
     assert np.all(u.data[1, 1:3] == 2)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", backends())
 def test_bcs(backend, tmp_path):
     """A centre set to one and left and right strips counting outward from it (Devito's)."""
     grid = Grid(shape=(20, 20))
@@ -58,7 +49,7 @@ def test_bcs(backend, tmp_path):
     t_in_centre = Eq(u[t + 1, xi, yi], 1)
     leftbc = Eq(u[t + 1, xleft, yi], u[t + 1, xleft + 1, yi] + 1)
     rightbc = Eq(u[t + 1, xright, yi], u[t + 1, xright - 1, yi] + 1)
-    _run(Operator([t_in_centre, leftbc, rightbc], backend=backend, name=f"Bcs{backend}"),
+    run(Operator([t_in_centre, leftbc, rightbc], backend=target(backend), name=f"Bcs{backend}"),
          backend, tmp_path, time_m=1, time_M=1)
     assert np.all(u.data[0, :, 0:thickness] == 0.)
     assert np.all(u.data[0, :, -thickness:] == 0.)
