@@ -58,11 +58,39 @@ def test_inc_is_eq_of_the_sum_on_subdomains_and_vectors():
     assert repr(Inc(f, g)) == "Inc(f(x, y), g(x, y))"
 
 
-def test_a_reduction_says_what_to_do():
+@pytest.mark.parametrize("backend", backends())
+def test_reductions_into_functions_of_fewer_dimensions(backend, tmp_path):
+    """Inc(f(x), g(x, y)) sums over y, Inc(h(y), k(x, y, z)) over x and z (NumPy's sums);
+    inside a time loop a sum over y of each step's field adds up over the steps."""
+    grid = Grid(shape=(5, 6), dtype=np.float64)
+    x, y = grid.dimensions
+    g = Function(name="g", grid=grid)
+    g.data[:] = np.random.default_rng(5).random((5, 6))
+    f = Function(name="f", dimensions=(x,), shape=(5,), dtype=np.float64)
+    f.data[:] = 1.0
+    run(Operator(Inc(f, g * g), backend=target(backend), name=f"SumY{backend}"), backend,
+        tmp_path)
+    np.testing.assert_allclose(f.data, 1.0 + (g.data ** 2).sum(axis=1), rtol=1e-12)
+    cube = Grid(shape=(4, 5, 3))
+    a, b, c = cube.dimensions
+    k = Function(name="k", grid=cube)
+    k.data[:] = np.arange(60).reshape(4, 5, 3)
+    h = Function(name="h", dimensions=(b,), shape=(5,))
+    run(Operator(Inc(h, k), backend=target(backend), name=f"SumXZ{backend}"), backend,
+        tmp_path)
+    np.testing.assert_allclose(h.data, k.data.sum(axis=(0, 2)), rtol=1e-6)
+    u = TimeFunction(name="u", grid=grid)
+    u.data[0] = g.data
+    total = Function(name="total", dimensions=(x,), shape=(5,), dtype=np.float64)
+    run(Operator([Inc(total, u), Eq(u.forward, 2 * u)], backend=target(backend),
+                 name=f"SumSteps{backend}"), backend, tmp_path, time_m=0, time_M=2)
+    np.testing.assert_allclose(total.data, 7 * g.data.sum(axis=1), rtol=1e-6)
+
+
+def test_only_inc_sums_into_fewer_dimensions():
     grid = Grid(shape=(4, 5))
     x, y = grid.dimensions
     s = Function(name="s", dimensions=(x,), shape=(4,))
     g = Function(name="g", grid=grid)
-    with pytest.raises(InvalidEquation, match=r"a reduction, which stencilgen does not "
-                                              r"compile yet; sum with NumPy"):
-        Operator(Inc(s, g))
+    with pytest.raises(InvalidEquation, match=r"or sums into one with Inc"):
+        Operator(Eq(s, g))

@@ -682,18 +682,19 @@ class _Indexer:
         # sorted: the parameter order (and so the source text and its cache key) must not
         # depend on set iteration order, which changes between processes
         found = eq.lhs.atoms(DiscreteFunction) | eq.rhs.atoms(DiscreteFunction)
+        reduces = ()
         if getattr(eq, "kind", None) != "interpolate" and \
                 tuple(map(looped, eq.lhs.grid.dimensions)) != self.grid.dimensions:
-            if getattr(eq, "is_Increment", False):
+            own = set(map(looped, eq.lhs.grid.dimensions))
+            if getattr(eq, "is_Increment", False) and eq.lhs.grid.implicit and \
+                    own < set(self.grid.dimensions):
+                reduces = tuple(d for d in self.grid.dimensions if d not in own)
+            else:
                 raise InvalidEquation(
-                    f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} inside a loop over "
-                    f"{self.grid.dimensions}: a reduction, which stencilgen does not compile "
-                    f"yet; sum with NumPy ({eq.lhs.name}.data[:] = g.data.sum(axis=...)) or "
-                    f"Inc into a function of the loop's dimensions")
-            raise InvalidEquation(
-                f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator loops "
-                f"over {self.grid.dimensions}; stencilgen writes a Function only in an Operator "
-                f"over its own dimensions: build a separate Operator for {eq.lhs.name}")
+                    f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator "
+                    f"loops over {self.grid.dimensions}; stencilgen writes a Function only in "
+                    f"an Operator over its own dimensions (or sums into one with Inc): build "
+                    f"a separate Operator for {eq.lhs.name}")
         self.timed = False
         self.fixed = fixed_indices(eq.lhs, self.dims) if getattr(eq, "kind", None) is None \
             else {}
@@ -712,7 +713,8 @@ class _Indexer:
             fixed = tuple(self.fixed.get(axis) for axis in range(len(self.dims)))
             extent, anchors = self.region(eq)
             return IndexedEq(lhs, rhs, self.timed, extent=extent, anchors=anchors,
-                             fixed=fixed if self.fixed else (), when=when, guard=guard)
+                             fixed=fixed if self.fixed else (), when=when, guard=guard,
+                             reduces=reduces)
         self.array(eq.sparse)
         for axis, (d, ld) in enumerate(zip(self.grid.dimensions, self.dims)):
             self.scalar(ld.origin, np.float64, ("origin", axis))

@@ -202,6 +202,8 @@ class IndexedEq:
     sparse: str | None = None        # the sparse array visited
     stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
     increment: bool = False          # interpolate: add to the sample instead of storing it
+    reduces: tuple = ()              # an Inc summing over these loop dimensions (its function
+                                     # spans the others): its nest runs in order
     when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
     guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
 

@@ -97,10 +97,14 @@ def sweep(eq, dims) -> tuple[int, ...]:
 def in_place(eq, dims) -> str | None:
     """Why ``eq`` must sweep its points in order, or None: it reads the array slot it writes
     at a neighbouring point (an in-place stencil such as ``Eq(f, f + f.laplace)``)."""
+    name = eq.lhs.base.name
+    if eq.reduces:
+        return (f"{name} is a sum over {', '.join(map(str, eq.reduces))} (an Inc into a "
+                f"function of fewer dimensions), so its nest runs in order (one thread on a "
+                f"GPU)")
     offsets = sorted(_self_reads(eq, dims)) if _conflict([eq], eq, dims) else []
     if not offsets:
         return None
-    name = eq.lhs.base.name
     order = ", ".join(f"{d} {'down' if s < 0 else 'up'}" for d, s in zip(dims, sweep(eq, dims)))
     return (f"{name} is read at offsets {', '.join(map(str, offsets))} of the points it "
             f"writes (an in-place stencil), so its nest runs sequentially ({order}), as Devito "
