@@ -249,3 +249,29 @@ def test_precomputed_input_is_checked():
     thin = Function(name="thin", grid=grid, space_order=1)
     with pytest.raises(stencilgen.HaloError, match="space_order of at least 2"):
         Operator(sf.interpolate(thin))
+
+
+def test_sparse_functions_on_given_dimensions():
+    """SparseFunction(dimensions=(p,), shape=(npoint,)) and SparseTimeFunction(dimensions=
+    (time, p), shape=(nt, npoint)): the point dimension named by the user; more dimensions
+    (Devito's extra axes) are refused with what is supported."""
+    from stencilgen import Dimension
+    grid = Grid(shape=(11, 11))
+    p, q = Dimension("p"), Dimension("q")
+    a = _box((11, 11))
+    s = SparseFunction(name="s", grid=grid, dimensions=(p,), shape=(3,),
+                       coordinates=[(.1, .2), (.5, .5), (.9, .1)])
+    assert s.dimensions == (p,) and s.npoint == 3
+    Operator(s.interpolate(a)).apply()
+    np.testing.assert_allclose(s.data, [.1, .5, .9], rtol=1e-6)
+    r = SparseTimeFunction(name="r", grid=grid, dimensions=(grid.time_dim, q), shape=(4, 2),
+                           coordinates=[(.1, .2), (.5, .5)])
+    assert r.dimensions == (grid.time_dim, q) and r.data.shape == (4, 2)
+    u = TimeFunction(name="u", grid=grid)
+    u.data[:] = 1.0
+    Operator(r.interpolate(u)).apply(time_M=3)
+    assert np.all(r.data == 1.0)
+    with pytest.raises(InvalidArgument, match="more dimensions is not supported"):
+        SparseFunction(name="z", grid=grid, dimensions=(q, p), shape=(3, 2))
+    with pytest.raises(InvalidArgument, match="npoint=2 but shape"):
+        SparseFunction(name="z", grid=grid, dimensions=(p,), shape=(3,), npoint=2)

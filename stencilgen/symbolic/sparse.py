@@ -50,6 +50,7 @@ class SparseData(FieldData):
     npoint: int = 0
     nt: int | None = None
     coordinates: Coordinates | None = None
+    point: Dimension | None = None   # the point dimension given (Devito's dimensions=)
     support: int = 0                 # precomputed: nodes per dimension (0: multilinear)
     coefficients: "Given | None" = None   # precomputed: (npoint, ndim, support) weights
     gridpoints: "Given | None" = None     # precomputed: (npoint, ndim) cells, if given
@@ -70,9 +71,13 @@ class SparseFunction(DiscreteFunction):
 
     @classmethod
     def _make_record(cls, name=None, grid=None, npoint=None, coordinates=None, dtype=None,
-                     space_order=None, nt=None, **unknown) -> SparseData:
+                     space_order=None, nt=None, dimensions=None, shape=None,
+                     **unknown) -> SparseData:
         owner = f"{cls.__name__} {name!r}"
         _common_checks(owner, name, grid, unknown)
+        point = None
+        if dimensions is not None or shape is not None:
+            point, npoint, nt = _own_axes(cls, owner, grid, dimensions, shape, npoint, nt)
         npoint = _check_order(owner, npoint, "npoint", "give the number of points (>= 1)",
                               lambda v: v >= 1)
         if not cls.is_TimeFunction:
@@ -83,14 +88,14 @@ class SparseFunction(DiscreteFunction):
         dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
         rec = SparseData(name=name, grid=grid, space_order=2, dtype=dtype, halo=(),
                          npoint=npoint, nt=nt, is_time=nt is not None,
-                         coordinates=Coordinates(owner, npoint, grid.dim))
+                         coordinates=Coordinates(owner, npoint, grid.dim), point=point)
         if coordinates is not None:
             rec.coordinates.data = coordinates
         return rec
 
     @classmethod
     def _indices(cls, record):
-        p = SparseDimension(f"p_{record.name}", integer=True)
+        p = record.point or SparseDimension(f"p_{record.name}", integer=True)
         return (record.grid.time_dim, p) if record.nt is not None else (p,)
 
     @property
@@ -151,6 +156,29 @@ class SparseFunction(DiscreteFunction):
         return Interpolation(self, sympy.sympify(expr), bool(increment))
 
 
+def _own_axes(cls, owner, grid, dimensions, shape, npoint, nt):
+    """Devito's ``SparseFunction(dimensions=(p,), shape=(npoint,))`` (a time series's
+    ``(time, p)``, ``(nt, npoint)``): the point dimension, npoint and nt they give."""
+    timed = cls.is_TimeFunction
+    want = "(time, p) and shape (nt, npoint)" if timed else "(p,) and shape (npoint,)"
+    dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
+    sizes = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    fits = len(dims) == len(sizes) == 1 + timed and all(isinstance(d, Dimension)
+                                                          for d in dims)
+    if fits and timed:
+        fits = dims[0] == grid.time_dim and not dims[1].is_Time
+    if not fits or not all(isinstance(n, (int, np.integer)) and n >= 1 for n in sizes):
+        raise InvalidArgument(f"{owner}: dimensions={dimensions!r}, shape={shape!r}; give "
+                              f"dimensions {want} (a sparse function with more dimensions "
+                              f"is not supported)")
+    if npoint is not None and npoint != sizes[-1]:
+        raise InvalidArgument(f"{owner}: npoint={npoint} but shape {sizes} has {sizes[-1]} "
+                              f"points; give one of them, or both the same")
+    if timed and nt is not None and nt != sizes[0]:
+        raise InvalidArgument(f"{owner}: nt={nt} but shape {sizes} has {sizes[0]} samples")
+    return dims[-1], int(sizes[-1]), (int(sizes[0]) if timed else nt)
+
+
 class SparseTimeFunction(SparseFunction):
     """Time series at off-grid points, ``data[time, point]`` (Devito's ``SparseTimeFunction``)."""
 
@@ -164,6 +192,9 @@ class SparseTimeFunction(SparseFunction):
         if time_order is not None and time_order not in (1, 2):
             raise InvalidArgument(f"SparseTimeFunction {name!r}: time_order={time_order!r}; "
                                   "use 1 or 2")
+        shape = kwargs.get("shape")
+        if nt is None and isinstance(shape, (tuple, list)) and len(shape) == 2:
+            nt = shape[0]   # Devito's dimensions=(time, p), shape=(nt, npoint)
         if nt is None:
             raise InvalidArgument(f"SparseTimeFunction {name!r}: give nt, the number of time "
                                   "samples")
