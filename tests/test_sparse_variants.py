@@ -256,9 +256,9 @@ def test_sparse_functions_on_given_dimensions():
     (time, p), shape=(nt, npoint)): the point dimension named by the user; more dimensions
     (Devito's extra axes) are refused with what is supported."""
     from stencilgen import Dimension
-    grid = Grid(shape=(11, 11))
-    p, q = Dimension("p"), Dimension("q")
     a = _box((11, 11))
+    grid = a.grid
+    p, q = Dimension("p"), Dimension("q")
     s = SparseFunction(name="s", grid=grid, dimensions=(p,), shape=(3,),
                        coordinates=[(.1, .2), (.5, .5), (.9, .1)])
     assert s.dimensions == (p,) and s.npoint == 3
