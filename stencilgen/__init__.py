@@ -28,7 +28,7 @@ from .symbolic.sparse import (PrecomputedSparseFunction, PrecomputedSparseTimeFu
 from .symbolic.staggering import CELL, NODE
 from .symbolic.tensors import (Tensor, TensorFunction, TensorTimeFunction, Vector, VectorFunction,
                                VectorTimeFunction)
-from .symbolic.subdomains import SubDomain
+from .symbolic.subdomains import Border, SubDomain, SubDomainSet
 
 __version__ = "0.1.0"
 
@@ -78,7 +78,7 @@ __all__ = [
     "Constant", "Derivative", "Dimension", "Eq", "Inc", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "PrecomputedSparseFunction", "PrecomputedSparseTimeFunction", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
-    "SteppingDimension", "SubDimension", "SubDomain", "TimeDimension", "TimeFunction",
+    "SteppingDimension", "SubDimension", "SubDomain", "SubDomainSet", "Border", "TimeDimension", "TimeFunction",
     "configuration", "cos",
     "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",

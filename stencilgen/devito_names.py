@@ -24,8 +24,8 @@ _DIMENSIONS = ("this kind of Dimension is not supported: use the Grid's dimensio
 
 ADVICE = {
     "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
-    "SubDomainSet": _SUBDOMAINS,
-    "MultiSubDimension": _SUBDOMAINS, "Border": _SUBDOMAINS,
+
+    "MultiSubDimension": _SUBDOMAINS,
     "Buffer": "Buffer is not supported: pass time_order= (or save=) to TimeFunction",
     "smooth": _REDUCTIONS,
     "assign": "assign is not supported: set f.data with NumPy, or run an Operator of Eq(f, ...)",

@@ -160,7 +160,7 @@ def test_more_math_functions_match_numpy():
 @pytest.mark.parametrize("name, words", [
     ("grad45", "u.dx45 + u.dy45"),
     ("ModuloDimension", "SteppingDimension"),
-    ("SubDomainSet", "one SubDomain per region"),
+    ("MultiSubDimension", "one SubDomain per region"),
     ("Buffer", "time_order="),
     ("Cpu64AdvOmpOperator", "Operator(eqs"),
 ])

@@ -99,3 +99,29 @@ def test_subdimension_misuse_is_named():
         Operator(Eq(u[grid.stepping_dim + 1, xl, y], u[grid.stepping_dim, xr, y]))
     with pytest.raises(InvalidArgument, match="also has subdomain 'interior' cutting x"):
         Operator(Eq(u[grid.stepping_dim + 1, xl, y], 1, subdomain=grid.interior))
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_border_boxes_run_box_by_box(backend, tmp_path):
+    """A Border (8 boxes) and two equations on it: each box runs both before the next, as
+    Devito's; the edges count 1 + 2 (the second reads the first's result), the inside 0."""
+    from stencilgen import Border, Function
+    grid = Grid(shape=(9, 8))
+    f, g = Function(name="f", grid=grid), Function(name="g", grid=grid)
+    border = Border(grid, 2)
+    assert border.n_domains == 8
+    run(Operator([Eq(f, f + 1, subdomain=border), Eq(g, g + 2 * f, subdomain=border)],
+                 backend=target(backend), name=f"Border{backend}"), backend, tmp_path)
+    edge = np.ones((9, 8), dtype=bool)
+    edge[2:-2, 2:-2] = False
+    assert np.array_equal(f.data, edge * 1.0) and np.array_equal(g.data, edge * 2.0)
+
+
+def test_subdomain_set_input_is_checked():
+    from stencilgen import Border, SubDomainSet
+    with pytest.raises(InvalidArgument, match=r"bounds must be \(xm, xM, ym, yM, ...\)"):
+        Grid(shape=(6, 6), subdomains=(SubDomainSet(N=2, bounds=(1, 1)),))
+    with pytest.raises(InvalidArgument, match="has 3 values for 2 boxes"):
+        SubDomainSet(N=2, bounds=([1, 2, 3], 1, 1, 1), grid=Grid(shape=(6, 6)))
+    with pytest.raises(InvalidArgument, match="corners="):
+        Border(Grid(shape=(6, 6)), 1, corners="round")

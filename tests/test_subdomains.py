@@ -205,7 +205,7 @@ def test_misuse_is_reported():
     with pytest.raises(InvalidArgument, match="belongs to no Grid yet"):
         Left().dimensions
     with pytest.raises(stencilgen.devito_names.UnsupportedFeature, match="one SubDomain per"):
-        stencilgen.SubDomainSet
+        stencilgen.MultiSubDimension
 
 
 # -- CUDA and OpenACC ----------------------------------------------------------------------

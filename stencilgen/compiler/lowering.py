@@ -7,6 +7,7 @@ turns ``u(t + dt, x + 2*h_x)`` into ``u[t1, x + 2]`` and collects what the code 
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..symbolic.derivatives import Derivative, expand
 from ..symbolic.differentiable import location, placed, plain
 from ..symbolic.dimensions import stepping_dimension, time_dimension
 from ..symbolic.equations import Eq, SparseEq
-from ..symbolic.subdomains import SubDimensionRegion
+from ..symbolic.subdomains import SubDimensionRegion, SubDomainSet
 from ..errors import HaloError, InvalidEquation
 from ..symbolic.functions import Constant, DiscreteFunction, FieldData, Function
 from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, Quotient, ScalarParam,
@@ -42,7 +43,7 @@ class TempFunction(Function):
 
 def check_equations(eqs) -> tuple:
     """Flatten and validate a list of Eq; return (eqs, grid)."""
-    flat = _flatten(eqs)
+    flat = _per_box(_flatten(eqs))
     if not flat:
         raise InvalidEquation("Operator: no equations given")
     for i, e in enumerate(flat):
@@ -73,6 +74,28 @@ def check_equations(eqs) -> tuple:
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             found.setdefault(f.name, f)
     return flat, _operator_grid([found[n] for n in sorted(found)])
+
+
+def _per_box(eqs) -> list:
+    """Equations on a SubDomainSet, one per box; consecutive ones on the same set run box
+    by box (Devito's order: each box runs them all before the next)."""
+    out, i = [], 0
+    while i < len(eqs):
+        sub = getattr(eqs[i], "subdomain", None)
+        if not isinstance(sub, SubDomainSet):
+            out.append(eqs[i])
+            i += 1
+            continue
+        j = i
+        while j < len(eqs) and getattr(eqs[j], "subdomain", None) is sub:
+            j += 1
+        for box in sub.boxes:
+            for e in eqs[i:j]:
+                boxed = copy.copy(e)
+                boxed.subdomain = box
+                out.append(boxed)
+        i = j
+    return out
 
 
 def _on_parents(eq: Eq) -> Eq:

@@ -9,6 +9,8 @@ A SubDomain maps each grid dimension to one span (Devito's meaning, bounds at ru
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import InvalidArgument
 
 _FORMS = ("d (all of it), ('left', n), ('right', n) or ('middle', l, r), n, l and r "
@@ -172,6 +174,151 @@ class Interior(SubDomain):
 
 
 SubDomainRegion = SubDomain   # the name the equations and the lowering knew it by
+
+
+class SubDomainSet(SubDomain):
+    """Devito's SubDomainSet: ``N`` boxes, ``bounds`` = (xm, xM, ym, yM, ...), per dimension
+    the points each box leaves out from the left and from the right (an int for all boxes,
+    or N of them). An equation on it runs on each box in turn; consecutive equations on the
+    same set run box by box, as Devito's do (``boxes``: one SubDomain each)."""
+
+    def __init__(self, N=1, bounds=None, grid=None):
+        self.n_domains = _count(N, f"{type(self).__name__}: N")
+        if self.n_domains < 1:
+            raise InvalidArgument(f"{type(self).__name__}: N={N}; give at least one box")
+        self._bounds = bounds
+        self.boxes = ()
+        super().__init__(grid=grid)
+
+    def _attach(self, grid):
+        if self._grid is not None and self._grid is not grid:
+            raise InvalidArgument(f"SubDomain {self.name!r} already belongs to {self._grid!r}; "
+                                  "create one SubDomain object per Grid")
+        n, owner = self.n_domains, f"SubDomainSet {self.name!r}"
+        bounds = tuple(self._bounds) if isinstance(self._bounds, (tuple, list)) else ()
+        if len(bounds) != 2 * grid.dim:
+            raise InvalidArgument(f"{owner}: bounds must be (xm, xM, ym, yM, ...), the points "
+                                  f"left out from each side of {grid.dim} dimensions; got "
+                                  f"{len(bounds)} entries")
+        columns = []
+        for k, b in enumerate(bounds):
+            values = np.broadcast_to(np.asarray(b), (n,)) if np.ndim(b) == 0 else np.asarray(b)
+            if values.shape != (n,):
+                raise InvalidArgument(f"{owner}: bounds entry {k} has {values.size} values "
+                                      f"for {n} boxes")
+            columns.append([_count(v, f"{owner}: a bound") for v in values])
+        self.boxes = tuple(_Box(f"{self.name}{i}", grid, tuple(
+            ("middle", columns[2 * j][i], columns[2 * j + 1][i]) for j in range(grid.dim)))
+            for i in range(n))
+        self.spans = ()
+        self._grid = grid
+
+    @property
+    def shape(self) -> tuple:
+        """Each box's points per dimension (Devito's)."""
+        return tuple(box.shape for box in self.boxes)
+
+    @property
+    def dimensions(self):
+        raise InvalidArgument(f"SubDomainSet {self.name!r}: its MultiSubDimensions are not "
+                              "supported; write the equations with subdomain=the set")
+
+
+class _Box(SubDomain):
+    """One box of a SubDomainSet."""
+
+    def __init__(self, name, grid, spans):
+        self.name, self._spans = name, spans
+        super().__init__(grid=grid)
+
+    def define(self, dimensions):
+        return {d: (d if s == ("middle", 0, 0) else s) for d, s in zip(dimensions, self._spans)}
+
+
+class Border(SubDomainSet):
+    """Devito's Border: the boxes covering the edges of ``grid`` to a thickness of
+    ``border`` (one int, one per dimension, or (left, right) per dimension), on the sides
+    ``dims`` names (all by default; ``{x: x, y: 'left'}``), ``inset`` from the edges;
+    ``corners`` 'nooverlap' (each corner one box), 'overlap' (slabs that overlap there) or
+    'nocorners'."""
+
+    def __init__(self, grid, border, dims=None, name="border", inset=0, corners="nooverlap"):
+        if corners not in ("overlap", "nooverlap", "nocorners"):
+            raise InvalidArgument(f"Border: corners={corners!r}; give 'overlap', 'nooverlap' "
+                                  f"or 'nocorners'")
+        self.name = name
+        widths, gaps = _pairs(border, grid, "border"), _pairs(inset, grid, "inset")
+        sides = _sides(dims, grid)
+        boxes = _slabs(grid, widths, gaps, sides) if corners == "overlap" else \
+            _tiles(grid, widths, gaps, sides, corners == "nocorners")
+        bounds = tuple(np.array([box[k] for box in boxes], dtype=np.int64)
+                       for k in range(2 * grid.dim))
+        super().__init__(N=len(boxes), bounds=bounds, grid=grid)
+
+
+def _pairs(spec, grid, what) -> tuple:
+    """A Border thickness or inset as (left, right) per dimension."""
+    if np.ndim(spec) == 0:
+        return ((int(spec), int(spec)),) * grid.dim
+    if len(spec) != grid.dim:
+        raise InvalidArgument(f"Border: {what} {spec!r} needs one entry per dimension "
+                              f"({grid.dim})")
+    return tuple((int(b[0]), int(b[1])) if isinstance(b, (tuple, list)) else (int(b), int(b))
+                 for b in spec)
+
+
+def _sides(dims, grid) -> dict:
+    """Dimension -> 'both', 'left' or 'right' for the dimensions that get a border."""
+    if dims is None:
+        dims = {d: d for d in grid.dimensions}
+    elif not isinstance(dims, dict):
+        dims = {dims: dims}
+    out = {}
+    for d, side in dims.items():
+        if d not in grid.dimensions or not (side == d or side in ("left", "right")):
+            raise InvalidArgument(f"Border: dims must map the grid's dimensions to themselves "
+                                  f"(both sides), 'left' or 'right'; got {d}: {side!r}")
+        out[d] = "both" if side == d else side
+    return out
+
+
+def _slabs(grid, widths, gaps, sides) -> list:
+    """'overlap': per side a slab as deep as the border and as wide as the inset domain."""
+    boxes = []
+    for i, (d, n) in enumerate(zip(grid.dimensions, grid.shape)):
+        if d not in sides:
+            continue
+        flat = [g for pair in gaps for g in pair]
+        left, right = list(flat), list(flat)
+        left[2 * i + 1] = n - widths[i][0] - gaps[i][0]
+        right[2 * i] = n - widths[i][1] - gaps[i][1]
+        boxes += {"both": [left, right], "left": [left], "right": [right]}[sides[d]]
+    return boxes
+
+
+def _tiles(grid, widths, gaps, sides, no_corners) -> list:
+    """'nooverlap'/'nocorners': the grid cut into left, centre and right bands per bordered
+    dimension; every tile but the all-centre one is a box (no corners: only those with a
+    centre band somewhere)."""
+    import itertools
+    bands = []
+    for d, n, (bl, br), (il, ir) in zip(grid.dimensions, grid.shape, widths, gaps):
+        side = sides.get(d)
+        left, right = (il, n - bl - il), (n - br - ir, ir)
+        if side == "both":
+            bands.append({"L": left, "C": (bl + il, br + ir), "R": right})
+        elif side == "left":
+            bands.append({"L": left, "C": (bl + il, br + ir if no_corners else ir)})
+        elif side == "right":
+            bands.append({"C": (bl + il if no_corners else il, br + ir), "R": right})
+        else:
+            bands.append({"C": (0, 0)})
+    boxes = []
+    for combo in itertools.product(*[list(b) for b in bands]):
+        if all(c == "C" for c in combo) or (no_corners and "C" not in combo):
+            continue
+        boxes.append([v for b, c in zip(bands, combo) for v in b[c]])
+    return boxes
 
 
 def builtin(grid) -> dict:
