@@ -125,3 +125,29 @@ def test_subdomain_set_input_is_checked():
         SubDomainSet(N=2, bounds=([1, 2, 3], 1, 1, 1), grid=Grid(shape=(6, 6)))
     with pytest.raises(InvalidArgument, match="corners="):
         Border(Grid(shape=(6, 6)), 1, corners="round")
+
+
+def test_thickness_overrides_at_apply_use_devitos_names():
+    """Devito names a parent's SubDimension thicknesses by order of appearance (xi: x_ltkn0
+    and x_rtkn0, xleft: x_ltkn1, xright: x_rtkn2); apply(x_ltkn0=2) runs the left strip two
+    points thick (the Operator built again for it, once), as Devito 4.8.23 does."""
+    grid = Grid(shape=(20, 20))
+    x, y = grid.dimensions
+    t = grid.stepping_dim
+    u = TimeFunction(name="u", grid=grid, space_order=0)
+    xleft = SubDimension.left(name="xleft", parent=x, thickness=4)
+    xi = SubDimension.middle(name="xi", parent=x, thickness_left=4, thickness_right=3)
+    xright = SubDimension.right(name="xright", parent=x, thickness=2)
+    yi = SubDimension.middle(name="yi", parent=y, thickness_left=1, thickness_right=1)
+    op = Operator([Eq(u[t + 1, xi, yi], 1), Eq(u[t + 1, xleft, yi], u[t + 1, xleft + 1, yi] + 1),
+                   Eq(u[t + 1, xright, yi], u[t + 1, xright - 1, yi] + 1)])
+    assert sorted(op._thickness) == ["x_ltkn0", "x_ltkn1", "x_rtkn0", "x_rtkn2", "y_ltkn0",
+                                     "y_rtkn0"]
+    strip = Operator(Eq(u[t + 1, xleft, y], 1), name="Strip")
+    for thickness in (2, 4, 2):
+        u.data[:] = 0
+        strip.apply(time_M=0, x_ltkn0=thickness)
+        assert np.array_equal(u.data[1, :, 0], np.arange(20) < thickness)
+    assert len(strip._variants) == 1
+    with pytest.raises(InvalidArgument, match="x_ltkn0=-1; give a non-negative integer"):
+        strip.apply(time_M=0, x_ltkn0=-1)

@@ -76,6 +76,44 @@ def check_equations(eqs) -> tuple:
     return flat, _operator_grid([found[n] for n in sorted(found)])
 
 
+def thickness_arguments(eqs) -> dict:
+    """The apply arguments that set the thickness of the SubDimensions in ``eqs``, Devito's
+    names: ``<parent>_ltkn<k>`` and ``<parent>_rtkn<k>``, k counting a parent's
+    SubDimensions in the order the equations name them -> (SubDimension, side)."""
+    out, order = {}, {}
+    for e in _flatten(eqs):
+        if not isinstance(e, Eq) or isinstance(e, SparseEq):
+            continue
+        subs = {d for side in (e.lhs, e.rhs) for d in sympy.sympify(side).free_symbols
+                if getattr(d, "is_Sub", False)}
+        for d in sorted(subs, key=lambda s: s.name):
+            seen = order.setdefault(d.parent, [])
+            if d not in seen:
+                seen.append(d)
+            k = seen.index(d)
+            for side, value in zip("lr", d.thickness):
+                if value is not None:
+                    out[f"{d.parent.name}_{side}tkn{k}"] = (d, side)
+    return out
+
+
+def with_thickness(eqs, values: dict, names: dict) -> list:
+    """``eqs`` with the SubDimensions that ``values`` (thickness arguments, ``names`` as
+    ``thickness_arguments`` gives) name rebuilt with those thicknesses."""
+    new = {}
+    for key, value in values.items():
+        d, side = names[key]
+        left, right = new[d].thickness if d in new else d.thickness
+        thickness = (value, right) if side == "l" else (left, value)
+        new[d] = type(d)(d.name, d.parent, thickness)
+    out = []
+    for e in _flatten(eqs):
+        if isinstance(e, Eq) and not isinstance(e, SparseEq):
+            e = _with_lhs(e, e.lhs.xreplace(new), sympy.sympify(e.rhs).xreplace(new))
+        out.append(e)
+    return out
+
+
 def _per_box(eqs) -> list:
     """Equations on a SubDomainSet, one per box; consecutive ones on the same set run box
     by box (Devito's order: each box runs them all before the next)."""
@@ -841,4 +879,4 @@ def index_equations(eqs, grid, names: NameRegistry):
 
 
 __all__ = ["Bindings", "TempFunction", "check_equations", "expand_derivatives",
-           "index_equations", "register_names"]
+           "index_equations", "register_names", "thickness_arguments", "with_thickness"]

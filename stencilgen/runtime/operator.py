@@ -18,6 +18,7 @@ from . import operator_options as options
 from ..data import places
 from .. import platform as targets
 from .arguments import bind, sparse_arrays
+from ..compiler.lowering import thickness_arguments, with_thickness
 from ..compiler.pipeline import compile_program
 from ..configuration import configuration
 from ..errors import ExecutionError, InvalidArgument, InvalidOperator
@@ -48,6 +49,13 @@ class Operator:
                                   f"check-finite setting), got {check_finite!r}")
         self._check_finite = check_finite
         self.name = name
+        # what a thickness override at apply rebuilds the Operator from (SubDimensions)
+        self._expressions = expressions
+        self._settings = dict(name=name, backend=backend, cflags=cflags,
+                              check_finite=check_finite, language=language,
+                              platform=platform, opt=opt, subs=subs)
+        self._thickness = thickness_arguments(expressions)
+        self._variants = {}
         backend = options.backend_of(name, backend, language, platform)
         options.check_opt(name, opt)
         self._target = targets.select(backend)
@@ -197,6 +205,10 @@ class Operator:
         each) and keeps the fastest for this size; False uses those kept or the defaults;
         None (default) tunes by itself a large run of a size not tuned yet (see
         ``stencilgen.runtime.autotune``)."""
+        variant = self._variant(kwargs)
+        kwargs = {k: v for k, v in kwargs.items() if k not in self._thickness}
+        if variant is not None:
+            return variant.apply(autotune=autotune, **kwargs)
         t0 = _time.perf_counter()
         compiled = self._ensure_built()
         if self._emitter.openmp_threads:
@@ -235,6 +247,29 @@ class Operator:
         if checks is not None:
             finite.report(self.name, prog, checks[:, 2], fields, span, kwargs.get("dt"))
         return summary
+
+    def _variant(self, kwargs):
+        """The Operator for the SubDimension thicknesses ``kwargs`` set (Devito's
+        ``x_ltkn0=``), built once per set of values; None where they are the built ones."""
+        given = {k: kwargs[k] for k in self._thickness if k in kwargs}
+        changed = {}
+        for key, value in given.items():
+            d, side = self._thickness[key]
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or \
+                    value < 0:
+                raise InvalidArgument(f"apply: {key}={value!r}; give a non-negative integer "
+                                      f"(the thickness of {d.name})")
+            if int(value) != d.thickness[0 if side == "l" else 1]:
+                changed[key] = int(value)
+        if not changed:
+            return None
+        key = tuple(sorted(changed.items()))
+        if key not in self._variants:
+            log.info(f"Operator `{self.name}`: built again for "
+                     f"{', '.join(f'{k}={v}' for k, v in key)}")
+            self._variants[key] = Operator(
+                with_thickness(self._expressions, changed, self._thickness), **self._settings)
+        return self._variants[key]
 
     def _split(self, args, bound, kwargs):
         """On a split grid: the halo exchange the entry point calls (arrays never written

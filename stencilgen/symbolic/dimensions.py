@@ -132,6 +132,10 @@ class SubDimension(Dimension):
     def __getnewargs__(self):
         return (self.name, self.parent, self._thickness)
 
+    def _hashable_content(self):
+        # another thickness is another SubDimension (an Operator rebuilt for x_ltkn0=...)
+        return super()._hashable_content() + (self.parent, self._thickness)
+
     @classmethod
     def left(cls, name, parent, thickness, local=True):
         return cls(name, parent, (int(thickness), None))
