@@ -170,6 +170,12 @@ def test_a_batch_dimension_holds_independent_copies():
     for k in range(3):
         assert np.abs(u.data[:, k] - (k + 1) * v.data).max() <= 1e-5 * np.abs(v.data).max()
 
+    class TwoRanks:
+        def Get_size(self):
+            return 2
+    with pytest.raises(InvalidArgument, match="BatchDimension is not split over MPI ranks"):
+        Grid(shape=(3, 24, 22), dimensions=(b, x, z), comm=TwoRanks())
+
 
 def test_space_order_zero_has_no_halo():
     grid = Grid(shape=(5, 4))

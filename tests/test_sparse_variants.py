@@ -249,6 +249,9 @@ def test_precomputed_input_is_checked():
     thin = Function(name="thin", grid=grid, space_order=1)
     with pytest.raises(stencilgen.HaloError, match="space_order of at least 2"):
         Operator(sf.interpolate(thin))
+    shifted = Function(name="shifted", grid=grid, space_order=2, staggered=grid.dimensions[0])
+    with pytest.raises(stencilgen.InvalidEquation, match="precomputed weights with staggered"):
+        Operator(sf.inject(shifted, sf))
 
 
 def test_sparse_functions_on_given_dimensions():

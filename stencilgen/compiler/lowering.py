@@ -169,6 +169,11 @@ def _check_support(term):
     touched = sympy.sympify(term.expr).atoms(DiscreteFunction)
     if isinstance(term, Injection):
         touched.add(term.field)
+    staggered = [f.name for f in touched if not f.is_Sparse and any(f.field.staggered)]
+    if staggered:
+        raise InvalidEquation(f"{term.sparse.name}: precomputed weights with staggered "
+                              f"{', '.join(sorted(staggered))} are not supported (the weights "
+                              f"would have to be given at its points); use a SparseFunction")
     for f in sorted(touched, key=lambda g: g.name):
         widths = [h for d, h in zip(f.grid.dimensions, f.field.halo) if not d.is_Batch]
         if not f.is_Sparse and min(widths, default=reach) < reach:

@@ -101,6 +101,10 @@ class Grid:
                                   "and topology)")
         self._setup(shape, extent, origin, dtype, dimensions, "Grid")
         comm = comm if comm is not None else mpi.default_comm()
+        if comm is not None and any(d.is_Batch for d in self.dimensions) and \
+                comm.Get_size() > 1:
+            raise InvalidArgument("Grid: a grid with a BatchDimension is not split over MPI "
+                                  "ranks; give each rank its own batch (comm=None)")
         if comm is not None:
             self.distributor = Decomposition.of(self.shape, comm, topology)
             if self.distributor.size > 1:
