@@ -94,3 +94,15 @@ def test_only_inc_sums_into_fewer_dimensions():
     g = Function(name="g", grid=grid)
     with pytest.raises(InvalidEquation, match=r"or sums into one with Inc"):
         Operator(Eq(s, g))
+
+
+def test_a_sum_on_a_grid_split_over_ranks_is_refused(monkeypatch):
+    """Each rank would sum its own block only: refused, with what to do instead."""
+    MPI = pytest.importorskip("mpi4py.MPI")
+    grid = Grid(shape=(4, 6), comm=MPI.COMM_SELF)
+    x, y = grid.dimensions
+    monkeypatch.setattr(type(grid.distributor), "size", property(lambda self: 2))  # two ranks
+    s = Function(name="s", dimensions=(x,), shape=(4,))
+    g = Function(name="g", grid=grid)
+    with pytest.raises(InvalidEquation, match="split over MPI ranks is not supported"):
+        Operator(Inc(s, g))

@@ -755,6 +755,13 @@ class _Indexer:
             if getattr(eq, "is_Increment", False) and eq.lhs.grid.implicit and \
                     own < set(self.grid.dimensions):
                 reduces = tuple(d for d in self.grid.dimensions if d not in own)
+                dist = self.grid.distributor
+                if dist is not None and dist.size > 1:   # each rank would sum its block only
+                    raise InvalidEquation(
+                        f"{eq}: a sum over {', '.join(map(str, reduces))} on a grid split "
+                        f"over MPI ranks is not supported; sum with NumPy on the field "
+                        f"gathered by stencilgen.distributed.mpi.gather, or on an unsplit "
+                        f"grid")
             else:
                 raise InvalidEquation(
                     f"{eq}: {eq.lhs.name} spans {eq.lhs.grid.dimensions} but the Operator "
