@@ -371,8 +371,9 @@ class CudaBackend(CBackend):
     def pitched(self, a) -> bool:
         """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays,
         except those spanning fewer dimensions than the loops (``a.axes``) or with sizes of
-        their own along some (``a.factors``: on a subsampling ConditionalDimension)."""
-        return not (a.sparse or a.axes or a.factors)
+        their own along some (``a.factors``: on a subsampling ConditionalDimension; ``a.offsets``:
+        on a SubDomain)."""
+        return not (a.sparse or a.axes or a.factors or a.offsets)
 
     def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:
         """The layout of the device copy the entry point expects for array ``a`` whose host

@@ -41,7 +41,9 @@ TOLERANCE = {"diffusion": 1e-5, "channel": 1e-5, "shot": 2e-4, "apply": 1e-6,
              # 300 steps at space order 10; in float64 both agree to 1e-8
              "drp": 5e-5,
              # float32 sums of a few terms (regions and counts exact)
-             "regions_and_sums": 1e-6}
+             "regions_and_sums": 1e-6,
+             # counts and a few float32 diffusion steps
+             "functions_on_subdomains": 1e-6}
 
 
 @functools.lru_cache(maxsize=None)

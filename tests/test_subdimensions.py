@@ -151,3 +151,65 @@ def test_thickness_overrides_at_apply_use_devitos_names():
     assert len(strip._variants) == 1
     with pytest.raises(InvalidArgument, match="x_ltkn0=-1; give a non-negative integer"):
         strip.apply(time_M=0, x_ltkn0=-1)
+
+
+# -- functions on subdomains (Devito's userapi tutorial 07) ------------------------------
+
+class _Middle(SubDomain):
+    name = "middle"
+
+    def define(self, dimensions):
+        return {d: ("middle", 2, 2) for d in dimensions}
+
+
+class _Left(SubDomain):
+    name = "left"
+
+    def define(self, dimensions):
+        x, y = dimensions
+        return {x: ("left", 6), y: y}
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_functions_on_subdomains(backend, tmp_path):
+    """A Function on a SubDomain holds its points only (7x7 of 11x11); equations touching it
+    run there; a TimeFunction on it steps a diffusion with its own halo beyond it (zero), as
+    NumPy computes it."""
+    from stencilgen import Function
+    grid = Grid(shape=(11, 11), extent=(10., 10.))
+    middle = _Middle(grid=grid)
+    f, g = Function(name="f", grid=middle), Function(name="g", grid=grid)
+    assert f.shape == (7, 7) and f.data_with_halo.shape == (9, 9)
+    run(Operator([Eq(f, 1), Eq(g, g + 2 * f)], backend=target(backend),
+                 name=f"OnSub{backend}"), backend, tmp_path)
+    want = np.zeros((11, 11))
+    want[2:9, 2:9] = 2
+    assert np.all(f.data == 1) and np.array_equal(g.data, want)
+    u = TimeFunction(name="u", grid=middle, space_order=2)
+    start = np.arange(49).reshape(7, 7) / 10.0
+    u.data[0] = start
+    run(Operator(Eq(u.forward, u + 0.1 * u.laplace), backend=target(backend),
+                 name=f"DiffSub{backend}"), backend, tmp_path, time_m=0, time_M=4)
+    v = start
+    for _ in range(5):
+        p = np.pad(v, 1)
+        v = v + 0.1 * (p[2:, 1:-1] + p[:-2, 1:-1] + p[1:-1, 2:] + p[1:-1, :-2] - 4 * v)
+    np.testing.assert_allclose(u.data[1], v, rtol=1e-5)
+
+
+def test_functions_on_subdomains_say_what_is_wrong():
+    from stencilgen import Function, SparseFunction
+    grid = Grid(shape=(11, 11), extent=(10., 10.))
+    middle, left = _Middle(grid=grid), _Left(grid=grid)
+    f, h = Function(name="f", grid=middle), Function(name="h", grid=left)
+    g = Function(name="g", grid=grid)
+    with pytest.raises(InvalidEquation, match="touches functions on the subdomains left, "
+                                              "middle; give subdomain="):
+        Operator(Eq(g, f + h))
+    with pytest.raises(InvalidEquation, match="reaches outside SubDomain 'middle'"):
+        Operator(Eq(g, f, subdomain=grid.interior))
+    s = SparseFunction(name="s", grid=grid, npoint=1, coordinates=[(5.0, 5.0)])
+    with pytest.raises(InvalidEquation, match="on a SubDomain, is not supported"):
+        Operator(s.interpolate(f))
+    with pytest.raises(InvalidArgument, match="belongs to no Grid yet"):
+        Function(name="z", grid=_Middle())

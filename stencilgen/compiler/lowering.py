@@ -48,9 +48,10 @@ def check_equations(eqs) -> tuple:
         raise InvalidEquation("Operator: no equations given")
     for i, e in enumerate(flat):
         if isinstance(e, Eq) and not isinstance(e, SparseEq):
-            flat[i] = _on_parents(e)
+            flat[i] = _on_subdomain_functions(_on_parents(e))
         if isinstance(e, (Injection, Interpolation)):
             _check_support(e)
+            _check_sparse_on_subdomains(e)
         if isinstance(e, Injection):
             flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
         elif isinstance(e, Interpolation):
@@ -136,6 +137,34 @@ def _per_box(eqs) -> list:
     return out
 
 
+def _on_subdomain_functions(eq: Eq) -> Eq:
+    """An equation touching functions on SubDomains runs on their subdomain (the one they
+    share, unless it names one within theirs); a point outside a function's subdomain has
+    no value of it."""
+    found = {f.grid.subdomain for side in (eq.lhs, eq.rhs)
+             for f in sympy.sympify(side).atoms(DiscreteFunction)
+             if f.grid.subdomain is not None}
+    if not found:
+        return eq
+    sub = eq.subdomain
+    if sub is None:
+        if len(found) > 1:
+            names = ", ".join(sorted(s.name for s in found))
+            raise InvalidEquation(f"{eq}: touches functions on the subdomains {names}; give "
+                                  f"subdomain= one inside all of them")
+        sub = next(iter(found))
+    for own in found:
+        if any(r[0] < f[0] or r[1] < f[1] for r, f in zip(sub.thickness, own.thickness)):
+            raise InvalidEquation(f"{eq}: runs on {sub!r}, which reaches outside {own!r} "
+                                  f"where some of its functions live; run it on a subdomain "
+                                  f"inside it")
+    if sub is eq.subdomain:
+        return eq
+    new = copy.copy(eq)
+    new.subdomain = sub
+    return new
+
+
 def _on_parents(eq: Eq) -> Eq:
     """An equation indexed by SubDimensions as one on their parents that runs on their part
     of the grid (a ``SubDimensionRegion``)."""
@@ -158,6 +187,19 @@ def _on_parents(eq: Eq) -> Eq:
     new = _with_lhs(eq, eq.lhs.xreplace(back), sympy.sympify(eq.rhs).xreplace(back))
     new.subdomain = region
     return new
+
+
+def _check_sparse_on_subdomains(term):
+    """Injection and interpolation visit grid nodes anywhere: a function on a SubDomain has
+    values on its own points only."""
+    touched = sympy.sympify(term.expr).atoms(DiscreteFunction)
+    if isinstance(term, Injection):
+        touched.add(term.field)
+    on = sorted(f.name for f in touched if not f.is_Sparse and f.grid.subdomain is not None)
+    if on:
+        raise InvalidEquation(f"{term.sparse.name}: injection into or interpolation from "
+                              f"{', '.join(on)}, on a SubDomain, is not supported; copy it "
+                              f"into a function on the grid first (Eq(g, f))")
 
 
 def _check_support(term):
@@ -187,7 +229,9 @@ def _operator_grid(functions):
     is built without a grid, the largest of their own; each function without a grid must lie
     on it (its dimensions among the grid's, in order, with the grid's sizes)."""
     real = {id(g): (g, f.name) for f in functions
-            for g in (f.grid.given if f.grid.implicit else f.grid,) if g is not None}
+            for g in (f.grid.given if f.grid.implicit else
+                      f.grid.subdomain.grid if f.grid.subdomain is not None else f.grid,)
+            if g is not None}
     if len(real) > 1:
         names = ", ".join(f"{n!r} on {g!r}" for g, n in real.values())
         raise InvalidEquation(f"Operator: the equations mix Functions of different Grids ({names}); "
@@ -501,7 +545,9 @@ class _Indexer:
                 axes=() if axes == tuple(range(len(self.dims))) else axes,
                 factors=factors if any(factors) else (),
                 store=rec.store, scale=self.scale_of(rec, temporary),
-                support=getattr(rec, "support", 0) if sparse else 0)
+                support=getattr(rec, "support", 0) if sparse else 0,
+                offsets=tuple(left for left, _ in rec.grid.subdomain.thickness)
+                if not sparse and rec.grid.subdomain is not None else ())
             if not temporary:
                 self.bindings.functions[cname] = f.origin
         return self.arrays[rec]
@@ -579,6 +625,9 @@ class _Indexer:
             # a subdomain's points stay clear of the domain's edges: reads reach that far
             # within the domain before they need the halo (one block: no exchange to size)
             room = self.room[axis] if self.room else (0, 0)
+            if f.grid.subdomain is not None:   # its own values end at its subdomain's edges
+                own = f.grid.subdomain.thickness[axis]
+                room = (room[0] - own[0], room[1] - own[1])
             if not arr.temporary and abs(o) > arr.halo[axis] + room[1 if o > 0 else 0]:
                 raise HaloError(
                     f"{f.name} is read at {d}{int(o):+d} but its halo is {arr.halo[axis]} points "

@@ -32,8 +32,9 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     own = [dims[i] for i in axes]
     halo = tuple(names.fresh(f"{a.name}_h{i}") for i in range(len(own)))
     # along a subsampled axis (a ConditionalDimension with a factor) the array has its own size
-    sizes = tuple(names.fresh(f"{a.name}_n{j}") if a.factors and a.factors[i] else None
-                  for j, i in enumerate(axes))
+    # (a function on a SubDomain has its own size along every axis)
+    sizes = tuple(names.fresh(f"{a.name}_n{j}") if a.offsets or a.factors and a.factors[i]
+                  else None for j, i in enumerate(axes))
     extents = [_index(n or d.size) + 2 * _index(h) for d, n, h in zip(own, sizes, halo)]
     strides, stride = [], sympy.Integer(1)
     for i in reversed(range(len(own))):
@@ -49,9 +50,11 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
         count = (_index(nt) if nt else a.time_size) * _index(strides[0][0])
     else:
         count = stride
-    # a split array is this rank's block: global index i lies at i - first (MPI)
-    origin = sum(((_index(h) - (_index(d.first) if a.split else 0)) * s
-                  for h, s, d in zip(halo, named, own)), sympy.Integer(0))
+    # a split array is this rank's block: global index i lies at i - first (MPI); a
+    # function on a SubDomain holds its points only: index i at i - (points before them)
+    offsets = [a.offsets[i] if a.offsets else 0 for i in axes]
+    origin = sum(((_index(h) - (_index(d.first) if a.split else 0) - k) * s
+                  for h, s, d, k in zip(halo, named, own, offsets)), sympy.Integer(0))
     vec = names.fresh(f"{a.name}_vec")
     return ArrayLayout(vec=vec, halo=halo, strides=tuple(strides),
                        origin=(names.fresh(f"{a.name}_o"), origin),

@@ -100,6 +100,8 @@ class ArrayParam:
                                    # ``dtype``, stores round to nearest; None: stored as dtype
     scale: sympy.Expr | None = sympy.S.One   # stored = value / scale: a power of two, or a
                                    # "scale" scalar's symbol; None: a temporary's, from its eq
+    offsets: tuple = ()            # a function on a SubDomain: per loop dimension the points
+                                   # before its first (its own sizes along every one)
     support: int = 0               # sparse: 0 multilinear (coordinates); r > 0 precomputed, r
                                    # nodes a dimension (per point and dimension the "coords"
                                    # hold its first node, then its r weights)

@@ -270,9 +270,9 @@ def _subsampled_sizes(prog, args):
     of the loop along its parent that the factor keeps (index ``parent / factor``)."""
     for arr in prog.arrays:
         for j, name in enumerate(arr.layout.sizes):
-            if not name:
-                continue
             axis = (arr.axes or tuple(range(len(prog.dims))))[j]
+            if not name or not (arr.factors and arr.factors[axis]):
+                continue
             d, factor = prog.dims[axis], args[arr.factors[axis]]
             need = (args[d.size] - 1) // factor + 1
             if args[name] < need:
@@ -327,7 +327,8 @@ def _geometry(prog, bindings, overrides):
     overrides and the compiled ones), which must agree; else an InvalidArgument."""
     bound = [overrides.get(a.user, bindings.functions[a.name])
              for a in prog.arrays if not a.temporary]
-    bound = [f for f in bound if not f.grid.implicit]   # Functions without a grid: no geometry
+    # Functions without a grid, or on a SubDomain: their geometry is the grid's
+    bound = [f for f in bound if not f.grid.implicit and f.grid.subdomain is None]
     if not bound:
         return bindings.grid
     ref = bound[0].grid

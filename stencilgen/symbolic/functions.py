@@ -330,7 +330,7 @@ class Function(DiscreteFunction):
                      **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
         dtype, store = precision.storage_format(storage, dtype, owner)
-        grid = _own_grid(owner, grid, shape, dimensions, dtype)
+        grid = _own_grid(owner, _on_subdomain(grid, owner), shape, dimensions, dtype)
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
                           "use 0, 1 or an even integer from 2 to 32 (the halo is as wide)",
@@ -357,6 +357,7 @@ class TimeFunction(Function):
                      time_dim=None, dtype=None, staggered=None, compensated=False,
                      **unknown) -> FieldData:
         owner = f"TimeFunction {name!r}"
+        grid = _on_subdomain(grid, owner)
         if not isinstance(grid, Grid) or "shape" in unknown or "dimensions" in unknown:
             raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid) "
                                   "and takes no shape= or dimensions=")
@@ -407,6 +408,14 @@ class TimeFunction(Function):
     @property
     def save(self):
         return self.field.save
+
+
+def _on_subdomain(grid, owner):
+    """``grid=`` a SubDomain (Devito's functions on subdomains): the grid of its points."""
+    from .subdomains import SubDomain
+    if isinstance(grid, SubDomain):
+        return Grid.of_subdomain(grid, owner)
+    return grid
 
 
 def _own_grid(owner, grid, shape, dimensions, dtype):

@@ -92,6 +92,7 @@ class Grid:
     given = None       # an implicit grid's: the Grid its Function was built on (some of its
                        # dimensions, or ConditionalDimensions of them), else None
     distributor = None   # this rank's block where the grid is split over MPI ranks
+    subdomain = None     # a Function on a SubDomain: the grid of its points (``of_subdomain``)
 
     def __init__(self, shape, extent=None, origin=None, dimensions=None, dtype=np.float32,
                  subdomains=None, comm=None, topology=None, **unknown):
@@ -115,6 +116,27 @@ class Grid:
         self._subdomains = builtin_subdomains(self)
         if subdomains is not None:
             self._subdomains.update(attach_subdomains(self, subdomains))
+
+    @classmethod
+    def of_subdomain(cls, sub, owner: str) -> "Grid":
+        """The grid of a Function on SubDomain ``sub`` (Devito's ``Function(grid=sub)``): the
+        subdomain's points, on its grid's dimensions and spacing; an Operator loops over
+        that grid, the function's values are its own."""
+        parent = sub._attached()
+        if parent.distributor is not None and parent.distributor.size > 1:
+            raise InvalidArgument(f"{owner}: a function on a SubDomain of a grid split over "
+                                  f"MPI ranks is not supported; use a function on the grid")
+        shape = sub.shape
+        if any(n < 2 for n in shape):
+            raise InvalidArgument(f"{owner}: {sub!r} has shape {shape}; a function on it "
+                                  f"needs at least 2 points a dimension")
+        h = parent.spacing
+        grid = cls.__new__(cls)
+        grid._setup(shape, tuple((n - 1) * d for n, d in zip(shape, h)),
+                    tuple(o + t[0] * d for o, t, d in zip(parent.origin, sub.thickness, h)),
+                    parent.dtype, parent.dimensions, owner)
+        grid.subdomain, grid._subdomains = sub, {}
+        return grid
 
     @classmethod
     def of_function(cls, shape, dimensions, dtype, owner: str) -> "Grid":

@@ -129,6 +129,9 @@ class SubDomain:
                 out.append(SubDimension(f"i{d.name}", d, thickness))
         return tuple(out)
 
+    def __repr__(self) -> str:
+        return f"SubDomain {self.name!r}"
+
 
 class SubDimensionRegion(SubDomain):
     """The part of a grid an equation indexed by SubDimensions runs on (made by the
@@ -150,9 +153,6 @@ class SubDimensionRegion(SubDomain):
 
     def define(self, dimensions):
         return {d: (d if v == ("middle", 0, 0) else v) for d, v in self._mapping.items()}
-
-    def __repr__(self) -> str:
-        return f"SubDomain {self.name!r}"
 
 
 class Domain(SubDomain):
