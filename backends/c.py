@@ -354,9 +354,15 @@ class CBackend:
         else:
             body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
                 f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
-        inside = " && ".join(f"{d.name} >= {d.lower} - {reach} && {d.name} <= {d.upper} + {reach}"
-                             if reach else f"{d.name} >= {d.lower} && {d.name} <= {d.upper}"
-                             for d in dims)
+        # nodes r/2 beyond the domain for precomputed weights; with functions on a
+        # subdomain, nodes in it and as far beyond it as the weights reach (one for the
+        # multilinear ones: the functions' halos), as Devito's
+        near = max(reach, 1) if k.region else reach
+        lo = [near - (-k.region[i][0] if k.region else 0) for i in range(len(dims))]
+        hi = [near - (-k.region[i][1] if k.region else 0) for i in range(len(dims))]
+        inside = " && ".join(f"{d.name} >= {d.lower}{-a:+d} && {d.name} <= {d.upper}{b:+d}"
+                             if a or b else f"{d.name} >= {d.lower} && {d.name} <= {d.upper}"
+                             for d, a, b in zip(dims, lo, hi))
         if self.program.split:   # a rank adds or gathers only at the points of its block
             inside += "".join(f" && {d.name} >= {lo} && {d.name} <= {hi}" for d, (lo, hi) in
                               zip(dims, (split.owned(self.program, d.symbol) for d in dims)))

@@ -2,13 +2,15 @@
 SubDomain set on its own points, added into a grid Function over that subdomain, two
 functions on different subdomains combined over their intersection, a grid Function copied
 into one on a subdomain; and a diffusion stepped on a TimeFunction that lives on a subdomain
-(its own halo beyond it)."""
+(its own halo beyond it); interpolation from and injection into functions on subdomains,
+at points inside and across their edges (the nodes outside left out)."""
 import numpy as np
 
 from demos.devito_ports.framework import api
 
-Eq, Function, Grid, Operator, SubDomain, TimeFunction = (
-    api.Eq, api.Function, api.Grid, api.Operator, api.SubDomain, api.TimeFunction)
+Eq, Function, Grid, Operator, SparseFunction, SubDomain, TimeFunction = (
+    api.Eq, api.Function, api.Grid, api.Operator, api.SparseFunction, api.SubDomain,
+    api.TimeFunction)
 
 
 class Middle(SubDomain):
@@ -50,10 +52,33 @@ def run():
     out["g3"], out["f3"] = np.array(g.data), np.array(f.data)
     Operator(Eq(f, g)).apply()
     out["f4"] = np.array(f.data)
+    out.update(sparse(grid, middle, left))
     u = TimeFunction(name="u", grid=middle, space_order=2)
     u.data[0] = np.arange(49).reshape(7, 7) / 10.0
     Operator(Eq(u.forward, u + 0.1 * u.laplace)).apply(time_M=5)
     out["u"] = np.array(u.data)
+    return out
+
+
+def sparse(grid, middle, left):
+    """Interpolation from f (on the middle) and f + g, injection into h (on the left) and
+    into f, at points inside, on and across the subdomains' edges."""
+    f, h = Function(name="f2", grid=middle), Function(name="h2", grid=left)
+    g = Function(name="g2", grid=grid)
+    f.data[:] = np.arange(7)[:, None] + 10 * np.arange(7)[None, :]
+    g.data[:] = np.arange(121).reshape(11, 11) / 3
+    h.data[:] = 1
+    s = SparseFunction(name="srcrec", grid=grid, npoint=5)
+    s.coordinates.data[:] = [[3., 3.], [4.5, 6.25], [2.2, 7.9], [1.5, 5.0], [8.6, 1.2]]
+    out = {}
+    Operator(s.interpolate(expr=f)).apply()
+    out["interp_f"] = np.array(s.data)
+    Operator(s.interpolate(expr=f + g)).apply()
+    out["interp_fg"] = np.array(s.data)
+    Operator(s.inject(field=h, expr=1)).apply()
+    out["inject_h"] = np.array(h.data)
+    Operator(s.inject(field=f, expr=s)).apply()
+    out["inject_f"] = np.array(f.data)
     return out
 
 

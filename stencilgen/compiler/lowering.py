@@ -51,12 +51,13 @@ def check_equations(eqs) -> tuple:
             flat[i] = _on_subdomain_functions(_on_parents(e))
         if isinstance(e, (Injection, Interpolation)):
             _check_support(e)
-            _check_sparse_on_subdomains(e)
         if isinstance(e, Injection):
             flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
         elif isinstance(e, Interpolation):
             at = e.sparse.origin if e.at is None else e.at
             flat[i] = SparseEq("interpolate", at, e.expr, e.sparse, increment=e.increment)
+        if isinstance(e, (Injection, Interpolation)):
+            flat[i].region = sparse_region(e)
     found = {}
     for e in flat:
         if not isinstance(e, Eq):
@@ -189,17 +190,26 @@ def _on_parents(eq: Eq) -> Eq:
     return new
 
 
-def _check_sparse_on_subdomains(term):
-    """Injection and interpolation visit grid nodes anywhere: a function on a SubDomain has
-    values on its own points only."""
+def sparse_region(term):
+    """The subdomain an injection or interpolation visits nodes in: that of the functions on
+    a SubDomain it touches (they have values on its points only), or None (the domain)."""
     touched = sympy.sympify(term.expr).atoms(DiscreteFunction)
     if isinstance(term, Injection):
         touched.add(term.field)
-    on = sorted(f.name for f in touched if not f.is_Sparse and f.grid.subdomain is not None)
-    if on:
-        raise InvalidEquation(f"{term.sparse.name}: injection into or interpolation from "
-                              f"{', '.join(on)}, on a SubDomain, is not supported; copy it "
-                              f"into a function on the grid first (Eq(g, f))")
+    on = sorted((f for f in touched if not f.is_Sparse and f.grid.subdomain),
+                key=lambda f: f.name)
+    subs = {f.grid.subdomain for f in on}
+    if len(subs) > 1:
+        raise InvalidEquation(f"{term.sparse.name}: injection or interpolation with functions "
+                              f"on the subdomains {', '.join(sorted(s.name for s in subs))}; "
+                              f"use functions on one of them (or on the grid)")
+    near = max(term.sparse.field.support // 2, 1)   # nodes this far beyond the subdomain
+    for f in on:
+        if min(f.field.halo) < near:
+            raise HaloError(f"{term.sparse.name} visits nodes {near} beyond the subdomain of "
+                            f"{f.name}, whose halo is {f.field.halo}: give it a space_order "
+                            f"of at least {near}")
+    return subs.pop() if subs else None
 
 
 def _check_support(term):
@@ -820,7 +830,8 @@ class _Indexer:
         self.timed = False
         self.fixed = fixed_indices(eq.lhs, self.dims) if getattr(eq, "kind", None) is None \
             else {}
-        sub = getattr(eq, "subdomain", None)
+        # a sparse operation on functions on a subdomain visits its nodes only
+        sub = getattr(eq, "subdomain", None) or getattr(eq, "region", None)
         split = self.grid.distributor is not None and self.grid.distributor.size > 1
         self.room = sub.thickness if sub is not None and sub.grid is self.grid and \
             not split else ()
@@ -847,10 +858,12 @@ class _Indexer:
                 self.scalar(ld.spacing, self.grid.dtype, ("spacing", axis))
         stagger = tuple(float(eq.lhs.field.stagger(d)) for d in self.grid.dimensions) \
             if kind == "inject" else ()
+        region = getattr(eq, "region", None)
         return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,
                          sparse=self.names.cname(eq.sparse.field),
                          stagger=stagger if any(stagger) else (),
-                         increment=getattr(eq, "increment", False))
+                         increment=getattr(eq, "increment", False),
+                         extent=tuple((-a, -b) for a, b in region.thickness) if region else ())
 
 
 def _time_root(f):

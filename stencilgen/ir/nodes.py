@@ -338,6 +338,8 @@ class SparseKernel:
     section: Section | None = None
     stagger: tuple = ()            # inject: the target's values sit this many cells ahead
     increment: bool = False        # interpolate: the sample += the sum (Devito's increment)
+    region: tuple = ()             # per dimension (-left, -right): nodes visited only inside a
+                                   # subdomain (functions on it touched), else the domain
     sequential = None              # points run in parallel (injection adds atomically)
     fusion = None                  # no producer nest is fused into it
     when = None                    # runs at every step

@@ -161,7 +161,8 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
             out.append(SparseKernel(name=f"section{next(counter)}", kind=item.sparse_kind,
                                     sparse=item.sparse, point=point, dims=dims,
                                     target=item.lhs, expr=item.rhs, stage=stage,
-                                    stagger=item.stagger, increment=item.increment))
+                                    stagger=item.stagger, increment=item.increment,
+                                    region=item.extent))
             continue
         for group in fuse(item, dims):
             why = in_place(group[0], dims) if len(group) == 1 else None
