@@ -3,14 +3,17 @@ SubDomain set on its own points, added into a grid Function over that subdomain,
 functions on different subdomains combined over their intersection, a grid Function copied
 into one on a subdomain; and a diffusion stepped on a TimeFunction that lives on a subdomain
 (its own halo beyond it); interpolation from and injection into functions on subdomains,
-at points inside and across their edges (the nodes outside left out)."""
+at points inside and across their edges; snapshots of an acoustic wave saved into a
+TimeFunction on a subdomain beside ones saved on the grid (the tutorial's second part,
+smaller)."""
 import numpy as np
 
 from demos.devito_ports.framework import api
 
-Eq, Function, Grid, Operator, SparseFunction, SubDomain, TimeFunction = (
-    api.Eq, api.Function, api.Grid, api.Operator, api.SparseFunction, api.SubDomain,
-    api.TimeFunction)
+(ConditionalDimension, Eq, Function, Grid, Operator, SparseFunction, SparseTimeFunction,
+ SubDomain, TimeFunction, solve) = (
+    api.ConditionalDimension, api.Eq, api.Function, api.Grid, api.Operator,
+    api.SparseFunction, api.SparseTimeFunction, api.SubDomain, api.TimeFunction, api.solve)
 
 
 class Middle(SubDomain):
@@ -57,7 +60,39 @@ def run():
     u.data[0] = np.arange(49).reshape(7, 7) / 10.0
     Operator(Eq(u.forward, u + 0.1 * u.laplace)).apply(time_M=5)
     out["u"] = np.array(u.data)
+    out.update(snapshots())
     return out
+
+
+class Snapshot(SubDomain):
+    name = "snapshot"
+
+    def define(self, dimensions):
+        x, y = dimensions
+        return {x: ("middle", 5, 5), y: ("middle", 12, 4)}
+
+
+def snapshots(nt=120):
+    """A wave from a source near the top, snapshots every 10 steps on the snapshot region
+    and on the whole grid."""
+    grid = Grid(shape=(41, 41), extent=(400., 400.))
+    snap = Snapshot(grid=grid)
+    m = Function(name="m", grid=grid)
+    m.data[:] = 1 / 1.5 ** 2
+    t_sub = ConditionalDimension("t_sub", parent=grid.time_dim, factor=10)
+    usave = TimeFunction(name="usave", grid=snap, time_order=0, space_order=2, save=12,
+                         time_dim=t_sub)
+    usg = TimeFunction(name="usg", grid=grid, time_order=0, space_order=2, save=12,
+                       time_dim=t_sub)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
+    src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=nt)
+    src.coordinates.data[:] = [200., 100.]
+    src.data[:, 0] = np.exp(-((np.arange(nt) - 20) / 6.0) ** 2)
+    pde = m * u.dt2 - u.laplace
+    Operator([Eq(u.forward, solve(pde, u.forward)), Eq(usave, u, subdomain=snap),
+              Eq(usg, u)] + src.inject(field=u.forward, expr=src)).apply(time_M=nt - 2,
+                                                                          dt=1.0)
+    return {"usave": np.array(usave.data), "usave_grid": np.array(usg.data)}
 
 
 def sparse(grid, middle, left):
