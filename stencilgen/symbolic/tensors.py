@@ -8,7 +8,7 @@ import sympy
 
 from .differentiable import DAdd
 from ..errors import InvalidArgument
-from .functions import Function, TimeFunction
+from .functions import Function, TimeFunction, _on_subdomain
 from .staggering import NODE
 
 
@@ -231,6 +231,7 @@ class VectorFunction(Vector):
     def __init__(self, name=None, grid=None, staggered=None, **kwargs):
         if grid is None:
             raise InvalidArgument(f"{type(self).__name__} {name!r}: give grid=")
+        grid = _on_subdomain(grid, f"{type(self).__name__} {name!r}")
         dims = grid.dimensions
         stag = _component_staggering(staggered, len(dims), [d for d in dims])
         self.entries = np.empty(len(dims), dtype=object)
@@ -257,6 +258,7 @@ class TensorFunction(Tensor):
                  **kwargs):
         if grid is None:
             raise InvalidArgument(f"{type(self).__name__} {name!r}: give grid=")
+        grid = _on_subdomain(grid, f"{type(self).__name__} {name!r}")
         dims = grid.dimensions
         n = len(dims)
         self.entries = np.zeros((n, n), dtype=object)
