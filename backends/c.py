@@ -203,6 +203,11 @@ class CBackend:
         """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost); none for a nest that
         must run in order."""
         n = len(kernel.dims)
+        if kernel.sequential and kernel.reduces and depth == 0:
+            # a sum over the inner loops: each thread sums the points of its outer indices
+            kept = n - kernel.reduces
+            collapse = f" collapse({kept})" if kept > 1 else ""
+            return [c.Pragma(f"omp parallel for{collapse} schedule(static)")]
         if kernel.sequential:
             return []
         if n == 1:

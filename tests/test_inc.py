@@ -106,3 +106,21 @@ def test_a_sum_on_a_grid_split_over_ranks_is_refused(monkeypatch):
     g = Function(name="g", grid=grid)
     with pytest.raises(InvalidEquation, match="split over MPI ranks is not supported"):
         Operator(Inc(s, g))
+
+
+def test_a_sum_over_the_inner_loops_runs_the_outer_ones_in_parallel_on_a_cpu():
+    """Inc(f(x), g(x, y)): each x is one thread's (OpenMP over x, y in order); a sum over
+    an outer loop (h(y) += k(x, y)) runs wholly in order. Both give NumPy's sums."""
+    grid = Grid(shape=(64, 48), dtype=np.float64)
+    x, y = grid.dimensions
+    g = Function(name="g", grid=grid)
+    g.data[:] = np.random.default_rng(2).random((64, 48))
+    f = Function(name="f", dimensions=(x,), shape=(64,), dtype=np.float64)
+    h = Function(name="h", dimensions=(y,), shape=(48,), dtype=np.float64)
+    inner = Operator(Inc(f, g), backend="c", name="SumInner")
+    outer = Operator(Inc(h, g), backend="c", name="SumOuter")
+    assert inner.ccode.count("omp parallel for") > outer.ccode.count("omp parallel for")
+    inner.apply()
+    outer.apply()
+    np.testing.assert_allclose(f.data, g.data.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(h.data, g.data.sum(axis=0), rtol=1e-12)

@@ -813,11 +813,13 @@ class _Indexer:
             own = set(map(looped, eq.lhs.grid.dimensions))
             if getattr(eq, "is_Increment", False) and eq.lhs.grid.implicit and \
                     own < set(self.grid.dimensions):
-                reduces = tuple(d for d in self.grid.dimensions if d not in own)
+                reduces = tuple(i for i, d in enumerate(self.grid.dimensions)
+                                if d not in own)
                 dist = self.grid.distributor
                 if dist is not None and dist.size > 1:   # each rank would sum its block only
+                    summed = ", ".join(str(self.grid.dimensions[i]) for i in reduces)
                     raise InvalidEquation(
-                        f"{eq}: a sum over {', '.join(map(str, reduces))} on a grid split "
+                        f"{eq}: a sum over {summed} on a grid split "
                         f"over MPI ranks is not supported; sum with NumPy on the field "
                         f"gathered by stencilgen.distributed.mpi.gather, or on an unsplit "
                         f"grid")

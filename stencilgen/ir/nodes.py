@@ -204,8 +204,8 @@ class IndexedEq:
     sparse: str | None = None        # the sparse array visited
     stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
     increment: bool = False          # interpolate: add to the sample instead of storing it
-    reduces: tuple = ()              # an Inc summing over these loop dimensions (its function
-                                     # spans the others): its nest runs in order
+    reduces: tuple = ()              # an Inc summing over these loop axes (its function spans
+                                     # the others): its nest runs in order
     when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
     guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
 
@@ -276,6 +276,8 @@ class Kernel:
     section: Section | None = None
     sequential: str | None = None                 # why the nest must run in order, if it must
     directions: tuple[int, ...] = ()              # in order: +1 up or -1 down, per dimension
+    reduces: int = 0                              # a sum over the innermost this many loops
+                                                  # (an Inc into fewer dimensions, sequential)
     anchors: tuple = ()                           # per dim: None, "lower" or "upper" (below)
     when: sympy.Basic | None = None               # run at the steps where it holds (host test)
     guard: sympy.Basic | None = None              # run the body at the points where it holds

@@ -99,9 +99,10 @@ def in_place(eq, dims) -> str | None:
     at a neighbouring point (an in-place stencil such as ``Eq(f, f + f.laplace)``)."""
     name = eq.lhs.base.name
     if eq.reduces:
-        return (f"{name} is a sum over {', '.join(map(str, eq.reduces))} (an Inc into a "
-                f"function of fewer dimensions), so its nest runs in order (one thread on a "
-                f"GPU)")
+        summed = ", ".join(str(dims[i]) for i in eq.reduces)
+        return (f"{name} is a sum over {summed} (an Inc into a function of fewer "
+                f"dimensions), so its nest runs in order (one thread on a GPU; on a CPU the "
+                f"outer loops in parallel where the sum is over the inner ones)")
     offsets = sorted(_self_reads(eq, dims)) if _conflict([eq], eq, dims) else []
     if not offsets:
         return None
@@ -171,8 +172,18 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
                               extent=group[0].extent, fixed=group[0].fixed, stage=stage,
                               anchors=group[0].anchors,
                               sequential=why, when=group[0].when, guard=group[0].guard,
-                              directions=sweep(group[0], dims) if why else ()))
+                              directions=sweep(group[0], dims) if why else (),
+                              reduces=_inner_sum(group[0], dims)))
     return out
+
+
+def _inner_sum(eq, dims) -> int:
+    """How many innermost loops an Inc into fewer dimensions sums over, where they are all
+    it sums over (the outer ones then write distinct points: a CPU runs them in parallel);
+    0 otherwise."""
+    k = len(eq.reduces)
+    return k if eq.reduces and set(eq.reduces) == set(range(len(dims) - k, len(dims))) \
+        and k < len(dims) else 0
 
 
 def sparse_locals(dims, names: NameRegistry) -> SparseLocals:
