@@ -507,6 +507,23 @@ class CudaBackend(CBackend):
         finally:
             self.printer = saved
 
+    def summing_loops(self, k):
+        """A sum over the inner loops (``Kernel.reduces``): the threads share the outermost
+        loop, each walking the rest in order for its own indices, so each adds into its own
+        points."""
+        rows, body = self.nest_body(k)
+        rows = rows.declarations() if rows is not None else []
+        for depth in reversed(range(len(k.dims))):
+            name = k.dims[depth].name
+            start, stop = self.bounds(k, depth)
+            first, step = (f"{start} + {_thread('x')}", _stride("x")) if depth == 0 else \
+                (start, "1")
+            body = c.For(f"{self.index} {name} = {first}", f"{name} <= {stop}",
+                         f"{name} += {step}", body)
+            if depth == len(k.dims) - 1 and rows:
+                body = c.Block(rows + [body])
+        return body
+
     def kernel_loops(self, k):
         """The nest as one thread per point (a few along the outermost dimension), innermost
         dimension on x, then y, then z."""
@@ -514,6 +531,8 @@ class CudaBackend(CBackend):
             p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
             return c.For(f"sg_int {p} = {_thread('x')}", f"{p} < {npoint}",
                          f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
+        if k.sequential and k.reduces:
+            return self.summing_loops(k)
         if k.sequential:
             return self.loop_nest(k)     # one thread walks the nest in order
         # no grid-stride loop: the launch covers the nest (in chunks of at most the grid's
@@ -559,7 +578,7 @@ class CudaBackend(CBackend):
         ]
 
     def threads(self, k) -> int:
-        if k.is_sparse:
+        if k.is_sparse or k.sequential and k.reduces:
             return SPARSE_BLOCK
         if k.sequential:
             return 1
@@ -658,7 +677,12 @@ class CudaBackend(CBackend):
             sizes = [self._extent(k, depth, s) for depth, s in reversed(list(enumerate(k.dims)))]
             if self.paired(k):   # threads along x: pairs of points
                 sizes[0] = cuda_pairs.pair_count(sizes[0])
-        if k.sequential:
+        if k.sequential and k.reduces:
+            # a sum over the inner loops: threads along the outermost one (sg_n<last>)
+            head = [f"const dim3 sg_block({SPARSE_BLOCK});",
+                    f"const dim3 sg_grid(sg_blocks(sg_n{len(sizes) - 1}, {SPARSE_BLOCK}, "
+                    f"{GRID_LIMIT[0]}));"]
+        elif k.sequential:
             # a nest that must run in order: one thread walks it, outermost loop first
             ones = ", ".join("1" for _ in k.dims)
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]

@@ -101,8 +101,8 @@ def in_place(eq, dims) -> str | None:
     if eq.reduces:
         summed = ", ".join(str(dims[i]) for i in eq.reduces)
         return (f"{name} is a sum over {summed} (an Inc into a function of fewer "
-                f"dimensions), so its nest runs in order (one thread on a GPU; on a CPU the "
-                f"outer loops in parallel where the sum is over the inner ones)")
+                f"dimensions), so its nest runs in order (where the sum is over the inner "
+                f"loops, the outer ones in parallel)")
     offsets = sorted(_self_reads(eq, dims)) if _conflict([eq], eq, dims) else []
     if not offsets:
         return None
