@@ -257,18 +257,20 @@ class CBackend:
         finally:
             self.printer.rows = None
 
+    def loop_header(self, kernel, depth) -> tuple[str, str, str]:
+        """Loop ``depth``'s (start, condition, step): down where an in-place nest sweeps
+        down (``Kernel.directions``), else up."""
+        name = kernel.dims[depth].name
+        start, stop = self.bounds(kernel, depth)
+        if kernel.directions and kernel.directions[depth] < 0:
+            return f"{self.index} {name} = {stop}", f"{name} >= {start}", f"{name} -= 1"
+        return f"{self.index} {name} = {start}", f"{name} <= {stop}", f"{name} += 1"
+
     def loop_nest(self, kernel):
         rows, body = self.nest_body(kernel)
         rows = rows.declarations() if rows is not None else []
         for depth in reversed(range(len(kernel.dims))):
-            name = kernel.dims[depth].name
-            start, stop = self.bounds(kernel, depth)
-            if kernel.directions and kernel.directions[depth] < 0:
-                loop = c.For(f"{self.index} {name} = {stop}", f"{name} >= {start}",
-                             f"{name} -= 1", body)
-            else:
-                loop = c.For(f"{self.index} {name} = {start}", f"{name} <= {stop}",
-                             f"{name} += 1", body)
+            loop = c.For(*self.loop_header(kernel, depth), body)
             body = c.Module(self.loop_pragmas(kernel, depth) + [loop])
             if depth == len(kernel.dims) - 1 and rows:
                 body = c.Block(rows + [body])
@@ -363,11 +365,12 @@ class CBackend:
         # subdomain, nodes in it and as far beyond it as the weights reach (one for the
         # multilinear ones: the functions' halos), as Devito's
         near = max(reach, 1) if k.region else reach
-        lo = [near - (-k.region[i][0] if k.region else 0) for i in range(len(dims))]
-        hi = [near - (-k.region[i][1] if k.region else 0) for i in range(len(dims))]
-        inside = " && ".join(f"{d.name} >= {d.lower}{-a:+d} && {d.name} <= {d.upper}{b:+d}"
-                             if a or b else f"{d.name} >= {d.lower} && {d.name} <= {d.upper}"
-                             for d, a, b in zip(dims, lo, hi))
+        cut = k.region or ((0, 0),) * len(dims)
+        inside = " && ".join(f"{d.name} >= {d.lower}{left - near:+d} && "
+                             f"{d.name} <= {d.upper}{near - right:+d}"
+                             if near or left or right else
+                             f"{d.name} >= {d.lower} && {d.name} <= {d.upper}"
+                             for d, (left, right) in zip(dims, cut))
         if self.program.split:   # a rank adds or gathers only at the points of its block
             inside += "".join(f" && {d.name} >= {lo} && {d.name} <= {hi}" for d, (lo, hi) in
                               zip(dims, (split.owned(self.program, d.symbol) for d in dims)))

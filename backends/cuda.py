@@ -507,22 +507,18 @@ class CudaBackend(CBackend):
         finally:
             self.printer = saved
 
-    def summing_loops(self, k):
+    def loop_header(self, kernel, depth):
         """A sum over the inner loops (``Kernel.reduces``): the threads share the outermost
-        loop, each walking the rest in order for its own indices, so each adds into its own
-        points."""
-        rows, body = self.nest_body(k)
-        rows = rows.declarations() if rows is not None else []
-        for depth in reversed(range(len(k.dims))):
-            name = k.dims[depth].name
-            start, stop = self.bounds(k, depth)
-            first, step = (f"{start} + {_thread('x')}", _stride("x")) if depth == 0 else \
-                (start, "1")
-            body = c.For(f"{self.index} {name} = {first}", f"{name} <= {stop}",
-                         f"{name} += {step}", body)
-            if depth == len(k.dims) - 1 and rows:
-                body = c.Block(rows + [body])
-        return body
+        loop, each walking the rest in order for its own indices (its own points)."""
+        if kernel.reduces and depth == 0:
+            name = kernel.dims[0].name
+            start, stop = self.bounds(kernel, 0)
+            return (f"{self.index} {name} = {start} + {_thread('x')}", f"{name} <= {stop}",
+                    f"{name} += {_stride('x')}")
+        return super().loop_header(kernel, depth)
+
+    def loop_pragmas(self, kernel, depth):
+        return []   # device code: the launch shape is the parallelism
 
     def kernel_loops(self, k):
         """The nest as one thread per point (a few along the outermost dimension), innermost
@@ -531,10 +527,8 @@ class CudaBackend(CBackend):
             p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
             return c.For(f"sg_int {p} = {_thread('x')}", f"{p} < {npoint}",
                          f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
-        if k.sequential and k.reduces:
-            return self.summing_loops(k)
         if k.sequential:
-            return self.loop_nest(k)     # one thread walks the nest in order
+            return self.loop_nest(k)     # one thread walks the nest in order (a sum: some)
         # no grid-stride loop: the launch covers the nest (in chunks of at most the grid's
         # limit, each starting at sg_base<axis>), which saves the integer work of grid-stride
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)

@@ -47,17 +47,10 @@ def check_equations(eqs) -> tuple:
     if not flat:
         raise InvalidEquation("Operator: no equations given")
     for i, e in enumerate(flat):
-        if isinstance(e, Eq) and not isinstance(e, SparseEq):
+        if isinstance(e, (Injection, Interpolation)):
+            flat[i] = _sparse_eq(e)
+        elif isinstance(e, Eq) and not isinstance(e, SparseEq):
             flat[i] = _on_subdomain_functions(_on_parents(e))
-        if isinstance(e, (Injection, Interpolation)):
-            _check_support(e)
-        if isinstance(e, Injection):
-            flat[i] = SparseEq("inject", e.field, e.expr, e.sparse)
-        elif isinstance(e, Interpolation):
-            at = e.sparse.origin if e.at is None else e.at
-            flat[i] = SparseEq("interpolate", at, e.expr, e.sparse, increment=e.increment)
-        if isinstance(e, (Injection, Interpolation)):
-            flat[i].region = sparse_region(e)
     found = {}
     for e in flat:
         if not isinstance(e, Eq):
@@ -78,6 +71,12 @@ def check_equations(eqs) -> tuple:
     return flat, _operator_grid([found[n] for n in sorted(found)])
 
 
+def _subdimensions(eq) -> set:
+    """The SubDimensions indexing ``eq``."""
+    return {d for side in (eq.lhs, eq.rhs) for d in sympy.sympify(side).free_symbols
+            if getattr(d, "is_Sub", False)}
+
+
 def thickness_arguments(eqs) -> dict:
     """The apply arguments that set the thickness of the SubDimensions in ``eqs``, Devito's
     names: ``<parent>_ltkn<k>`` and ``<parent>_rtkn<k>``, k counting a parent's
@@ -86,9 +85,7 @@ def thickness_arguments(eqs) -> dict:
     for e in _flatten(eqs):
         if not isinstance(e, Eq) or isinstance(e, SparseEq):
             continue
-        subs = {d for side in (e.lhs, e.rhs) for d in sympy.sympify(side).free_symbols
-                if getattr(d, "is_Sub", False)}
-        for d in sorted(subs, key=lambda s: s.name):
+        for d in sorted(_subdimensions(e), key=lambda s: s.name):
             seen = order.setdefault(d.parent, [])
             if d not in seen:
                 seen.append(d)
@@ -169,8 +166,7 @@ def _on_subdomain_functions(eq: Eq) -> Eq:
 def _on_parents(eq: Eq) -> Eq:
     """An equation indexed by SubDimensions as one on their parents that runs on their part
     of the grid (a ``SubDimensionRegion``)."""
-    found = {d for side in (eq.lhs, eq.rhs) for d in sympy.sympify(side).free_symbols
-             if getattr(d, "is_Sub", False)}
+    found = _subdimensions(eq)
     if not found:
         return eq
     subs = {}
@@ -190,14 +186,26 @@ def _on_parents(eq: Eq) -> Eq:
     return new
 
 
-def sparse_region(term):
+def _sparse_eq(term) -> SparseEq:
+    """An injection or interpolation as the equation the lowering takes, checked, with the
+    subdomain whose nodes it visits (``region``)."""
+    touched = sorted((f for f in sympy.sympify(term.expr).atoms(DiscreteFunction) |
+                      ({term.field} if isinstance(term, Injection) else set())
+                      if not f.is_Sparse), key=lambda f: f.name)
+    _check_support(term, touched)
+    if isinstance(term, Injection):
+        eq = SparseEq("inject", term.field, term.expr, term.sparse)
+    else:
+        at = term.sparse.origin if term.at is None else term.at
+        eq = SparseEq("interpolate", at, term.expr, term.sparse, increment=term.increment)
+    eq.region = _sparse_region(term, touched)
+    return eq
+
+
+def _sparse_region(term, touched):
     """The subdomain an injection or interpolation visits nodes in: that of the functions on
     a SubDomain it touches (they have values on its points only), or None (the domain)."""
-    touched = sympy.sympify(term.expr).atoms(DiscreteFunction)
-    if isinstance(term, Injection):
-        touched.add(term.field)
-    on = sorted((f for f in touched if not f.is_Sparse and f.grid.subdomain),
-                key=lambda f: f.name)
+    on = [f for f in touched if f.grid.subdomain is not None]
     subs = {f.grid.subdomain for f in on}
     if len(subs) > 1:
         raise InvalidEquation(f"{term.sparse.name}: injection or interpolation with functions "
@@ -212,23 +220,20 @@ def sparse_region(term):
     return subs.pop() if subs else None
 
 
-def _check_support(term):
+def _check_support(term, touched):
     """A precomputed sparse function reaches r/2 nodes beyond the domain: the grid
     functions it touches need halos as wide."""
     reach = term.sparse.field.support // 2
     if not reach:
         return
-    touched = sympy.sympify(term.expr).atoms(DiscreteFunction)
-    if isinstance(term, Injection):
-        touched.add(term.field)
-    staggered = [f.name for f in touched if not f.is_Sparse and any(f.field.staggered)]
+    staggered = [f.name for f in touched if any(f.field.staggered)]
     if staggered:
         raise InvalidEquation(f"{term.sparse.name}: precomputed weights with staggered "
-                              f"{', '.join(sorted(staggered))} are not supported (the weights "
+                              f"{', '.join(staggered)} are not supported (the weights "
                               f"would have to be given at its points); use a SparseFunction")
-    for f in sorted(touched, key=lambda g: g.name):
+    for f in touched:
         widths = [h for d, h in zip(f.grid.dimensions, f.field.halo) if not d.is_Batch]
-        if not f.is_Sparse and min(widths, default=reach) < reach:
+        if min(widths, default=reach) < reach:
             raise HaloError(f"{term.sparse.name} has {2 * reach} nodes a dimension, {reach} "
                             f"beyond the domain; {f.name}'s halo is {f.field.halo}: give it "
                             f"a space_order of at least {reach}")
@@ -865,7 +870,7 @@ class _Indexer:
                          sparse=self.names.cname(eq.sparse.field),
                          stagger=stagger if any(stagger) else (),
                          increment=getattr(eq, "increment", False),
-                         extent=tuple((-a, -b) for a, b in region.thickness) if region else ())
+                         region=region.thickness if region else ())
 
 
 def _time_root(f):

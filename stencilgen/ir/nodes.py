@@ -204,6 +204,8 @@ class IndexedEq:
     sparse: str | None = None        # the sparse array visited
     stagger: tuple = ()              # inject: where the target's values sit per dimension (cells)
     increment: bool = False          # interpolate: add to the sample instead of storing it
+    region: tuple = ()               # sparse: per dimension (left, right) points of the domain
+                                     # it visits no nodes in (functions on a subdomain)
     reduces: tuple = ()              # an Inc summing over these loop axes (its function spans
                                      # the others): its nest runs in order
     when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
@@ -340,8 +342,8 @@ class SparseKernel:
     section: Section | None = None
     stagger: tuple = ()            # inject: the target's values sit this many cells ahead
     increment: bool = False        # interpolate: the sample += the sum (Devito's increment)
-    region: tuple = ()             # per dimension (-left, -right): nodes visited only inside a
-                                   # subdomain (functions on it touched), else the domain
+    region: tuple = ()             # per dimension (left, right) points of the domain it visits
+                                   # no nodes in (functions on a subdomain), else ()
     sequential = None              # points run in parallel (injection adds atomically)
     fusion = None                  # no producer nest is fused into it
     when = None                    # runs at every step

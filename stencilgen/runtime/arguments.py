@@ -89,7 +89,7 @@ def sparse_arrays(prog, bindings, kwargs) -> tuple[dict, list]:
             continue
         f = bindings.functions[arr.name]
         time = f.is_TimeFunction
-        want = f.data.shape
+        want = f.shape   # not f.data: a GPU-resident function's values stay there
         if value.ndim != len(want) or value.shape[time:] != want[time:] or \
                 value.dtype.kind not in "biuf":
             axes = "(nt, npoint)" if time else "(npoint,)"
@@ -108,6 +108,19 @@ def sparse_arrays(prog, bindings, kwargs) -> tuple[dict, list]:
     return out, pairs
 
 
+def _sparse_coordinates(arr, f, bindings) -> np.ndarray:
+    """A sparse function's "coords" argument: its coordinates (checked), or for precomputed
+    weights its first nodes and weights (``sparse.first_nodes``)."""
+    if not arr.support:
+        check_coordinates(f)
+        return np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
+    if bindings.grid.distributor is not None and bindings.grid.distributor.size > 1:
+        raise InvalidArgument(f"apply: {f.name} is a precomputed sparse function, which "
+                              f"stencilgen does not run on a grid split over MPI ranks; "
+                              f"use a SparseFunction there")
+    return first_nodes(f)
+
+
 def _storage(arr, bindings, overrides, temps, shape, args, keep):
     """The storage of ``arr`` for this apply and its halo widths (a temporary's own, sized
     to the grid; a sparse function's coordinates bound on the way)."""
@@ -124,17 +137,8 @@ def _storage(arr, bindings, overrides, temps, shape, args, keep):
     if arr.split and f.grid.distributor is not bindings.grid.distributor:
         raise InvalidArgument(f"apply: {f.name} is not on the split grid of the Operator "
                               f"({bindings.grid!r}); build it on that grid")
-    if arr.sparse and arr.support:
-        if bindings.grid.distributor is not None and bindings.grid.distributor.size > 1:
-            raise InvalidArgument(f"apply: {f.name} is a precomputed sparse function, which "
-                                  f"stencilgen does not run on a grid split over MPI ranks; "
-                                  f"use a SparseFunction there")
-        coords = first_nodes(f)
-        keep.append(coords)
-        args[arr.layout.coords], args[arr.layout.npoint] = coords.ctypes.data, f.npoint
-    elif arr.sparse:
-        check_coordinates(f)
-        coords = np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
+    if arr.sparse:
+        coords = _sparse_coordinates(arr, f, bindings)
         keep.append(coords)
         args[arr.layout.coords], args[arr.layout.npoint] = coords.ctypes.data, f.npoint
     return f.field.storage, f.field.halo

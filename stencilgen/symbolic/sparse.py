@@ -136,8 +136,7 @@ class SparseFunction(DiscreteFunction):
     def inject(self, field, expr):
         """``[Injection]``: add ``expr`` (at each point) into ``field`` with multilinear
         weights; a tuple of fields takes one expression each, or the same one (Devito's)."""
-        fields = tuple(field) if isinstance(field, (tuple, list)) else (field,)
-        exprs = tuple(expr) if isinstance(expr, (tuple, list)) else (expr,)
+        fields, exprs = _tuple(field), _tuple(expr)
         if len(exprs) == 1:
             exprs *= len(fields)
         if len(exprs) != len(fields):
@@ -156,13 +155,17 @@ class SparseFunction(DiscreteFunction):
         return Interpolation(self, sympy.sympify(expr), bool(increment))
 
 
+def _tuple(value) -> tuple:
+    """One field or expression, or a tuple or list of them, as a tuple (Devito's as_tuple)."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
 def _own_axes(cls, owner, grid, dimensions, shape, npoint, nt):
     """Devito's ``SparseFunction(dimensions=(p,), shape=(npoint,))`` (a time series's
     ``(time, p)``, ``(nt, npoint)``): the point dimension, npoint and nt they give."""
     timed = cls.is_TimeFunction
     want = "(time, p) and shape (nt, npoint)" if timed else "(p,) and shape (npoint,)"
-    dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
-    sizes = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    dims, sizes = _tuple(dimensions), _tuple(shape)
     fits = len(dims) == len(sizes) == 1 + timed and all(isinstance(d, Dimension)
                                                           for d in dims)
     if fits and timed:
@@ -223,8 +226,7 @@ class SparseTimeFunction(SparseFunction):
         """``SparseFunction.inject``, ``u_t`` the time index of the field written (in place
         of its own, ``t`` or ``time``), ``p_t`` the sample of this function injected
         (Devito's)."""
-        fields = field if isinstance(field, (tuple, list)) else (field,)
-        exprs = expr if isinstance(expr, (tuple, list)) else (expr,)
+        fields, exprs = _tuple(field), _tuple(expr)
         time = self.grid.time_dim
         if u_t is not None:
             at = self._time_index(u_t, "u_t")
