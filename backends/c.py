@@ -7,12 +7,13 @@ into the timers. Emission goes through cgen; every name comes from the Program.
 from __future__ import annotations
 
 import cgen as c
+import numpy as np
 
 from . import c_blocking, c_fusion, split, interrupt
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
-from .cprinter import (BFLOAT16_C, INDEX_CTYPES, CPrinter, ctype, stride_table,
-                       time_loop_header)
+from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, ctype, has_complex,
+                       is_complex, part_ctype, stride_table, time_loop_header)
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
@@ -77,6 +78,7 @@ class CBackend:
         self.printer.stored = self.stored = {a.name: a.store for a in program.arrays if a.store}
         self.ctypes = {a.name: self.printer.element_type(a.name, a.dtype)
                        for a in program.arrays}
+        self.complex = has_complex(program)
 
     #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
     cache_blocking = True
@@ -148,7 +150,18 @@ class CBackend:
     # -- pieces ----------------------------------------------------------------------------
     def includes(self):
         return [c.Include("math.h"), c.Include("stdlib.h"), c.Include("omp.h")] + \
-            self.storage_includes()
+            self.storage_includes() + self.complex_includes()
+
+    def complex_includes(self):
+        """The complex types, where the program holds complex values (``cprinter.COMPLEX_C``)."""
+        return [c.Line(COMPLEX_C)] if self.complex else []
+
+    def complex_scalars(self):
+        """Each complex scalar made from the two real arguments that carry it."""
+        return [c.Initializer(c.Value(f"const {ctype(s.dtype)}", s.name),
+                              f"SG_C{'FLOAT' if s.dtype == np.complex64 else 'DOUBLE'}"
+                              f"({', '.join(s.parts)})")
+                for s in self.program.scalars if s.parts]
 
     #: per 16-bit format, the C functions its loads and stores call
     CONVERSIONS = {"bfloat16": BFLOAT16_C}
@@ -306,15 +319,27 @@ class CBackend:
         """Pragmas before each loop over a point's cell corners."""
         return []
 
-    def atomic_add(self, target, value, fmt=None):
+    def atomic_add(self, target, value, fmt=None, dtype=None):
         """``target += value`` safe against other points adding to the same node (in a 16-bit
         format ``fmt``: the sum rounded once; bfloat16, held as its bits, in a critical
-        section)."""
+        section; a complex ``dtype``: each part on its own, as atomics take real values)."""
+        if dtype is not None and is_complex(dtype):
+            return self.complex_atomic_add(target, value, dtype)
         if fmt == "bfloat16":
             _, load, store = self.printer.FORMATS[fmt]
             total = store.format(f"{load.format(target)} + {value}")
             return [c.Pragma(f"omp critical (sg_{fmt})"), c.Statement(f"{target} = {total}")]
         return [c.Pragma("omp atomic update"), c.Statement(f"{target} += {value}")]
+
+    def complex_atomic_add(self, target, value, dtype):
+        """The parts of complex ``value`` added, each atomically, to the parts of ``target``."""
+        part, t = part_ctype(dtype), ctype(dtype)
+        suffix = "f" if np.dtype(dtype) == np.complex64 else ""
+        out = [c.Initializer(c.Value(f"const {t}", "sg_v"), value)]
+        for i, fn in enumerate(("creal", "cimag")):
+            out += self.atomic_add(f"(({part} *)&{target})[{i}]", f"{fn}{suffix}(sg_v)",
+                                   None, np.float32 if part == "float" else np.float64)
+        return [c.Block(out)]
 
     def locate(self, k):
         """Per dimension: the point's position in cells, its cell and the fraction inside it
@@ -382,14 +407,17 @@ class CBackend:
 
     def sparse_body(self, k):
         """The statements for one point: locate it, visit its corners, add or gather."""
-        loc, real = self.program.sparse_locals, ctype(self.program.dtype)
+        loc = self.program.sparse_locals
         value, body = self.expr(k.expr), self.locate(k)
         if k.kind == "inject":
             name = k.target.base.name
             action = self.atomic_add(self.printer.target(k.target), f"{loc.weight}*({value})",
-                                     self.stored.get(name))
+                                     self.stored.get(name), self.program.array(name).dtype)
         else:
-            body.append(c.Initializer(c.Value(real, loc.total), "0"))
+            # a complex sample sums complex values (a real one takes no complex ones)
+            sample = self.program.array(k.sparse).dtype
+            body.append(c.Initializer(c.Value(ctype(sample if is_complex(sample) else
+                                                    self.program.dtype), loc.total), "0"))
             action = [c.Statement(f"{loc.total} += {loc.weight}*({value})")]
         body.append(self.corners(k, action))
         if k.kind == "interpolate":
@@ -463,16 +491,23 @@ class CBackend:
         """Pragmas before the loop that counts NaN/Inf in array ``a``."""
         return [c.Pragma("omp parallel for reduction(+:sg_n) schedule(static)")]
 
+    def nonfinite(self, a, at: str) -> str:
+        """C text, 1 where element ``at`` of array ``a`` is NaN or Inf (a complex one: either
+        part), else 0."""
+        vec = a.layout.vec
+        if is_complex(a.dtype):
+            parts = f"(({part_ctype(a.dtype)} *){vec})"
+            return f"!(isfinite({parts}[2*({at})]) && isfinite({parts}[2*({at}) + 1]))"
+        return f"!isfinite({self.printer.widened(a.name, f'{vec}[{at}]')})"
+
     def finite_checks(self):
         """Where the caller asks (a non-NULL checks argument): the NaN/Inf in each checked
         array's range (start, length), counted into the range's third place."""
         prog, ck = self.program, self.program.checks_param
         blocks = []
         for i, name in enumerate(prog.checks):
-            vec = prog.array(name).layout.vec
             loop = c.For("long sg_i = 0", "sg_i < sg_len", "sg_i += 1",
-                         c.Statement(f"sg_n += !isfinite("
-                                     f"{self.printer.widened(name, f'{vec}[sg_from + sg_i]')})"))
+                         c.Statement(f"sg_n += {self.nonfinite(prog.array(name), 'sg_from + sg_i')}"))
             # the range is read into scalars here: on a device, the caller's array is not there
             blocks.append(c.Block([c.Initializer(c.Value("const long", "sg_from"),
                                                  f"{ck}[{3 * i}]"),
@@ -491,7 +526,8 @@ class CBackend:
             if self.options.flush_denormals else []
         setup = c_fusion.setup(self, fused) if fused else []
         end += [c.Statement("free(sg_fuse)")] if fused else []
-        return (start + self.array_views() + self.prologue() + setup + self.sections_in_order()
+        return (start + self.array_views() + self.complex_scalars() + self.prologue() + setup
+                + self.sections_in_order()
                 + self.finite_checks() + end + [c.Statement(split.status(self.program))])
 
     def header(self):

@@ -14,9 +14,121 @@ from sympy.printing.c import C99CodePrinter
 INDEX_CTYPES = {"int64": "long", "int32": "int"}
 
 
+#: the C names of the complex types; each backend's preamble defines them in its language
+#: (C99 ``float _Complex``, or a C++ class with the same arithmetic, ``COMPLEX_CXX``)
+COMPLEX_CTYPES = {"complex64": "sg_cfloat", "complex128": "sg_cdouble"}
+
+
+def is_complex(dtype) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def has_complex(prog) -> bool:
+    """Whether program ``prog`` holds complex values: arrays, scalars or locals."""
+    locals_ = tuple(prog.prologue) + tuple(a for k in prog.kernels for a in getattr(k, "body", ()))
+    return any(is_complex(x.dtype) for x in tuple(prog.arrays) + tuple(prog.scalars)) or \
+        any(a.dtype is not None and is_complex(a.dtype) for a in locals_)
+
+
+def part_ctype(dtype) -> str:
+    """The C type of one part of a complex dtype (complex64 -> float)."""
+    return "float" if np.dtype(dtype) == np.complex64 else "double"
+
+
 def ctype(dtype) -> str:
-    """The C type of a floating dtype (float32 -> float, float64 -> double)."""
-    return "float" if np.dtype(dtype) == np.float32 else "double"
+    """The C type of a value's dtype (float32 -> float, float64 -> double, complex64 ->
+    sg_cfloat, complex128 -> sg_cdouble)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        return COMPLEX_CTYPES[dt.name]
+    return "float" if dt == np.float32 else "double"
+
+
+#: C99's complex types under the names the generated code uses
+COMPLEX_C = """#include <complex.h>
+typedef float _Complex sg_cfloat;
+typedef double _Complex sg_cdouble;
+#define SG_CFLOAT(re, im) CMPLXF(re, im)
+#define SG_CDOUBLE(re, im) CMPLX(re, im)
+"""
+
+#: the same types as a C++ class (CUDA device code, nvc++): C99's arithmetic with real
+#: operands of any type, and C99's function names (cexpf, crealf...), so one printer serves
+#: both languages; SG_HD marks what device code may call
+COMPLEX_CXX = r"""template <typename T> struct sg_complex
+{
+  T re, im;
+  SG_HD sg_complex() : re(0), im(0) {}
+  template <typename S> SG_HD sg_complex(S r) : re((T)r), im(0) {}
+  SG_HD sg_complex(T r, T i) : re(r), im(i) {}
+  template <typename U> SG_HD sg_complex(const sg_complex<U> &z) : re((T)z.re), im((T)z.im) {}
+  SG_HD sg_complex &operator+=(const sg_complex &b) { re += b.re; im += b.im; return *this; }
+  SG_HD sg_complex &operator-=(const sg_complex &b) { re -= b.re; im -= b.im; return *this; }
+};
+typedef sg_complex<float> sg_cfloat;
+typedef sg_complex<double> sg_cdouble;
+#define SG_CFLOAT(r, i) sg_cfloat((float)(r), (float)(i))
+#define SG_CDOUBLE(r, i) sg_cdouble((double)(r), (double)(i))
+template <typename T> SG_HD sg_complex<T> operator+(sg_complex<T> a, sg_complex<T> b)
+{ return sg_complex<T>(a.re + b.re, a.im + b.im); }
+template <typename T> SG_HD sg_complex<T> operator-(sg_complex<T> a, sg_complex<T> b)
+{ return sg_complex<T>(a.re - b.re, a.im - b.im); }
+template <typename T> SG_HD sg_complex<T> operator*(sg_complex<T> a, sg_complex<T> b)
+{ return sg_complex<T>(a.re*b.re - a.im*b.im, a.re*b.im + a.im*b.re); }
+template <typename T> SG_HD sg_complex<T> operator/(sg_complex<T> a, sg_complex<T> b)
+{
+  const T d = b.re*b.re + b.im*b.im;
+  return sg_complex<T>((a.re*b.re + a.im*b.im)/d, (a.im*b.re - a.re*b.im)/d);
+}
+template <typename T> SG_HD sg_complex<T> operator-(sg_complex<T> a)
+{ return sg_complex<T>(-a.re, -a.im); }
+template <typename T> SG_HD sg_complex<T> operator+(sg_complex<T> a) { return a; }
+#define SG_MIXED(op) \
+template <typename T, typename S> SG_HD sg_complex<T> operator op(sg_complex<T> a, S b) \
+{ return a op sg_complex<T>(b); } \
+template <typename T, typename S> SG_HD sg_complex<T> operator op(S a, sg_complex<T> b) \
+{ return sg_complex<T>(a) op b; } \
+template <typename T, typename U> SG_HD sg_complex<decltype(T()*U())> \
+operator op(sg_complex<T> a, sg_complex<U> b) \
+{ return sg_complex<decltype(T()*U())>(a) op sg_complex<decltype(T()*U())>(b); }
+SG_MIXED(+) SG_MIXED(-) SG_MIXED(*) SG_MIXED(/)
+#undef SG_MIXED
+#define SG_CFUNCS(T, s) \
+SG_HD inline T creal##s(sg_complex<T> z) { return z.re; } \
+SG_HD inline T cimag##s(sg_complex<T> z) { return z.im; } \
+SG_HD inline T cabs##s(sg_complex<T> z) { return hypot##s(z.re, z.im); } \
+SG_HD inline T carg##s(sg_complex<T> z) { return atan2##s(z.im, z.re); } \
+SG_HD inline sg_complex<T> conj##s(sg_complex<T> z) { return sg_complex<T>(z.re, -z.im); } \
+SG_HD inline sg_complex<T> cexp##s(sg_complex<T> z) \
+{ const T m = exp##s(z.re); return sg_complex<T>(m*cos##s(z.im), m*sin##s(z.im)); } \
+SG_HD inline sg_complex<T> clog##s(sg_complex<T> z) \
+{ return sg_complex<T>(log##s(cabs##s(z)), carg##s(z)); } \
+SG_HD inline sg_complex<T> csqrt##s(sg_complex<T> z) \
+{ \
+  const T r = cabs##s(z); \
+  const T a = sqrt##s((r + fabs##s(z.re))/2); \
+  if (a == 0) return sg_complex<T>(0, 0); \
+  const T b = z.im/(2*a); \
+  return z.re >= 0 ? sg_complex<T>(a, b) : sg_complex<T>(fabs##s(b), z.im >= 0 ? a : -a); \
+} \
+SG_HD inline sg_complex<T> cpow##s(sg_complex<T> a, sg_complex<T> b) \
+{ return (a.re == 0 && a.im == 0) ? sg_complex<T>(0, 0) : cexp##s(b*clog##s(a)); } \
+SG_HD inline sg_complex<T> csin##s(sg_complex<T> z) \
+{ return sg_complex<T>(sin##s(z.re)*cosh##s(z.im), cos##s(z.re)*sinh##s(z.im)); } \
+SG_HD inline sg_complex<T> ccos##s(sg_complex<T> z) \
+{ return sg_complex<T>(cos##s(z.re)*cosh##s(z.im), -sin##s(z.re)*sinh##s(z.im)); } \
+SG_HD inline sg_complex<T> csinh##s(sg_complex<T> z) \
+{ return sg_complex<T>(sinh##s(z.re)*cos##s(z.im), cosh##s(z.re)*sin##s(z.im)); } \
+SG_HD inline sg_complex<T> ccosh##s(sg_complex<T> z) \
+{ return sg_complex<T>(cosh##s(z.re)*cos##s(z.im), sinh##s(z.re)*sin##s(z.im)); } \
+SG_HD inline sg_complex<T> ctan##s(sg_complex<T> z) { return csin##s(z)/ccos##s(z); } \
+SG_HD inline sg_complex<T> ctanh##s(sg_complex<T> z) { return csinh##s(z)/ccosh##s(z); }
+template <typename T> SG_HD bool sg_finite(const sg_complex<T> z)
+{ return isfinite(z.re) && isfinite(z.im); }
+SG_CFUNCS(float, f)
+SG_CFUNCS(double, )
+#undef SG_CFUNCS
+"""
 
 
 #: C conversions of bfloat16 (the high 16 bits of a float32), rounding to nearest even and
@@ -106,6 +218,19 @@ class CPrinter(C99CodePrinter):
 
     # sympy's printer skips methods named after intermediate Function subclasses
     _print_RoundedFloat16 = _print_RoundedBfloat16 = _print_Rounded
+
+    # -- complex values: C99 <complex.h> names (``COMPLEX_CXX`` gives C++ the same) ---------
+    def _print_ImaginaryUnit(self, expr):
+        one = "1.0F" if self.single else "1.0"
+        return f"SG_C{'FLOAT' if self.single else 'DOUBLE'}(0, {one})"
+
+    def _print_Function(self, expr):
+        """A C function the compiler named (``c_name``: the IR's complex calls), else
+        sympy's."""
+        name = getattr(expr, "c_name", None)
+        if name:
+            return f"{name}({', '.join(self._print(a) for a in expr.args)})"
+        return super()._print_Function(expr)
 
     def _print_INT(self, expr):
         """Devito's INT(e): the value truncated toward zero, an int in the expression."""

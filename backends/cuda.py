@@ -19,7 +19,7 @@ import sympy
 from .c import CBackend
 from . import cuda_fused, cuda_pairs, device_layout, interrupt, split
 from .device_layout import DeviceLayout
-from .cprinter import CPrinter, ctype, time_loop_header, tuned_choice
+from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
 from .options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
@@ -452,12 +452,15 @@ class CudaBackend(CBackend):
             names = [n for d in prog.dims for n in split.clip(prog, d.symbol)]
         return [_Arg(n, "const long", n) for n in names]
 
-    def atomic_add(self, target, value, fmt=None):
+    def atomic_add(self, target, value, fmt=None, dtype=None):
         """``target += value`` against other points adding there (a 16-bit ``fmt``: the sum
-        rounded once, ``format_prelude``)."""
+        rounded once, ``format_prelude``; a complex ``dtype``: part by part)."""
+        if dtype is not None and is_complex(dtype):
+            return self.complex_atomic_add(target, value, dtype)
         if fmt:
             return [c.Statement(f"sg_atomic_add(&{target}, (float)({value}))")]
-        return [c.Statement(f"atomicAdd(&{target}, ({ctype(self.program.dtype)})({value}))")]
+        return [c.Statement(f"atomicAdd(&{target}, ({ctype(dtype or self.program.dtype)})"
+                            f"({value}))")]
 
     def sparse_pragmas(self, kernel):
         return []
@@ -867,7 +870,7 @@ class CudaBackend(CBackend):
         lines += self.narrow_choice()
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   "unsigned long long *sg_d_checks = NULL;"]
-        lines += [str(s) for s in self.prologue()]
+        lines += [str(s) for s in self.complex_scalars() + self.prologue()]
         lines += [str(s) for s in split.start(prog)]
         main = self.setup()
         start, end = prog.time_bounds if prog.has_time_loop else ("0", "0")
@@ -901,6 +904,8 @@ class CudaBackend(CBackend):
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
         header += "".join(format_prelude(f) for f in sorted(set(self.stored.values())))
+        if self.complex:
+            header += "#define SG_HD __host__ __device__\n" + COMPLEX_CXX
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
         if self.program.split:

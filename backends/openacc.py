@@ -15,7 +15,7 @@ import cgen as c
 
 from . import interrupt
 from .c import CBackend
-from .cprinter import CPrinter
+from .cprinter import COMPLEX_C, COMPLEX_CXX, CPrinter, is_complex
 from .options import EmitOptions
 
 _PREAMBLE = """\
@@ -191,7 +191,14 @@ class OpenACCBackend(CBackend):
     # -- pragma hooks ------------------------------------------------------------------------
     def includes(self):
         return [c.Include(h) for h in ("math.h", "stddef.h", "stdlib.h", "time.h", "openacc.h")] \
-            + self.storage_includes()
+            + self.storage_includes() + self.complex_includes()
+
+    def complex_includes(self):
+        """The complex types in the language the compiler reads the source as (nvc++: C++)."""
+        if not self.complex:
+            return []
+        return [c.Line(f"#ifdef __cplusplus\n#define SG_HD\n{COMPLEX_CXX}#else\n{COMPLEX_C}"
+                       f"#endif")]
 
     def storage_includes(self):
         """The bfloat16 conversions as device routines, where an array is stored so."""
@@ -236,7 +243,9 @@ class OpenACCBackend(CBackend):
                     "backend")
         return super().refusal()
 
-    def atomic_add(self, target, value, fmt=None):
+    def atomic_add(self, target, value, fmt=None, dtype=None):
+        if dtype is not None and is_complex(dtype):
+            return self.complex_atomic_add(target, value, dtype)
         return [c.Pragma("acc atomic update"), c.Statement(f"{target} += {value}")]
 
     clock = "stencilgen_wtime()"
@@ -245,7 +254,7 @@ class OpenACCBackend(CBackend):
         return [c.Pragma("acc wait")]
 
     def body(self):
-        return (self.array_views() + self.prologue() +
+        return (self.array_views() + self.complex_scalars() + self.prologue() +
                 [c.Statement("stencilgen_acc_select()"),
                  c.Comment("arrays not already present (stencilgen_acc_enter) move to the device "
                            "once, and the written ones back once"),

@@ -13,6 +13,7 @@ from .symbolic.dimensions import (BatchDimension, ConditionalDimension, Dimensio
                                   SpaceDimension, SteppingDimension, SubDimension,
                                   TimeDimension)
 from .symbolic.equations import Eq, Inc, solve
+from .symbolic.expressions import Conj, Imag, Real
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
                      ExecutionError, HaloError, InvalidArgument, InvalidEquation,
                      InvalidOperator, NumericalWarning, StencilgenError,
@@ -83,7 +84,7 @@ __all__ = [
     "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",
     "norm", "right", "set_log_level", "sin", "solve", "sqrt", "sum", "sumall", "inner", "mmax",
-    "mmin",
+    "mmin", "Real", "Imag", "Conj",
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
     "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]

@@ -11,7 +11,8 @@ u = sympy.IndexedBase("u")
 
 
 def _cse(exprs):
-    return cse([simplify_stencil(v) for v in exprs], NameRegistry(lambda name: False))
+    temps, reduced = cse([simplify_stencil(v) for v in exprs], NameRegistry(lambda name: False))
+    return [(s, v) for s, v, _ in temps], reduced
 
 
 def _flops(temps, reduced):

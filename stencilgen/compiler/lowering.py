@@ -25,7 +25,8 @@ from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, Quotient, Scala
                         Stencils, Subsampling, TimeIndex)
 from ..symbolic.indexing import GridIndex
 from ..ir.names import NameRegistry
-from .vetting import check_terms
+from ..ir import dtypes
+from .vetting import check_terms, check_types, value_dtype
 from ..symbolic.relocation import at_nodes, at_place
 from ..symbolic.staggering import natural_index
 from ..symbolic.sparse import Injection, Interpolation
@@ -63,6 +64,7 @@ def check_equations(eqs) -> tuple:
                                   "has no finite-difference meaning; write u.dx, u.diff(x) or "
                                   "stencilgen.Derivative(u, x) instead")
         check_terms(e.rhs, e)
+        check_types(e)
         for d in conditions.conditional_dims(e):
             if d.condition is not None:
                 check_terms(d.condition, e, condition=True)
@@ -366,7 +368,8 @@ class _Expander:
         """A temporary for ``expr``, its values sitting where ``expr``'s do."""
         places = {d: location(expr, d) for d in self.grid.dimensions}
         staggered = tuple(d for d, p in places.items() if p is not None and p[0] != 0)
-        temp = TempFunction(name=self.names.counted("r"), grid=self.grid, dtype=self.grid.dtype,
+        temp = TempFunction(name=self.names.counted("r"), grid=self.grid,
+                            dtype=value_dtype(expr, self.grid.dtype),
                             staggered=staggered, storage=_temp_store(expr))
         self.names.bind(temp.field, temp.name)
         return temp
@@ -603,7 +606,8 @@ class _Indexer:
         return ti.symbol
 
     def scalar(self, name, dtype, role):
-        self.scalars.setdefault(name, ScalarParam(name, dtype, role))
+        parts = dtypes.scalar_parts(name) if dtypes.is_complex(dtype) else ()
+        self.scalars.setdefault(name, ScalarParam(name, dtype, role, parts))
 
     def access(self, f: DiscreteFunction):
         """``f`` (a function at shifted indices) as an array access."""
@@ -788,7 +792,8 @@ class _Indexer:
                 own = [d.spacing for d in self.grid.dimensions if d.spacing == s]
                 self.scalar(cname, s.dtype, ("constant", s.name))
                 self.bindings.constants[cname] = own[0] if own else s
-                out[s] = sympy.Symbol(cname, real=True)
+                out[s] = sympy.Symbol(cname) if dtypes.is_complex(s.dtype) \
+                    else sympy.Symbol(cname, real=True)
             elif s == time_dimension().spacing:
                 self.scalar(self.dt.name, self.grid.dtype, ("dt",))
                 out[s] = self.dt

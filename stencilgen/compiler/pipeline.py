@@ -10,6 +10,7 @@ from backends.reserved import is_reserved
 
 from .. import logger as log
 from ..ir import halos, layout as lay
+from ..ir.dtypes import complex_calls
 from ..ir.fusion import fuse
 from ..ir.pretty import show
 from ..ir.schedule import classify, schedule
@@ -41,6 +42,7 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     eqs = _logged("derivative expansion", name, compensation_stores(eqs))
     stencils, bindings = index_equations(eqs, grid, names)
     stencils = _logged("indexing", name, stencils)
+    stencils = _logged("complex calls", name, complex_calls(stencils))
     stencils = _logged("scale folding", name, fold_scales(stencils))
     stencils = _logged("classification", name, classify(stencils))
     stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names, flops_per_byte))

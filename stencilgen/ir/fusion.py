@@ -255,6 +255,8 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     if not limits.tiles.get(inner):
         return f"no tiles for {inner + 1}-dimensional nests"
     arrays = {a.name: a for a in prog.arrays}
+    if any(np.dtype(arrays[n].dtype).kind == "c" for n in k1.writes):
+        return "its producer computes complex values (the rings hold real ones)"
     onchip, lag = _onchip(k1, k2, arrays)
     staged = _staged(k1, onchip, arrays)
     if isinstance(staged, str):

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
+from . import dtypes
 from .names import NameRegistry
 from .nodes import (ArrayLayout, ArrayParam, IndexTypes, Parameter, Program, Section,
                     element_size)
@@ -109,7 +110,12 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
         params += [Parameter(prog.time_bounds[0], "index", None, ("time_m",)),
                    Parameter(prog.time_bounds[1], "index", None, ("time_M",))]
     params += [Parameter(s.factor, "index", None, ("factor", s.user)) for s in prog.subsamplings]
-    params += [Parameter(s.name, "scalar", s.dtype, s.role) for s in prog.scalars]
+    for s in prog.scalars:
+        if s.parts:   # a complex scalar: its two real parts
+            params += [Parameter(n, "scalar", dtypes.part_type(s.dtype), s.role + (part,))
+                       for n, part in zip(s.parts, ("re", "im"))]
+        else:
+            params.append(Parameter(s.name, "scalar", s.dtype, s.role))
     params.append(Parameter(timers, "timers", np.float64, ("timers",)))
     params.append(Parameter(checks, "checks", None, ("checks",)))
     params.append(Parameter(tuning, "tuning", None, ("tuning",)))

@@ -122,6 +122,9 @@ class ScalarParam:
     name: str
     dtype: type
     role: tuple    # what the Operator binds: ("dt",), ("spacing", axis), ("origin", axis), ("constant", user name)
+    parts: tuple[str, ...] = ()   # a complex scalar: the two real arguments (real, imaginary
+                                  # part) it comes in by, a complex value by value having no
+                                  # portable calling convention through ctypes
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from collections import Counter
 import numpy as np
 import sympy
 
+from . import dtypes
+
 from .accesses import access_map, accesses, shift_accesses, space_offsets
 
 
@@ -124,17 +126,20 @@ def simplify_stencil(expr):
 class ScalarHoister:
     """Moves subexpressions of scalars only (dt, spacings, constants) to the prologue."""
 
-    def __init__(self, loop_symbols, names):
+    def __init__(self, loop_symbols, names, types=None, real=np.float32):
         self.loop_symbols = set(loop_symbols)
         self.names = names
+        self.types = types if types is not None else {}   # name -> dtype (complex values)
+        self.real = real
         self.table: dict = {}
-        self.prologue: list = []
+        self.prologue: list = []   # (symbol, value, dtype)
 
     def _symbol(self, expr):
         if expr not in self.table:
-            sym = sympy.Symbol(self.names.counted("c"), real=True)
+            sym, dtype = dtypes.typed_symbol(self.names.counted("c"), expr, self.types,
+                                             self.real)
             self.table[expr] = sym
-            self.prologue.append((sym, expr))
+            self.prologue.append((sym, expr, dtype))
         return self.table[expr]
 
     def _worth(self, e) -> bool:
@@ -479,15 +484,25 @@ def share_scaled_sums(exprs):
 
 # -- CSE and counting --------------------------------------------------------------------------
 
-def cse(exprs, names):
-    """Common subexpressions of a kernel's right-hand sides, as (locals, reduced exprs);
-    sums equal up to a constant factor are made one sum first (``share_scaled_sums``)."""
+def cse(exprs, names, types=None, real=np.float32):
+    """Common subexpressions of a kernel's right-hand sides, as (locals, reduced exprs), each
+    local with its dtype (``types``: name -> dtype of the complex arrays and scalars, grown by
+    the locals); sums equal up to a constant factor are made one sum first
+    (``share_scaled_sums``)."""
     def gen():
         while True:
             yield sympy.Symbol(names.counted("r"), real=True)
     replacements, reduced = sympy.cse(share_scaled_sums(exprs), symbols=gen(),
                                       optimizations=None, order="none")
-    return replacements, reduced
+    types = types if types is not None else {}
+    typed, renamed = [], {}
+    for sym, value in replacements:
+        value = value.xreplace(renamed)
+        new, dtype = dtypes.typed_symbol(sym.name, value, types, real)
+        if new != sym:   # a complex local: no real assumption
+            renamed[sym] = new
+        typed.append((new, value, dtype))
+    return typed, [r.xreplace(renamed) for r in reduced]
 
 
 def count_flops(expr) -> int:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import sympy
 
+from . import dtypes
 from .names import NameRegistry
 from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, element_size, real_type
 from .accesses import access_map, shift_accesses
@@ -100,8 +101,9 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
     varying = {e.lhs.base.name for e in st.eqs if e.time_dependent}
     invariant = {a.name for a in st.arrays
                  if a.time_size is None and a.name not in varying and not a.sparse}
-    # the symbols indexing made: Constants are real, the time step and spacings positive
-    scalars = {sympy.Symbol(s.name, real=True) if s.role[0] == "constant"
+    # the symbols indexing made: real Constants are real, the time step and spacings positive
+    scalars = {(sympy.Symbol(s.name) if dtypes.is_complex(s.dtype) else
+                sympy.Symbol(s.name, real=True)) if s.role[0] == "constant"
                else sympy.Symbol(s.name, real=True, positive=True) for s in st.scalars}
     dims = st.loop_symbols
     hoister = InvariantHoister(dims, invariant, {a.name: a.halo for a in st.arrays}, scalars)
@@ -118,7 +120,9 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
     arrays, new_eqs = [], []
     for canon, rng in stored.items():
         name = names.counted("inv")
-        arr = ArrayParam(name=name, user=name, dtype=st.dtype, ndim=len(dims), temporary=True,
+        dtype = dtypes.value_type(canon, dtypes.program_types(st.arrays, st.scalars),
+                                  real_type(st.dtype))
+        arr = ArrayParam(name=name, user=name, dtype=dtype, ndim=len(dims), temporary=True,
                          halo=tuple(max(lo, hi) for lo, hi in rng),
                          store=_common_store(canon, st.arrays))
         arrays.append(arr)
@@ -162,21 +166,22 @@ def _optimize_kernel(k, hoister: ScalarHoister, names: NameRegistry, real):
         rhs = simplify_stencil(a.rhs.xreplace(forward))
         forward[a.lhs] = rhs
         rhss.append(hoister(rhs))
-    temps, reduced = cse(rhss, names)
+    temps, reduced = cse(rhss, names, hoister.types, real)
     body, moving = [], set(hoister.loop_symbols)
-    for sym, value in temps:
+    for sym, value, dtype in temps:
         if not _varies(value, moving):
-            hoister.prologue.append((sym, value))
+            hoister.prologue.append((sym, value, dtype))
         else:
             moving.add(sym)
-            body.append(Assign(sym, value, real))
+            body.append(Assign(sym, value, dtype))
     stores = [a.lhs for a in k.body]
     if any(r.has(*stores[:j]) for j, r in enumerate(reduced) if j):
         # a later statement reads what an earlier one stores at this point: every right-hand
         # side, written in the values the point had before, is computed before any store
-        values = [sympy.Symbol(names.counted("r"), real=True) for _ in reduced]
-        body += [Assign(v, r, real) for v, r in zip(values, reduced)]
-        reduced = values
+        values = [dtypes.typed_symbol(names.counted("r"), r, hoister.types, real)
+                  for r in reduced]
+        body += [Assign(v, r, dtype) for (v, dtype), r in zip(values, reduced)]
+        reduced = [v for v, _ in values]
     body += [Assign(lhs, r) for lhs, r in zip(stores, reduced)]
     return replace(k, body=tuple(body))
 
@@ -185,12 +190,13 @@ def optimize_kernels(prog: Program, names: NameRegistry) -> Program:
     """Every kernel optimised; scalar-only subexpressions shared in one prologue."""
     loops = set(prog.loop_symbols) | {prog.time, prog.point}
     loops |= {s.symbol for s in prog.subsamplings if s.symbol is not None}
-    hoister = ScalarHoister(loops | {ti.symbol for ti in prog.time_indices}, names)
     real = real_type(prog.dtype)
+    hoister = ScalarHoister(loops | {ti.symbol for ti in prog.time_indices}, names,
+                            dtypes.program_types(prog.arrays, prog.scalars), real)
     before = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.before)
     steps = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.steps)
     after = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.after)
-    prologue = tuple(Assign(s, v, real) for s, v in hoister.prologue)
+    prologue = tuple(Assign(s, v, dtype) for s, v, dtype in hoister.prologue)
     return replace(prog, before=before, steps=steps, after=after, prologue=prologue)
 
 

@@ -1,7 +1,7 @@
 """Binding ``apply``'s keywords to the entry point's parameters, checked, by each one's role."""
 from __future__ import annotations
 
-import math
+import cmath
 
 import numpy as np
 import sympy
@@ -13,6 +13,7 @@ from ..symbolic.sparse import (SparseFunction, SparseTimeFunction, check_coordin
                                first_nodes)
 from ..data.storage import Storage
 from ..data import precision
+from ..ir import dtypes
 
 
 def _steering(prog) -> set:
@@ -421,12 +422,21 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
             continue
         value = _scalar(s, bindings, geometry, kwargs, overrides, op_name)
         label = s.role[1] if s.role[0] == "constant" else s.name
+        kind = complex if dtypes.is_complex(s.dtype) else float
+        if kind is float and np.iscomplexobj(value):
+            raise InvalidArgument(f"apply: {label}={value!r} is complex, and {label} is real; "
+                                  f"build the Constant with dtype=numpy.complex64")
         try:
-            args[s.name] = float(value)
+            number = kind(value)
         except (TypeError, ValueError):
-            raise InvalidArgument(f"apply: {label}={value!r} is not a number") from None
-        if not math.isfinite(args[s.name]):
+            raise InvalidArgument(f"apply: {label}={value!r} is not a "
+                                  f"{'complex ' if kind is complex else ''}number") from None
+        if not cmath.isfinite(number):
             raise InvalidArgument(f"apply: {label}={value!r} is not finite")
+        if kind is complex:
+            args[s.parts[0]], args[s.parts[1]] = number.real, number.imag
+        else:
+            args[s.name] = number
     _scales(prog, bindings, overrides, args)
     return args, keep
 

@@ -13,15 +13,21 @@ from ..errors import InvalidArgument
 
 def norm(f, order=2):
     """The ``order``-norm of ``f``'s values in the domain (every time slot of a TimeFunction,
-    every sample of a sparse function), summed in float64 and returned in ``f``'s dtype."""
+    every sample of a sparse function), summed in float64 and returned in ``f``'s dtype (a
+    complex function's: its parts' type, a norm being real)."""
     if not hasattr(f, "data"):
         raise InvalidArgument(f"norm: expected a Function, TimeFunction or sparse function, "
                               f"got {type(f).__name__}")
     if not np.isscalar(order) or order <= 0:
         raise InvalidArgument(f"norm: order must be a positive number, got {order!r}")
-    values = np.abs(np.asarray(f.data, dtype=np.float64))
+    values = np.abs(np.asarray(f.data, dtype=_wide(f.dtype)))
     total = np.sum(values ** order)
-    return np.dtype(f.dtype).type(total ** (1.0 / order))
+    return np.dtype(np.abs(np.dtype(f.dtype).type(0))).type(total ** (1.0 / order))
+
+
+def _wide(dtype):
+    """What sums of ``dtype`` values run in: float64, or complex128 for complex values."""
+    return np.complex128 if np.dtype(dtype).kind == "c" else np.float64
 
 
 def _widths(nbl, ndim):
@@ -115,17 +121,25 @@ def _values(f, what: str) -> np.ndarray:
 
 def sumall(f):
     """The sum of ``f``'s values (every time slot), in float64, returned in its dtype."""
-    return np.dtype(f.dtype).type(np.sum(_values(f, "sumall"), dtype=np.float64))
+    return np.dtype(f.dtype).type(np.sum(_values(f, "sumall"), dtype=_wide(f.dtype)))
+
+
+def _ordered(f, what: str) -> np.ndarray:
+    values = _values(f, what)
+    if values.dtype.kind == "c":
+        raise InvalidArgument(f"{what}: {f.name} holds complex values, which have no order; "
+                              f"take {what} of numpy.abs({f.name}.data) (or of its real part)")
+    return values
 
 
 def mmax(f):
     """The largest of ``f``'s values."""
-    return _values(f, "mmax").max()
+    return _ordered(f, "mmax").max()
 
 
 def mmin(f):
     """The smallest of ``f``'s values."""
-    return _values(f, "mmin").min()
+    return _ordered(f, "mmin").min()
 
 
 def inner(f, g):
@@ -134,7 +148,7 @@ def inner(f, g):
     if a.shape != b.shape:
         raise InvalidArgument(f"inner: {f.name} has shape {a.shape}, {g.name} {b.shape}; give "
                               f"two functions of one shape")
-    return np.dtype(f.dtype).type(np.sum(a * b, dtype=np.float64))
+    return np.dtype(f.dtype).type(np.sum(a * b, dtype=_wide(np.result_type(a, b))))
 
 
 def sum(f, dims=None, **kwargs):   # noqa: A001 (Devito's name)
@@ -156,7 +170,7 @@ def sum(f, dims=None, **kwargs):   # noqa: A001 (Devito's name)
                               f"sum over some of them")
     axes = tuple(space.index(d) + (values.ndim - len(space)) for d in dims)
     kept = [i for i, d in enumerate(space) if d not in dims]
-    total = values.sum(axis=axes, dtype=np.float64)
+    total = values.sum(axis=axes, dtype=_wide(f.dtype))
     name = f"{f.name}sum"
     if f.is_TimeFunction:
         g = f.grid

@@ -1,6 +1,6 @@
 """Devito's expression helpers (``devito.symbolics``): ``retrieve_functions``, the grid and
-sparse functions an expression reads, and ``INT``, a value cast to an integer (truncated
-toward zero) in the generated code."""
+sparse functions an expression reads, ``INT``, a value cast to an integer (truncated
+toward zero) in the generated code, and ``Real``, ``Imag``, ``Conj`` of complex values."""
 from __future__ import annotations
 
 import sympy
@@ -22,6 +22,37 @@ class INT(sympy.Function):
 
     def _eval_is_integer(self):
         return True
+
+
+class ComplexPart(sympy.Function):
+    """The real part, imaginary part or conjugate of a value (Devito's ``Real``, ``Imag``,
+    ``Conj``); the compiler types and prints them by ``part``."""
+
+    nargs = 1
+    part = ""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_Number and arg.is_real:
+            return arg if cls.part != "imag" else sympy.S.Zero
+        return None
+
+
+class Real(ComplexPart):
+    """The real part of an expression (Devito's ``Real``)."""
+    part = "real"
+    is_extended_real = True
+
+
+class Imag(ComplexPart):
+    """The imaginary part of an expression (Devito's ``Imag``)."""
+    part = "imag"
+    is_extended_real = True
+
+
+class Conj(ComplexPart):
+    """The complex conjugate of an expression (Devito's ``Conj``)."""
+    part = "conj"
 
 
 def retrieve_functions(exprs, mode="all"):

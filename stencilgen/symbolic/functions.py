@@ -25,6 +25,7 @@ from .staggering import CELL, HALF, Staggering, natural_index, staggered_dims
 from ..data.distributed_data import DistributedArray
 from ..data.storage import Storage
 from ..data import precision
+from ..ir import dtypes
 
 
 @dataclass(eq=False)
@@ -243,9 +244,12 @@ class DiscreteFunction(Differentiable, AppliedUndef):
             return
         view = self.data
         arr = np.asarray(value)
-        if arr.dtype.kind not in "biuf" and arr.dtype != view.dtype:
+        if arr.dtype.kind not in ("biufc" if view.dtype.kind == "c" else "biuf") \
+                and arr.dtype != view.dtype:
+            what = "numbers" if view.dtype.kind == "c" else "real numbers (or build the " \
+                "function with dtype=numpy.complex64 for complex values)"
             raise InvalidArgument(f"{self.name}.data: got data of dtype {arr.dtype}; "
-                                  f"give real numbers (stored as {view.dtype.name})")
+                                  f"give {what} (stored as {view.dtype.name})")
         try:
             np.broadcast_shapes(arr.shape, self.shape)
         except ValueError:
@@ -330,12 +334,13 @@ class Function(DiscreteFunction):
                      **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
         dtype, store = precision.storage_format(storage, dtype, owner)
-        grid = _own_grid(owner, _on_subdomain(grid, owner), shape, dimensions, dtype)
+        grid = _own_grid(owner, _on_subdomain(grid, owner), shape, dimensions,
+                         None if dtype is None else dtypes.part_type(dtype))
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
                           "use 0, 1 or an even integer from 2 to 32 (the halo is as wide)",
                           lambda v: v in (0, 1) or (2 <= v <= 32 and v % 2 == 0))
-        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
+        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner, True).type
         if store is not None and dtype is not np.float32:
             raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
                                   f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
@@ -501,9 +506,11 @@ class Constant(Differentiable, sympy.Symbol):
     def __new__(cls, name, value=0.0, dtype=np.float32):
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Constant: name must be a valid identifier, got {name!r}")
-        obj = sympy.Symbol.__xnew__(cls, name, real=True)
+        dt = check_dtype(dtype, f"Constant {name!r}", True).type
+        # a complex value has no real assumption: sympy would simplify it as real
+        obj = sympy.Symbol.__xnew__(cls, name, **({} if dtypes.is_complex(dt) else {"real": True}))
         obj.value = value
-        obj.dtype = check_dtype(dtype, f"Constant {name!r}").type
+        obj.dtype = dt
         return obj
 
     @property

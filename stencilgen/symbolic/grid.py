@@ -12,6 +12,8 @@ from ..distributed import mpi
 
 _DIM_NAMES = ("x", "y", "z")
 SUPPORTED_DTYPES = (np.float32, np.float64)
+#: what a field may hold besides: complex values in two parts of the grid's precision or wider
+COMPLEX_DTYPES = (np.complex64, np.complex128)
 
 
 def as_int(value, what: str, hint: str) -> int:
@@ -22,15 +24,22 @@ def as_int(value, what: str, hint: str) -> int:
     raise InvalidArgument(f"{what} is {value!r} ({type(value).__name__}), not an integer; {hint}")
 
 
-def check_dtype(dtype, owner: str) -> np.dtype:
-    """The numpy dtype for ``dtype`` if stencilgen supports it, else an InvalidArgument."""
+def check_dtype(dtype, owner: str, complex_ok: bool = False) -> np.dtype:
+    """The numpy dtype for ``dtype`` if stencilgen supports it (with ``complex_ok``, for a
+    field's values, complex64 and complex128 too), else an InvalidArgument."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
         dt = None
-    if dt is None or dt.type not in SUPPORTED_DTYPES:
-        raise InvalidArgument(f"{owner}: dtype {dtype!r} is not supported; "
-                              f"use numpy.float32 or numpy.float64")
+    if dt is not None and dt.type in COMPLEX_DTYPES and not complex_ok:
+        raise InvalidArgument(f"{owner}: dtype {dt.name} is complex, but a grid's dtype is "
+                              f"that of its coordinates and spacings, which are real; give "
+                              f"dtype=numpy.float32 or numpy.float64 here and "
+                              f"dtype=numpy.{dt.name} to the Functions that hold complex values")
+    if dt is None or dt.type not in SUPPORTED_DTYPES + (COMPLEX_DTYPES if complex_ok else ()):
+        more = ", numpy.complex64 or numpy.complex128" if complex_ok else " or numpy.float64"
+        raise InvalidArgument(f"{owner}: dtype {dtype!r} is not supported; use numpy.float32"
+                              f"{more if complex_ok else ' or numpy.float64'}")
     return dt
 
 

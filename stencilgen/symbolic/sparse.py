@@ -16,6 +16,7 @@ from .dimensions import Dimension
 from ..errors import InvalidArgument
 from .functions import DiscreteFunction, FieldData, _check_order, _common_checks
 from .grid import check_dtype
+from ..ir import dtypes
 
 
 class SparseDimension(Dimension):
@@ -85,7 +86,7 @@ class SparseFunction(DiscreteFunction):
         if nt is not None:
             nt = _check_order(owner, nt, "nt", "give the number of time samples (>= 1)",
                               lambda v: v >= 1)
-        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner).type
+        dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner, True).type
         rec = SparseData(name=name, grid=grid, space_order=2, dtype=dtype, halo=(),
                          npoint=npoint, nt=nt, is_time=nt is not None,
                          coordinates=Coordinates(owner, npoint, grid.dim), point=point)
@@ -120,8 +121,9 @@ class SparseFunction(DiscreteFunction):
             places.write_device(self.field.storage, *self._domain(), value, self.name)
             return
         arr = np.asarray(value)
-        if arr.dtype.kind not in "biuf":
-            raise InvalidArgument(f"{self.name}.data: got dtype {arr.dtype}; give real numbers")
+        if arr.dtype.kind not in ("biufc" if dtypes.is_complex(self.dtype) else "biuf"):
+            raise InvalidArgument(f"{self.name}.data: got dtype {arr.dtype}; give real numbers "
+                                  f"(or build it with dtype=numpy.complex64 for complex values)")
         try:
             self.data_with_halo[...] = arr
         except ValueError:
@@ -299,7 +301,7 @@ class PrecomputedSparseFunction(SparseFunction):
         rec = super()._make_record(name=name, grid=grid, npoint=npoint,
                                    coordinates=coordinates, **kwargs)
         rec.support = nodes
-        rec.coefficients = Given(coeffs.astype(rec.dtype))
+        rec.coefficients = Given(coeffs.astype(dtypes.part_type(rec.dtype)))   # real weights
         rec.gridpoints = None if cells is None else Given(cells.astype(np.int32))
         return rec
 
