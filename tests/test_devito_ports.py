@@ -45,7 +45,11 @@ TOLERANCE = {"diffusion": 1e-5, "channel": 1e-5, "shot": 2e-4, "apply": 1e-6,
              # counts, a few float32 diffusion steps, and 120 acoustic steps (2e-6 apart)
              "functions_on_subdomains": 1e-5,
              # float64, 900 coupled steps: 1.1e-7 apart (Devito's -ffast-math reassociates)
-             "acoustic_elastic": 1e-6}
+             "acoustic_elastic": 1e-6,
+             # 300 float32 steps of the wave (its last state 1.5e-5 of its largest value apart,
+             # as shot's and rtm's: Devito's -ffast-math reassociates) and its complex64
+             # Fourier modes (1.5e-6), complex Constants, injection, interpolation (<1e-6)
+             "fourier_modes": 3e-5}
 
 
 @functools.lru_cache(maxsize=None)
