@@ -8,7 +8,7 @@ import pytest
 
 import stencilgen
 
-from stencilgen import (Eq, Grid, InvalidArgument, InvalidEquation, Operator, SubDimension,
+from stencilgen import (Eq, Function, Grid, InvalidArgument, InvalidEquation, Operator, SubDimension,
                         SubDomain, TimeFunction)
 from backend_cases import backends, run, target
 
@@ -243,3 +243,31 @@ def test_functions_on_subdomains_say_what_is_wrong():
         Operator(s.interpolate(bare))
     with pytest.raises(InvalidArgument, match="belongs to no Grid yet"):
         Function(name="z", grid=_Middle())
+
+
+# -- computed indices: the free-surface mirror (Devito's userapi 04) -------------------------
+
+@pytest.mark.parametrize("case", backends())
+def test_a_computed_index_reads_the_mirrored_point(case, tmp_path):
+    """g = f at INT(Abs(x - 5*h_x)), f written by the equation before (its nest finishes
+    first: a computed index is some other point); on a staggered function Devito's rule,
+    the dimension moved back by the staggering inside: v at INT(Abs(x - 3*h_x/2)) is
+    v[|x - 2|]."""
+    from stencilgen import Abs
+    from stencilgen.symbolics import INT
+    grid = Grid(shape=(12,))
+    x, = grid.dimensions
+    h = x.spacing
+    f = Function(name="f", grid=grid, space_order=2)
+    g = Function(name="g", grid=grid, space_order=2)
+    v = Function(name="v", grid=grid, space_order=2, staggered=x)
+    w = Function(name="w", grid=grid, space_order=2)
+    v.data[:] = np.arange(12) ** 2
+    eqs = [Eq(f, 3 * x + 1), Eq(g, f.subs({x: INT(Abs(x - 5 * h))}) * 2),
+           Eq(w, v.subs({x + h / 2: INT(Abs(x - 3 * h / 2))}))]
+    op = Operator(eqs, backend=target(case))
+    run(op, case, tmp_path)
+    i = np.arange(12)
+    mirror = np.abs(i - 5)
+    assert np.array_equal(g.data, 2 * (3 * mirror + 1))
+    assert np.array_equal(w.data, np.abs(i - 2) ** 2)

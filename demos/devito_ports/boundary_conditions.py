@@ -1,17 +1,23 @@
 """Devito's boundary-conditions tutorial (userapi 04): a staggered acoustic system with
 absorbing layers on the left, right and bottom, each a user SubDomain with its own damped
 update (``v - dt*grad(p)/density`` on a VectorTimeFunction, ``(1 - d_l)*v`` with the damping
-a polynomial of the dimension), and the integrated pressure ``p_i`` they damp towards. The
-tutorial's free surface (a stencil folded back through ``subdomain.dimensions``) is left out:
-it needs the sub-dimensions of stencilgen's next issue."""
+a polynomial of the dimension), and the integrated pressure ``p_i`` they damp towards; and
+the tutorial's free surface: on a strip at the top, the evaluated stencils folded back on
+themselves, each point above the surface read at its mirror ``INT(abs(y - k*h_y))`` (times
+``sign(iy - k)`` for the velocity, ``iy`` the strip's own sub-dimension)."""
+import importlib
+
 import numpy as np
 
 from demos.devito_ports.framework import api
 from demos.devito_ports.wavelets import ricker
 
 (Eq, Grid, NODE, Operator, SparseTimeFunction, SubDomain, TimeFunction, VectorTimeFunction,
- div, grad) = (api.Eq, api.Grid, api.NODE, api.Operator, api.SparseTimeFunction,
-               api.SubDomain, api.TimeFunction, api.VectorTimeFunction, api.div, api.grad)
+ div, grad, sign) = (api.Eq, api.Grid, api.NODE, api.Operator, api.SparseTimeFunction,
+                     api.SubDomain, api.TimeFunction, api.VectorTimeFunction, api.div,
+                     api.grad, api.sign)
+symbolics = importlib.import_module(f"{api.__name__}.symbolics")
+INT, retrieve_functions = symbolics.INT, symbolics.retrieve_functions
 
 shape = (101, 101)
 extent = (2000., 2000.)
@@ -69,12 +75,45 @@ class Base(SubDomain):  # Base PML region
         return {x: ('middle', self.pmls, self.pmls), y: ('right', self.pmls)}
 
 
+class FreeSurface(SubDomain):  # Free surface region
+    name = 'freesurface'
+
+    def __init__(self, pmls, so, grid=None):
+        self.pmls = pmls
+        self.so = so
+        super().__init__(grid=grid)
+
+    def define(self, dimensions):
+        x, y = dimensions
+        return {x: ('middle', self.pmls, self.pmls), y: ('left', self.so//2)}
+
+
+def free_surface_top(eq, subdomain, update):
+    """The tutorial's: ``eq``'s stencil folded back on itself above the surface (a pressure
+    mirror is symmetric, a velocity mirror antisymmetric), on ``subdomain``."""
+    lhs, rhs = eq.evaluate.args
+    yfs = subdomain.dimensions[-1]
+    y = yfs.parent
+    funcs = retrieve_functions(rhs)
+    mapper = {}
+    for f in funcs:
+        yind = f.indices[-1]
+        if (yind - y).as_coeff_Mul()[0] < 0:
+            s = sign(yind.subs({y: yfs, y.spacing: 1}))
+            if update == 'velocity':
+                mapper.update({f: s*f.subs({yind: INT(abs(yind))})})
+            elif update == 'pressure':
+                mapper.update({f: f.subs({yind: INT(abs(yind))})})
+    return Eq(lhs, rhs.subs(mapper), subdomain=subdomain)
+
+
 def run():
     grid = Grid(shape=shape, extent=extent)
     main = MainDomain(nbpml, so, grid=grid)
     left = Left(nbpml, grid=grid)
     right = Right(nbpml, grid=grid)
     base = Base(nbpml, grid=grid)
+    freesurface = FreeSurface(nbpml, so, grid=grid)
     x, y = grid.dimensions
     density = 1.  # 1000kg/m^3
     velocity = 4.  # km/s
@@ -103,8 +142,17 @@ def run():
     src_term = src.inject(field=p.forward, expr=src)
     op = Operator([eq_v, v_l, v_b, v_r, eq_p, p_l, p_b, p_r, eq_p_i] + src_term)
     op(time=num-1)
-    return {"p": np.array(p.data), "vx": np.array(v[0].data), "vy": np.array(v[1].data),
-            "p_i": np.array(p_i.data)}
+    out = {"p": np.array(p.data), "vx": np.array(v[0].data), "vy": np.array(v[1].data),
+           "p_i": np.array(p_i.data)}
+    # the tutorial's second run: the same with a free surface on top
+    fs_p = free_surface_top(eq_p, freesurface, 'pressure')
+    fs_v = free_surface_top(eq_v, freesurface, 'velocity')
+    for f in (p, v[0], v[1], p_i):
+        f.data[:] = 0
+    op = Operator([eq_v, fs_v, v_l, v_b, v_r, eq_p, fs_p, p_l, p_b, p_r, eq_p_i] + src_term)
+    op(time=num-1)
+    out.update(fs_p=np.array(p.data), fs_vx=np.array(v[0].data), fs_vy=np.array(v[1].data))
+    return out
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sympy
 from ..symbolic import conditions
 from ..symbolic.derivatives import Derivative, expand
 from ..symbolic.differentiable import location, placed, plain
-from ..symbolic.dimensions import stepping_dimension, time_dimension
+from ..symbolic.dimensions import Dimension, stepping_dimension, time_dimension
 from ..symbolic.equations import Eq, SparseEq
 from ..symbolic.subdomains import SubDimensionRegion, SubDomainSet
 from ..errors import HaloError, InvalidEquation
@@ -350,6 +350,13 @@ def _axis_offset(arg, dim) -> sympy.Rational:
     return off
 
 
+def _computed(arg, dim) -> bool:
+    """Whether index ``arg`` along ``dim`` is computed (a function of ``dim`` such as
+    ``INT(Abs(y - 2*h_y))``), not ``dim`` plus a multiple of its spacing."""
+    return not arg.has(GridIndex) and arg.has(dim) and \
+        not sympy.expand((arg - dim) / dim.spacing).is_Rational
+
+
 def _has_space_derivative(expr) -> bool:
     return any(not d.dim.is_Time for d in expr.atoms(Derivative))
 
@@ -636,6 +643,9 @@ class _Indexer:
             if axis in self.fixed or isinstance(args[d], GridIndex):
                 idx.append(ld.symbol + self.fixed_offset(f, axis, args[d], arr.halo[axis]))
                 continue
+            if _computed(args[d], d):
+                idx.append(self.computed_index(f, args[d], d, ld))
+                continue
             o = _axis_offset(args[d], d) - f.field.stagger(d)
             if not o.is_Integer:
                 raise InvalidEquation(
@@ -655,6 +665,24 @@ class _Indexer:
                     f"derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
+
+    def computed_index(self, f, arg, d, ld):
+        """A computed index along ``d`` (the free-surface mirror ``INT(Abs(y - 2*h_y))``):
+        the expression in points, ``d`` moved back by ``f``'s staggering first (Devito's
+        rule: ``v_y`` at ``INT(Abs(y - 5*h_y/2))`` is ``v_y[INT(Abs(y - 3))]``). Its reach is
+        not known before the run: the caller keeps it inside the domain and the halo."""
+        dist = self.grid.distributor
+        if dist is not None and any(dist.decomposed or ()):
+            raise InvalidEquation(f"{f}: a computed index along {d} ({arg}) on a grid split "
+                                  f"over MPI ranks; its reach across ranks is not known "
+                                  f"before the run: run on one rank")
+        shifted = arg.xreplace({d: d - f.field.stagger(d) * d.spacing})
+        points = sympy.sympify(shifted).subs(d.spacing, 1).xreplace({d: ld.symbol})
+        leftover = points.free_symbols - {ld.symbol} - set(self.symbols.values())
+        if any(isinstance(s, Dimension) for s in leftover):
+            raise InvalidEquation(f"{f}: index {arg} along {d} holds {min(map(str, leftover))}; "
+                                  f"a computed index is a function of {d} alone")
+        return points.xreplace(self.symbols)
 
     def subsampled_index(self, f, d, arg, ld):
         """The index of ``f`` along ConditionalDimension ``d`` of a space dimension: the

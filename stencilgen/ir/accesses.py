@@ -11,7 +11,14 @@ def space_offsets(access: sympy.Indexed, dims) -> tuple[int, ...]:
     for ``d / factor``, a function on a ConditionalDimension: it is read only by the
     equation writing it, at the same point; ``lowering._check_subsampled``)."""
     idx = access.indices[-len(dims):]
-    return tuple(0 if isinstance(i, Quotient) else int(i - d) for i, d in zip(idx, dims))
+    return tuple(0 if isinstance(i, Quotient) else _offset(i - d) for i, d in zip(idx, dims))
+
+
+def _offset(diff) -> int:
+    """A constant offset, or 1 for a computed index (``INT(Abs(y - 3))``): some other point
+    of the axis, a neighbour as far as scheduling knows (the nest that writes the array
+    finishes before one that reads it so)."""
+    return int(diff) if diff.is_Integer else 1
 
 
 def accesses(expr) -> set:

@@ -318,6 +318,21 @@ class DPow(Differentiable, sympy.Pow):
     pass
 
 
+class Evaluated(DAdd):
+    """A right-hand side ``Eq.evaluate`` expanded at its left-hand side's place: each
+    function sits where its stencil put it, and an equation built from it (Devito's
+    free-surface recipe rewrites its indices) is not moved again, as Devito evaluates an
+    expression once."""
+
+    def __new__(cls, *args, **kwargs):
+        return sympy.Add.__new__(cls, *args, **kwargs)
+
+
+def evaluated(expr):
+    """``expr`` (an evaluated right-hand side) marked ``Evaluated`` where it is a sum."""
+    return Evaluated._from_args(expr.args) if isinstance(expr, sympy.Add) else expr
+
+
 _DIFFERENTIABLE = {sympy.Add: DAdd, sympy.Mul: DMul}
 
 
@@ -634,7 +649,7 @@ def evaluate(expr):
 
 def plain(expr):
     """``expr`` rebuilt with sympy's own Add/Mul/Pow (for printing and simplification)."""
-    mapping = {DAdd: sympy.Add, DMul: sympy.Mul, DPow: sympy.Pow}
+    mapping = {DAdd: sympy.Add, Evaluated: sympy.Add, DMul: sympy.Mul, DPow: sympy.Pow}
 
     def rebuild(e):
         if not e.args:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sympy
 
 from .derivatives import Derivative, evaluate
+from .differentiable import evaluated
 from .dimensions import Dimension
 from ..errors import InvalidEquation
 from .functions import DiscreteFunction
@@ -84,7 +85,16 @@ class Eq:
             new = copy.copy(self)
             new.components = [e.evaluate for e in self.components]
             return new
-        return self.with_rhs(evaluate(at_place(self.rhs, self.lhs)))
+        return self.with_rhs(evaluated(evaluate(at_place(self.rhs, self.lhs))))
+
+    @property
+    def args(self) -> tuple:
+        """(lhs, rhs), as Devito's sympy Eq holds them (``lhs, rhs = eq.evaluate.args``); a
+        vector or tensor equation's right-hand side as a tensor of its entries' ones."""
+        if self.components is None:
+            return self.lhs, self.rhs
+        rhs = {c.lhs: c.rhs for c in self.components}
+        return self.lhs, self.lhs.applyfunc(lambda target: rhs[target])
 
     def with_rhs(self, rhs) -> "Eq":
         """A copy with another right-hand side (keeps the kind of equation)."""

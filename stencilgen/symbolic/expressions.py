@@ -61,7 +61,8 @@ def retrieve_functions(exprs, mode="all"):
     each once, as a set."""
     if mode not in ("all", "unique"):
         raise InvalidArgument(f"retrieve_functions: mode={mode!r}; use 'all' or 'unique'")
-    items = exprs if isinstance(exprs, (list, tuple, set)) else [exprs]
+    items = list(exprs) if isinstance(exprs, (list, tuple, set)) else \
+        list(exprs.entries.flat) if hasattr(exprs, "entries") else [exprs]
     found = []
     for e in items:
         parts = list(e) if hasattr(e, "lhs") and hasattr(e, "rhs") else [e]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sympy
 from sympy.core.function import AppliedUndef
 
-from .differentiable import DAdd, DMul, Derivative, location
+from .differentiable import DAdd, DMul, Derivative, Evaluated, location
 from ..errors import InvalidEquation
 from .shifts import shift
 from .staggering import HALF, natural_index
@@ -130,7 +130,7 @@ def _at(expr, target, lhs_field):
         return _derivative_at(expr, target, lhs_field)
     if _is_field(expr):
         return expr if expr.field is lhs_field else _averaged(expr, target)
-    if not expr.args:
+    if not expr.args or isinstance(expr, Evaluated):
         return expr
     args = [_at(a, target, lhs_field) for a in expr.args]
     return expr.func(*args) if any(a is not b for a, b in zip(args, expr.args)) else expr

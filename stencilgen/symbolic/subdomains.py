@@ -142,7 +142,8 @@ class SubDimensionRegion(SubDomain):
         for i, d in enumerate(grid.dimensions):
             sub = subs.get(d)
             whole = base is None or base.spans[i] == ("middle", 0, 0)
-            if sub is not None and not whole:
+            # the subdomain's own sub-dimension (``subdomain.dimensions``) names its span
+            if sub is not None and not whole and sub.span != base.spans[i]:
                 raise InvalidArgument(f"an equation indexed by {sub} also has subdomain "
                                       f"{base.name!r} cutting {d}; give one of them")
             self._mapping[d] = sub.span if sub is not None else \
