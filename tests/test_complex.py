@@ -229,3 +229,14 @@ def test_nonfinite_parts_are_counted(case):
         warnings.simplefilter("error", NumericalWarning)
         op.apply(time_M=0)
     assert np.all(z.data[1] == -1)
+
+
+def test_a_frequency_dimension_beyond_the_grid_says_what_to_write():
+    """The Fourier tutorial's second part gives its modes a Dimension f beyond the grid's;
+    stencilgen loops over the grid's dimensions only and says to use a Function per mode."""
+    from stencilgen import Dimension
+    grid = Grid(shape=(5, 5))
+    f = Dimension(name="f")
+    with pytest.raises(InvalidArgument, match="its own Function"):
+        Function(name="freq_modes", grid=grid, dimensions=(f, *grid.dimensions),
+                 shape=(3, 5, 5), dtype=np.complex64)

@@ -17,7 +17,7 @@ from sympy.core.function import AppliedUndef, UndefinedFunction
 
 from ..data import places
 from .differentiable import Differentiable
-from .dimensions import Dimension
+from .dimensions import Dimension, SpaceDimension
 from ..errors import InvalidArgument
 from .grid import Grid, as_int, check_dtype
 from .indexing import function_at
@@ -441,6 +441,13 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
         for d, n in zip(dims, tuple(shape)):
             if getattr(d, "is_Conditional", False) and d.root in grid.dimensions:
                 continue   # some points of a grid dimension: the Operator checks its size
+            if d not in grid.dimensions and not isinstance(d, SpaceDimension):
+                raise InvalidArgument(
+                    f"{owner}: dimension {d} ({n} points) is not one of {grid!r}'s, and "
+                    f"stencilgen loops over a grid's dimensions only (Devito's Function("
+                    f"dimensions=({d}, *grid.dimensions)) for a frequency axis, say); give "
+                    f"each index of {d} its own Function, summed in one Operator, as "
+                    f"demos/devito_ports/fourier_modes.py does")
             if d not in grid.dimensions or grid.shape[grid.dimensions.index(d)] != n:
                 raise InvalidArgument(f"{owner}: dimension {d} with {n} points is not one of "
                                       f"{grid!r}'s; use its dimensions and sizes, or no grid")
