@@ -240,3 +240,24 @@ def test_a_frequency_dimension_beyond_the_grid_says_what_to_write():
     with pytest.raises(InvalidArgument, match="its own Function"):
         Function(name="freq_modes", grid=grid, dimensions=(f, *grid.dimensions),
                  shape=(3, 5, 5), dtype=np.complex64)
+
+
+@pytest.mark.parametrize("case", backends())
+def test_parts_of_real_values_and_in_conditions(case, tmp_path):
+    """Real/Imag/Conj of a real value are the value, 0 and the value; a condition may
+    compare a part of a complex value."""
+    from stencilgen import ConditionalDimension, Gt
+    grid = Grid(shape=(6, 5))
+    x, y = grid.dimensions
+    f = Function(name="f", grid=grid)
+    g = Function(name="g", grid=grid)
+    z = Function(name="z", grid=grid, dtype=np.complex64)
+    f.data[:] = np.arange(30.0).reshape(6, 5) - 10
+    z.data[:] = f.data - 1j * f.data
+    positive = ConditionalDimension(name="positive", parent=y, condition=Gt(Imag(z), 0))
+    op = Operator([Eq(g, Real(f) + 2 * Imag(f) + Conj(f) * 3),
+                   Eq(f, -1.0, implicit_dims=positive)], backend=target(case))
+    values = np.array(f.data)
+    run(op, case, tmp_path)
+    assert np.array_equal(g.data, 4 * values)
+    assert np.array_equal(f.data, np.where(values < 0, -1.0, values))

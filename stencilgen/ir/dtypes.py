@@ -121,7 +121,9 @@ def complex_calls(st):
     cabsf, csqrtf, cpowf...), Real/Imag/Conj of complex values C99's creal/cimag/conj and of
     real values what they are: the printers then need no types."""
     types = program_types(st.arrays, st.scalars)
-    if not types and not any(e.rhs.has(sympy.I) for e in st.eqs):
+    sides = [s for e in st.eqs for s in (e.rhs, e.guard) if s is not None]
+    if not types and not any(s.has(sympy.I) or any(getattr(f, "part", None) for f in
+                                                   s.atoms(sympy.Function)) for s in sides):
         return st
     real = np.dtype(st.dtype).type
     memo: dict = {}
@@ -150,4 +152,5 @@ def complex_calls(st):
         memo[e] = out
         return out
 
-    return replace(st, eqs=tuple(replace(e, rhs=walk(e.rhs)) for e in st.eqs))
+    return replace(st, eqs=tuple(replace(e, rhs=walk(e.rhs), guard=None if e.guard is None
+                                         else walk(e.guard)) for e in st.eqs))
