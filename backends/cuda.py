@@ -372,8 +372,8 @@ class CudaBackend(CBackend):
         """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays,
         except those spanning fewer dimensions than the loops (``a.axes``) or with sizes of
         their own along some (``a.factors``: on a subsampling ConditionalDimension; ``a.offsets``:
-        on a SubDomain)."""
-        return not (a.sparse or a.axes or a.factors or a.offsets)
+        on a SubDomain) or a leading axis beyond the grid's (``a.extra``)."""
+        return not (a.sparse or a.axes or a.factors or a.offsets or a.extra)
 
     def device_layout(self, a, shape, itemsize, halo) -> DeviceLayout:
         """The layout of the device copy the entry point expects for array ``a`` whose host

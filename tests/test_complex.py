@@ -231,15 +231,60 @@ def test_nonfinite_parts_are_counted(case):
     assert np.all(z.data[1] == -1)
 
 
-def test_a_frequency_dimension_beyond_the_grid_says_what_to_write():
-    """The Fourier tutorial's second part gives its modes a Dimension f beyond the grid's;
-    stencilgen loops over the grid's dimensions only and says to use a Function per mode."""
+@pytest.mark.parametrize("case", backends())
+def test_several_fourier_modes_on_a_frequency_dimension(case, tmp_path):
+    """The Fourier tutorial's second part: the modes on a Dimension f beyond the grid's
+    (freq_modes on (f, x, y), the frequencies a Function of f), each the DFT of the saved
+    wavefield at its frequency; other frequencies given at apply."""
+    from stencilgen import Dimension
+    grid = Grid(shape=(21, 21), extent=(200.0, 200.0))
+    m = Function(name="m", grid=grid)
+    m.data[:] = 1 / 1.5 ** 2
+    nt = 60
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4, save=nt + 2)
+    src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=nt + 2)
+    src.coordinates.data[:] = [100.0, 100.0]
+    src.data[:, 0] = np.sin(0.2 * np.arange(nt + 2))
+    nfreq = 4
+    f = Dimension(name="f")
+    frequencies = Function(name="frequencies", dimensions=(f,), shape=(nfreq,))
+    frequencies.data[:] = np.linspace(0.005, 0.015, num=nfreq)
+    modes = Function(name="freq_modes", grid=grid, space_order=0, dtype=np.complex64,
+                     dimensions=(f, *grid.dimensions), shape=(nfreq, *grid.shape))
+    assert modes.shape == (nfreq, 21, 21) and modes.dimensions == (f, *grid.dimensions)
+    time = grid.time_dim
+    basis = exp(-1j * 2 * np.pi * frequencies * time * time.spacing)
+    op = Operator([Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))] +
+                  src.inject(field=u.forward, expr=src / m) + [Inc(modes, basis * u)],
+                  backend=target(case))
+    others = Function(name="others", dimensions=(f,), shape=(nfreq,))
+    others.data[:] = [0.02, 0.004, 0.011, 0.0]
+    for given in (frequencies, others):
+        modes.data[:] = 0
+        u.data[:] = 0
+        run(op, case, tmp_path, dt=1.0, time_M=nt, **({} if given is frequencies
+                                                       else {"frequencies": others}))
+        saved = np.array(u.data[:nt + 1], dtype=np.float64)
+        for k, fk in enumerate(given.data):
+            want = np.tensordot(np.exp(-2j * np.pi * fk * np.arange(nt + 1)), saved, axes=1)
+            assert np.abs(modes.data[k] - want).max() <= 2e-5 * np.abs(want).max(), k
+
+
+def test_what_a_frequency_dimension_cannot_do():
     from stencilgen import Dimension
     grid = Grid(shape=(5, 5))
-    f = Dimension(name="f")
-    with pytest.raises(InvalidArgument, match="its own Function"):
-        Function(name="freq_modes", grid=grid, dimensions=(f, *grid.dimensions),
-                 shape=(3, 5, 5), dtype=np.complex64)
+    f, g = Dimension(name="f"), Dimension(name="g")
+    modes = Function(name="modes", grid=grid, dimensions=(f, *grid.dimensions), shape=(3, 5, 5))
+    total = Function(name="total", grid=grid)
+    with pytest.raises(InvalidEquation, match="write Inc to sum over f"):
+        Operator(Eq(total, modes))
+    modes.data[:] = np.arange(75.0).reshape(3, 5, 5)
+    Operator(Inc(total, modes), backend="c").apply()   # a sum over f
+    assert np.array_equal(total.data, modes.data.sum(axis=0))
+    two = Function(name="two", grid=grid, dimensions=(f, g, *grid.dimensions),
+                   shape=(3, 2, 5, 5))
+    with pytest.raises(InvalidEquation, match="takes one"):
+        Operator(Eq(two, 1))
 
 
 @pytest.mark.parametrize("case", backends())

@@ -1,21 +1,21 @@
 """The on-the-fly discrete Fourier transform of Devito's seismic tutorial 17 (Fourier modes),
 on a smaller layered model: a complex64 Function summed during the propagation,
 ``Inc(freq_mode, exp(-1j*omega*time*dt)*u)``, beside the wave, its source and receivers; then
-five frequencies at once. The tutorial gives the five modes one Function on a frequency
-Dimension ``f`` (``dimensions=(f, x, y)``); stencilgen has no non-grid loop dimensions yet, so
-this port sums them into five Functions in one Operator, which Devito runs as well. Also
-Devito's complex operator tests: a complex Constant given at apply, complex injection, and
-interpolation of a complex field and of its real part."""
+five frequencies at once, the modes one Function on a frequency Dimension ``f``
+(``dimensions=(f, x, y)``) and the frequencies a Function of ``f``. Also Devito's complex
+operator tests: a complex Constant given at apply, complex injection, and interpolation of a
+complex field and of its real part."""
 import numpy as np
 import sympy
 
 from demos.devito_ports.framework import api
 from demos.devito_ports.wavelets import ricker
 
-(Constant, Eq, Function, Grid, Inc, Operator, Real, SparseFunction, SparseTimeFunction,
- TimeFunction, exp, norm, solve) = (
-    api.Constant, api.Eq, api.Function, api.Grid, api.Inc, api.Operator, api.Real,
-    api.SparseFunction, api.SparseTimeFunction, api.TimeFunction, api.exp, api.norm, api.solve)
+(Constant, Dimension, Eq, Function, Grid, Inc, Operator, Real, SparseFunction,
+ SparseTimeFunction, TimeFunction, exp, norm, solve) = (
+    api.Constant, api.Dimension, api.Eq, api.Function, api.Grid, api.Inc, api.Operator,
+    api.Real, api.SparseFunction, api.SparseTimeFunction, api.TimeFunction, api.exp, api.norm,
+    api.solve)
 
 SPACING = 10.0   # m
 
@@ -58,15 +58,19 @@ def fourier(shape=(81, 81), nt=301, dt=1.0, f0=0.010):
         dt=dt, time_M=nt - 2)
     out.update(mode=np.array(mode.data), u=np.array(u.data), rec=np.array(rec.data),
                norm=np.array([norm(mode)]))
-    # five frequencies: one Function each, summed in the same Operator
+    # five frequencies on a Dimension of their own, as the tutorial's second part
     u.data[:] = 0
-    freqs = np.linspace(0.005, 0.015, num=5)
-    modes = [Function(name=f"freq_modes{k}", grid=grid, space_order=0, dtype=np.complex64)
-             for k in range(len(freqs))]
-    dfts = [Inc(g, exp(-1j * 2 * np.pi * float(fk) * time * time.spacing) * u)
-            for g, fk in zip(modes, freqs)]
-    Operator(terms + dfts).apply(dt=dt, time_M=nt - 2)
-    out["modes"] = np.stack([np.array(g.data) for g in modes])
+    nfreq = 5
+    f = Dimension(name='f')
+    frequencies = Function(name='frequencies', dimensions=(f,), shape=(nfreq,),
+                           dtype=np.float32)
+    frequencies.data[:] = np.linspace(0.005, 0.015, num=nfreq)
+    freq_modes = Function(name='freq_modes', grid=grid, space_order=0, dtype=np.complex64,
+                          dimensions=(f, *grid.dimensions), shape=(nfreq, *grid.shape))
+    omega = 2 * np.pi * frequencies
+    basis = exp(-1j * omega * time * time.spacing)
+    Operator(terms + [Inc(freq_modes, basis * u)]).apply(dt=dt, time_M=nt - 2)
+    out["modes"], out["modes_norm"] = np.array(freq_modes.data), np.array([norm(freq_modes)])
     return out
 
 

@@ -47,6 +47,8 @@ def check_equations(eqs) -> tuple:
     flat = _per_box(_flatten(eqs))
     if not flat:
         raise InvalidEquation("Operator: no equations given")
+    extra = _extra_sizes(flat)
+    flat = _per_index(flat, extra) if extra else flat
     for i, e in enumerate(flat):
         if isinstance(e, (Injection, Interpolation)):
             flat[i] = _sparse_eq(e)
@@ -70,7 +72,72 @@ def check_equations(eqs) -> tuple:
                 check_terms(d.condition, e, condition=True)
         for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
             found.setdefault(f.name, f)
-    return flat, _operator_grid([found[n] for n in sorted(found)])
+    return flat, _operator_grid([found[n] for n in sorted(found)
+                                 if not _element_only(found[n], extra)])
+
+
+def _extra_sizes(eqs) -> dict:
+    """Dimension -> size of each Dimension beyond a grid's that a function of ``eqs`` has
+    (``Function(dimensions=(f, x, y))``: Devito's frequency axis)."""
+    out = {}
+    for e in eqs:
+        if not isinstance(e, Eq) or isinstance(e, SparseEq):
+            continue
+        for f in sympy.sympify(e.lhs).atoms(DiscreteFunction) | \
+                sympy.sympify(e.rhs).atoms(DiscreteFunction):
+            for d, n in f.field.extra:
+                if out.setdefault(d, n) != n:
+                    raise InvalidEquation(f"{e}: {f.name} has {n} points along {d}, another "
+                                          f"function {out[d]}; give them one size")
+    return out
+
+
+def _one_extra(f) -> int:
+    """The size of ``f``'s Dimension beyond the grid's (0: none); one at most."""
+    extra = f.field.extra
+    if len(extra) > 1:
+        raise InvalidEquation(f"{f.name} has {len(extra)} Dimensions beyond its grid's "
+                              f"({', '.join(str(d) for d, _ in extra)}); stencilgen takes one")
+    dist = f.grid.distributor
+    if extra and dist is not None and any(dist.decomposed or ()):
+        raise InvalidEquation(f"{f.name} has a Dimension beyond its grid's on a grid split "
+                              f"over MPI ranks; run it on one rank")
+    return extra[0][1] if extra else 0
+
+
+def _element_only(f, extra) -> bool:
+    """Whether ``f`` is a function of Dimensions beyond the grid's only (Devito's
+    ``Function(dimensions=(f,), shape=(n,))`` of the frequencies): each of its values is a
+    scalar of the equations that read it."""
+    return bool(extra) and f.grid.implicit and not f.is_Sparse and \
+        all(d in extra for d in f.grid.dimensions)
+
+
+def _per_index(eqs, extra) -> list:
+    """Each equation on Dimensions beyond the grid's once per index of them (a function
+    on them is read at that index): Devito's loop over a frequency axis, unrolled, so the
+    indices share one nest and its reads (the wavefield read once for every mode)."""
+    out = []
+    for e in eqs:
+        if not isinstance(e, Eq) or isinstance(e, SparseEq):
+            out.append(e)
+            continue
+        rhs = sympy.sympify(e.rhs)
+        found = [d for d in extra if d in sympy.sympify(e.lhs).free_symbols | rhs.free_symbols]
+        if not found:
+            out.append(e)
+            continue
+        lhs_dims = {d for d, _ in e.lhs.field.extra} if isinstance(e.lhs, DiscreteFunction) \
+            else set()
+        if any(d not in lhs_dims for d in found) and not getattr(e, "is_Increment", False):
+            d = next(d for d in found if d not in lhs_dims)
+            raise InvalidEquation(f"{e}: the right-hand side runs over {d} and the left-hand "
+                                  f"side {e.lhs} does not; write Inc to sum over {d}, or "
+                                  f"give {getattr(e.lhs, 'name', e.lhs)} the dimension {d}")
+        for index in np.ndindex(*(extra[d] for d in found)):
+            at = {d: sympy.Integer(k) for d, k in zip(found, index)}
+            out.append(_with_lhs(e, e.lhs.xreplace(at), rhs.xreplace(at)))
+    return out
 
 
 def _subdimensions(eq) -> set:
@@ -521,6 +588,8 @@ class Bindings:
     factors: dict = field(default_factory=dict)     # factor C name -> ConditionalDimension
     scales: dict = field(default_factory=dict)      # scale C name -> [FieldData] sharing it
     spacings: dict = field(default_factory=dict)    # axis -> the spacing Operator(subs=) gave
+    elements: dict = field(default_factory=dict)    # scalar C name -> the function (of
+                                                    # Dimensions beyond the grid's) it reads
 
 
 def _loop_dim(d, names: NameRegistry) -> LoopDim:
@@ -566,6 +635,7 @@ class _Indexer:
             self.arrays[rec] = ArrayParam(
                 name=cname, user=rec.name, dtype=rec.dtype, ndim=1 if sparse else len(self.dims),
                 time_size=rec.time_size, modulo=rec.is_time and rec.save is None and not sparse,
+                extra=_one_extra(f),
                 temporary=temporary, sparse=sparse, halo=halo,
                 axes=() if axes == tuple(range(len(self.dims))) else axes,
                 factors=factors if any(factors) else (),
@@ -618,11 +688,19 @@ class _Indexer:
 
     def access(self, f: DiscreteFunction):
         """``f`` (a function at shifted indices) as an array access."""
+        if f.grid.implicit and not f.is_Sparse and all(isinstance(a, sympy.Integer)
+                                                       for a in f.args):
+            return self.element(f)
         arr = self.array(f)
         self.timed |= arr.time_size is not None
         if arr.sparse:
             return self.sparse_access(f, arr)
         idx = []
+        if arr.extra:   # the index along the Dimension beyond the grid's (``_per_index``)
+            if not isinstance(f.args[0], sympy.Integer):
+                raise InvalidEquation(f"{f}: read at {f.args[0]} along {f.field.extra[0][0]}; "
+                                      f"read it at {f.field.extra[0][0]} itself")
+            idx.append(f.args[0])
         if arr.time_size is not None:
             k = _axis_offset(f.args[0], _time_root(f))
             if not k.is_Integer:
@@ -665,6 +743,21 @@ class _Indexer:
                     f"derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
+
+    def element(self, f):
+        """A value of a function of Dimensions beyond the grid's only (``frequencies[2]``):
+        a scalar read from its data at apply (``op.apply(frequencies=other)`` too)."""
+        index = tuple(int(a) for a in f.args)
+        shape = f.field.grid.shape
+        if any(not 0 <= k < n for k, n in zip(index, shape)):
+            raise InvalidEquation(f"{f}: index {index} outside {f.name}'s shape {shape}")
+        key = ("element", f.name, index)
+        name = next((n for n, s in self.scalars.items() if s.role == key), None)
+        if name is None:
+            name = self.names.fresh(f"{self.names.cname(f.field)}_{'_'.join(map(str, index))}")
+            self.scalar(name, f.dtype, key)
+            self.bindings.elements[name] = f.origin
+        return sympy.Symbol(name) if dtypes.is_complex(f.dtype) else sympy.Symbol(name, real=True)
 
     def computed_index(self, f, arg, d, ld):
         """A computed index along ``d`` (the free-surface mirror ``INT(Abs(y - 2*h_y))``):
@@ -810,6 +903,8 @@ class _Indexer:
         skip |= {a.base.label for a in rhs.atoms(sympy.Indexed)} | {self.point, self.time}
         skip |= {ti.symbol for ti in self.time_indices.values()} | set(self.symbols.values())
         skip |= {sympy.Symbol(s.factor, integer=True) for s in self.subsamplings.values()}
+        skip |= {s for s in rhs.free_symbols if getattr(s, "name", None) in self.scalars and
+                 self.scalars[s.name].role[0] == "element"}   # read by ``element``
         for s in rhs.free_symbols - skip:
             if isinstance(s, sympy.Indexed):
                 continue

@@ -46,9 +46,9 @@ def _grid_layout(a: ArrayParam, dims, names: NameRegistry) -> ArrayLayout:
     nt = _time_length(a, names)
     strides = [strides[axes.index(i)] if i in axes else (None, sympy.Integer(0))
                for i in range(len(dims))]
-    if a.time_size is not None:
+    if a.time_size is not None or a.extra:
         strides.insert(0, (names.fresh(f"{a.name}_st"), stride))
-        count = (_index(nt) if nt else a.time_size) * _index(strides[0][0])
+        count = (_index(nt) if nt else a.time_size or a.extra) * _index(strides[0][0])
     else:
         count = stride
     # a split array is this rank's block: global index i lies at i - first (MPI); a

@@ -102,6 +102,8 @@ class ArrayParam:
                                    # "scale" scalar's symbol; None: a temporary's, from its eq
     offsets: tuple = ()            # a function on a SubDomain: per loop dimension the points
                                    # before its first (its own sizes along every one)
+    extra: int = 0                 # the size of a leading axis beyond the grid's (a Function on
+                                   # Dimension f of frequencies, say), read at constant indices
     support: int = 0               # sparse: 0 multilinear (coordinates); r > 0 precomputed, r
                                    # nodes a dimension (per point and dimension the "coords"
                                    # hold its first node, then its r weights)

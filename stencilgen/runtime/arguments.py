@@ -24,7 +24,7 @@ def _steering(prog) -> set:
 
 def _accepted(prog) -> set:
     known = {a.user for a in prog.arrays if not a.temporary}
-    known |= {s.role[1] for s in prog.scalars if s.role[0] == "constant"}
+    known |= {s.role[1] for s in prog.scalars if s.role[0] in ("constant", "element")}
     known |= {s.constant for s in prog.subsamplings if s.constant}
     return known | _steering(prog)
 
@@ -44,6 +44,9 @@ def _override_mismatch(arr, f, override) -> str | None:
     if (got.time_size is None) != (f.field.time_size is None) or \
             bool(override.is_Sparse) != arr.sparse:
         return f"is a {_kind(override)}, {f.name} a {_kind(f)}; {like}"
+    if [n for _, n in got.extra] != [n for _, n in f.field.extra]:
+        return (f"has shape {override.shape}, {f.name} {f.shape} (its Dimensions beyond the "
+                f"grid's are built into the code); {like}")
     if override.grid.shape != f.grid.shape:
         return (f"lies on a grid of shape {override.grid.shape}, {f.name} on {f.grid.shape}; "
                 f"{like} on a grid of that shape, or build an Operator for the other grid")
@@ -366,6 +369,13 @@ def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
         return geometry.origin[s.role[1]]
     if kind == "constant":
         return _value(overrides.get(s.role[1], bindings.constants[s.name].value))
+    if kind == "element":   # a value of a function of Dimensions beyond the grid's
+        given = overrides.get(s.role[1], bindings.elements[s.name])
+        values = given.data if isinstance(given, DiscreteFunction) else np.asarray(given)
+        if values.shape != bindings.elements[s.name].shape:
+            raise InvalidArgument(f"apply: {s.role[1]} has shape {values.shape}; the "
+                                  f"Operator reads {bindings.elements[s.name].shape}")
+        return values[s.role[2]]
     if "dt" not in kwargs:
         raise InvalidArgument(f"Operator `{op_name}`.apply: the equations use dt; "
                               "pass it, e.g. op.apply(time_M=100, dt=0.5)")

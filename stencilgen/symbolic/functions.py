@@ -48,6 +48,9 @@ class FieldData:
     scale: float | None = None     # stored = value / scale (a power of two); None: not chosen
     companion: object = None       # compensated=True: the TimeFunction keeping what each
                                    # 16-bit store rounds off
+    extra: tuple = ()              # leading Dimensions beyond the grid's, (dimension, size)
+                                   # each (Devito's Function(dimensions=(f, x, y)): a frequency
+                                   # axis); equations on them run once per index
     _storage: Storage | None = dc_field(default=None, repr=False)
 
     @property
@@ -57,9 +60,14 @@ class FieldData:
         return self.save if self.save is not None else self.time_order + 1
 
     @property
+    def lead(self) -> tuple[int, ...]:
+        """The sizes of the axes before the space ones: the time axis, or the extra ones."""
+        return (self.time_size,) if self.is_time else tuple(n for _, n in self.extra)
+
+    @property
     def shape_with_halo(self) -> tuple[int, ...]:
         space = tuple(n + 2 * h for n, h in zip(self.grid.shape_local, self.halo))
-        return ((self.time_size,) if self.is_time else ()) + space
+        return self.lead + space
 
     def stagger(self, d) -> sympy.Rational:
         """Where the values sit along ``d``, in spacings from the node (0 or 1/2)."""
@@ -123,7 +131,8 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     @classmethod
     def _indices(cls, record: FieldData):
-        return tuple(natural_index(d, record.staggered) for d in record.grid.dimensions)
+        return tuple(d for d, _ in record.extra) + \
+            tuple(natural_index(d, record.staggered) for d in record.grid.dimensions)
 
     # -- identity ----------------------------------------------------------------------
     @property
@@ -194,8 +203,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     # -- data --------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        time = (self.field.time_size,) if self.field.is_time else ()
-        return time + self.grid.shape
+        return self.field.lead + self.grid.shape
 
     @property
     def data_with_halo(self) -> np.ndarray:
@@ -212,20 +220,18 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         """``local`` as a DistributedArray: along space axes it starts at the rank's first
         index in the global array, which has ``halo`` points more each side."""
         dist = self.grid.distributor
-        time = ((0, self.field.time_size),) if self.field.is_time else ()
+        time = tuple((0, n) for n in self.field.lead)
         return DistributedArray.of(local, time + tuple(
             (lo, n + 2 * h) for lo, n, h in zip(dist.starts, dist.shape, halo)))
 
     @property
     def shape_local(self) -> tuple[int, ...]:
         """The shape of this rank's block (``shape`` where the grid is not split)."""
-        time = (self.field.time_size,) if self.field.is_time else ()
-        return time + self.grid.shape_local
+        return self.field.lead + self.grid.shape_local
 
     def _domain(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Where the domain starts in ``data_with_halo``, and its shape (this rank's)."""
-        time = (0,) if self.field.is_time else ()
-        return time + tuple(self.field.halo), self.shape_local
+        return (0,) * len(self.field.lead) + tuple(self.field.halo), self.shape_local
 
     @property
     def data(self) -> np.ndarray:
@@ -334,7 +340,9 @@ class Function(DiscreteFunction):
                      **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
         dtype, store = precision.storage_format(storage, dtype, owner)
-        grid = _own_grid(owner, _on_subdomain(grid, owner), shape, dimensions,
+        grid = _on_subdomain(grid, owner)
+        extra, shape, dimensions = _extra_dimensions(owner, grid, shape, dimensions)
+        grid = _own_grid(owner, grid, shape, dimensions,
                          None if dtype is None else dtypes.part_type(dtype))
         _common_checks(owner, name, grid, unknown)
         so = _check_order(owner, space_order, "space_order",
@@ -344,7 +352,7 @@ class Function(DiscreteFunction):
         if store is not None and dtype is not np.float32:
             raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
                                   f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
-        return FieldData(name=name, grid=grid, space_order=so, dtype=dtype,
+        return FieldData(name=name, grid=grid, space_order=so, dtype=dtype, extra=extra,
                          halo=tuple(0 if d.is_Batch else so for d in grid.dimensions),
                          staggered=staggered_dims(grid, staggered, owner),
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
@@ -423,6 +431,28 @@ def _on_subdomain(grid, owner):
     return grid
 
 
+def _extra_dimensions(owner, grid, shape, dimensions) -> tuple:
+    """(extra, shape, dimensions): a Function on a Grid with Dimensions before the grid's
+    (Devito's ``Function(grid=grid, dimensions=(f, *grid.dimensions), shape=(n, *grid.shape))``)
+    keeps them as ``extra`` ((dimension, size) each) and the rest for the grid."""
+    if not isinstance(grid, Grid) or shape is None or dimensions is None:
+        return (), shape, dimensions
+    dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
+    sizes = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    k = len(dims) - grid.dim
+    if k <= 0 or dims[k:] != grid.dimensions or len(sizes) != len(dims):
+        return (), shape, dimensions
+    lead = dims[:k]
+    if any(isinstance(d, SpaceDimension) or getattr(d, "is_Time", False) or
+           getattr(d, "is_Conditional", False) or d in grid.dimensions for d in lead):
+        return (), shape, dimensions
+    extra = tuple((d, as_int(n, f"{owner}: the size along {d}", "give a whole number"))
+                  for d, n in zip(lead, sizes[:k]))
+    if any(n < 1 for _, n in extra):
+        raise InvalidArgument(f"{owner}: sizes {sizes[:k]} along {lead}; give at least 1")
+    return extra, sizes[k:], dims[k:]
+
+
 def _own_grid(owner, grid, shape, dimensions, dtype):
     """The grid of a Function: ``grid``, or for Devito's ``Function(shape=, dimensions=)``
     (with or without a grid) one of its own shape and dimensions (``Grid.of_function``),
@@ -441,13 +471,6 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
         for d, n in zip(dims, tuple(shape)):
             if getattr(d, "is_Conditional", False) and d.root in grid.dimensions:
                 continue   # some points of a grid dimension: the Operator checks its size
-            if d not in grid.dimensions and not isinstance(d, SpaceDimension):
-                raise InvalidArgument(
-                    f"{owner}: dimension {d} ({n} points) is not one of {grid!r}'s, and "
-                    f"stencilgen loops over a grid's dimensions only (Devito's Function("
-                    f"dimensions=({d}, *grid.dimensions)) for a frequency axis, say); give "
-                    f"each index of {d} its own Function, summed in one Operator, as "
-                    f"demos/devito_ports/fourier_modes.py does")
             if d not in grid.dimensions or grid.shape[grid.dimensions.index(d)] != n:
                 raise InvalidArgument(f"{owner}: dimension {d} with {n} points is not one of "
                                       f"{grid!r}'s; use its dimensions and sizes, or no grid")
