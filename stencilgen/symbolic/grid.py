@@ -43,8 +43,9 @@ def check_dtype(dtype, owner: str, complex_ok: bool = False) -> np.dtype:
     return dt
 
 
-def _check_shape(shape, owner: str = "Grid") -> tuple[int, ...]:
-    """``shape`` as a tuple of ints, 1 to 3 of them, each >= 2; else an InvalidArgument."""
+def _check_shape(shape, owner: str = "Grid", least: int = 2) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, 1 to 3 of them, each >= ``least``; else an
+    InvalidArgument."""
     try:
         entries = tuple(shape) if not isinstance(shape, str) else None
     except TypeError:
@@ -57,9 +58,9 @@ def _check_shape(shape, owner: str = "Grid") -> tuple[int, ...]:
     if not 1 <= len(entries) <= 3:
         raise InvalidArgument(f"{owner}: shape {entries} has {len(entries)} dimensions; "
                               "stencilgen supports 1, 2 and 3")
-    if any(n < 2 for n in entries):
-        raise InvalidArgument(f"{owner}: every dimension needs at least 2 points, got shape "
-                              f"{entries}")
+    if any(n < least for n in entries):
+        raise InvalidArgument(f"{owner}: every dimension needs at least {least} points, got "
+                              f"shape {entries}")
     return entries
 
 
@@ -153,12 +154,13 @@ class Grid:
         dimensions=)``): its shape and dimensions, no geometry of its own."""
         grid = cls.__new__(cls)
         grid.implicit = True
-        grid._setup(shape, None, None, dtype, dimensions, owner)
+        # one point is a whole function of a Dimension beyond a grid's (one frequency)
+        grid._setup(shape, None, None, dtype, dimensions, owner, least=1)
         grid._subdomains = {}
         return grid
 
-    def _setup(self, shape, extent, origin, dtype, dimensions, owner):
-        self.shape = shape = _check_shape(shape, owner)
+    def _setup(self, shape, extent, origin, dtype, dimensions, owner, least=2):
+        self.shape = shape = _check_shape(shape, owner, least)
         self.extent = self._vector("extent", extent, (1.0,) * len(shape))
         if any(e <= 0 for e in self.extent):
             raise InvalidArgument(f"Grid: extent must be positive in every dimension, got {self.extent}")
@@ -198,7 +200,7 @@ class Grid:
 
     @property
     def spacing(self) -> tuple[float, ...]:
-        return tuple(e / (n - 1) for e, n in zip(self.extent, self.shape))
+        return tuple(e / max(n - 1, 1) for e, n in zip(self.extent, self.shape))
 
     @property
     def spacing_symbols(self):
