@@ -14,8 +14,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stencilgen import (Eq, Function, Grid, NODE, Operator, SparseTimeFunction,  # noqa: E402
-                        TimeFunction, VectorTimeFunction, configuration, div, grad, solve)
+from stencilgen import (Eq, Function, Grid, Inc, NODE, Operator, SparseTimeFunction,  # noqa: E402
+                        TimeFunction, VectorTimeFunction, configuration, div, exp, grad, solve)
 from stencilgen.distributed.mpi import gather  # noqa: E402
 
 BACKEND = {"name": "c"}
@@ -69,6 +69,36 @@ def acoustic(comm, so=8, n=(61, 47), nt=120):
     return {"u": gather(u), "rec": np.array(rec.data)}
 
 
+def fourier(comm, so=4, n=(45, 38), nt=60):
+    """Complex fields over the ranks: the acoustic wave's Fourier mode summed on the fly
+    (complex64), and a complex field diffused with a complex coefficient (its halo, complex
+    values, exchanged), injected into by complex samples."""
+    h = 10.0
+    grid = Grid(n, extent=tuple(h * (k - 1) for k in n), comm=comm)
+    m = Function(name="m", grid=grid, space_order=so)
+    m.data[:] = 1.0 / 1.5 ** 2
+    u = TimeFunction(name="u", grid=grid, space_order=so, time_order=2)
+    w = TimeFunction(name="w", grid=grid, space_order=so, dtype=np.complex64)
+    xx, yy = np.meshgrid(np.arange(n[0]), np.arange(n[1]), indexing="ij")
+    w.data[0] = np.exp(-((xx - 20.0) ** 2 + (yy - 17.0) ** 2) / 30.0) * (1 + 0.5j)
+    mode = Function(name="mode", grid=grid, space_order=0, dtype=np.complex64)
+    dt = 0.4 * h / 1.5
+    src = SparseTimeFunction(name="src", grid=grid, npoint=2, nt=nt)
+    src.coordinates.data[:] = [[_edges(n[0])[0] * h, 17.3 * h], [31.2 * h, _edges(n[1])[1] * h]]
+    src.data[:] = _ricker(nt, dt, 0.02)[:, None]
+    zs = SparseTimeFunction(name="zs", grid=grid, npoint=2, nt=nt, dtype=np.complex64,
+                            coordinates=src.coordinates.data)
+    zs.data[:] = (1 - 2j) * _ricker(nt, dt, 0.03)[:, None]
+    time = grid.time_dim
+    eqs = [Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward)),
+           Eq(w.forward, w + 0.2 * exp(0.3j) * w.laplace * h ** 2 / 4)]
+    eqs += src.inject(field=u.forward, expr=src * dt ** 2 / m)
+    eqs += zs.inject(field=w.forward, expr=zs)
+    eqs += [Inc(mode, exp(-2j * np.pi * 0.01 * time * time.spacing) * u)]
+    Operator(eqs, name="MpiFourier", backend=BACKEND["name"])(time_M=nt - 2, dt=dt)
+    return {"mode": gather(mode), "w": gather(w)}
+
+
 def staggered(comm, so=4, n=(52, 45), nt=80):
     """The first-order velocity-pressure system on a staggered grid."""
     h = 10.0
@@ -119,7 +149,7 @@ def sa_tti(comm, so=8, n=(30, 27, 25), nt=40):
     return {"P": gather(P), "M": gather(M), "rec": np.array(shot.rec.data)}
 
 
-PROGRAMS = {"acoustic": acoustic, "staggered": staggered, "sa_tti": sa_tti}
+PROGRAMS = {"acoustic": acoustic, "staggered": staggered, "sa_tti": sa_tti, "fourier": fourier}
 
 
 def main(argv):

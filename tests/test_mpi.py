@@ -207,7 +207,8 @@ def _compare(want, got):
 @pytest.mark.parametrize("name, ranks, mode", [
     ("acoustic", 1, "basic"), ("acoustic", 2, "basic"), ("acoustic", 4, "overlap"),
     ("staggered", 2, "overlap"), ("staggered", 4, "basic"),
-    ("sa_tti", 2, "basic"), ("sa_tti", 4, "overlap")])
+    ("sa_tti", 2, "basic"), ("sa_tti", 4, "overlap"),
+    ("fourier", 2, "basic"), ("fourier", 4, "overlap")])
 def test_split_program_matches_the_whole(serial, tmp_path, name, ranks, mode):
     _compare(serial(name), _program(name, tmp_path / "out.npz", ranks, mode))
 
