@@ -306,3 +306,22 @@ def test_parts_of_real_values_and_in_conditions(case, tmp_path):
     run(op, case, tmp_path)
     assert np.array_equal(g.data, 4 * values)
     assert np.array_equal(f.data, np.where(values < 0, -1.0, values))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_a_complex_field_on_the_gpu_is_seen_by_other_libraries(library):
+    """After a CUDA apply the complex field's GPU copy is a complex64 view for PyTorch and
+    CuPy (DLPack and the CUDA array interface), values and writes shared."""
+    from test_interop import _gpu_library
+    lib = _gpu_library(library)
+    grid = Grid(shape=(8, 6))
+    z = Function(name="z", grid=grid, dtype=np.complex64)
+    z.data[:] = np.arange(48).reshape(8, 6) * (1 + 1j)
+    Operator(Eq(z, z * sympy.I), backend="cuda").apply()
+    view = lib.from_dlpack(z.device_data)
+    values = view.cpu().numpy() if library == "torch" else lib.asnumpy(view)
+    assert values.dtype == np.complex64
+    np.testing.assert_array_equal(values, np.arange(48).reshape(8, 6) * (1 + 1j) * 1j)
+    view[0, 0] = 5 - 2j
+    assert z.data[0, 0] == 5 - 2j

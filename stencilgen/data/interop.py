@@ -29,15 +29,16 @@ from stencilgen.errors import InvalidArgument
 __all__ = ["Strided", "DeviceArray", "foreign", "foreign_view"]
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_MANAGED = 1, 2, 13        # DLDeviceType
-_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BOOL = 0, 1, 2, 6  # DLDataTypeCode
+_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_COMPLEX, _KDL_BOOL = 0, 1, 2, 5, 6  # DLDataTypeCode
 FLAG_READ_ONLY = 1                                     # DLPACK_FLAG_BITMASK_READ_ONLY
 _DEVICE_CODES = {"cpu": KDL_CPU, "cuda": KDL_CUDA}
 _DEVICE_KINDS = {KDL_CPU: "cpu", KDL_CUDA: "cuda", KDL_CUDA_MANAGED: "cuda"}
 
 SUPPORTED_DTYPES = tuple(np.dtype(name) for name in (
     "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "bool"))
-_DL_CODES = {"f": _KDL_FLOAT, "i": _KDL_INT, "u": _KDL_UINT, "b": _KDL_BOOL}
+    "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128"))
+_DL_CODES = {"f": _KDL_FLOAT, "i": _KDL_INT, "u": _KDL_UINT, "b": _KDL_BOOL,
+             "c": _KDL_COMPLEX}
 _NP_KINDS = {code: kind for kind, code in _DL_CODES.items()}
 
 
