@@ -3,16 +3,18 @@
 Border docstrings): a SubDomainSet of two boxes, Borders of every kind in 2D and 3D,
 SubDimensions setting boundary strips, Inc summing over time steps and into a function of
 fewer dimensions, an interpolation that adds to its samples, the u_t/p_t time shifts,
-injection into two fields, and precomputed interpolation weights."""
+injection into two fields, precomputed interpolation weights, and ConditionalDimensions of a
+subdomain's own dimensions (test_subdomains.py's TestSubDomain_w_condition)."""
 import numpy as np
 
 from demos.devito_ports.framework import api
 
-(Border, Eq, Function, Grid, Inc, Operator, PrecomputedSparseFunction, SparseFunction,
- SparseTimeFunction, SubDimension, SubDomainSet, TimeFunction, cos) = (
-    api.Border, api.Eq, api.Function, api.Grid, api.Inc, api.Operator,
-    api.PrecomputedSparseFunction, api.SparseFunction, api.SparseTimeFunction,
-    api.SubDimension, api.SubDomainSet, api.TimeFunction, api.cos)
+(Border, ConditionalDimension, Eq, Function, Grid, Inc, Lt, Operator,
+ PrecomputedSparseFunction, SparseFunction, SparseTimeFunction, SubDimension, SubDomain,
+ SubDomainSet, TimeFunction, cos) = (
+    api.Border, api.ConditionalDimension, api.Eq, api.Function, api.Grid, api.Inc, api.Lt,
+    api.Operator, api.PrecomputedSparseFunction, api.SparseFunction, api.SparseTimeFunction,
+    api.SubDimension, api.SubDomain, api.SubDomainSet, api.TimeFunction, api.cos)
 
 
 def subdomain_set():
@@ -125,8 +127,40 @@ def sparse_variants():
     return out
 
 
+def conditions_on_subdomains():
+    """test_subdomains.py's TestSubDomain_w_condition: f + 10 on a subdomain where a
+    ConditionalDimension of the subdomain's own dimension (``mid.dimensions``) holds, its
+    condition reading a function there."""
+    out = {}
+    cases = {"v0": lambda x: {x: ('middle', 2, 4)},
+             "v1": lambda x, y: {x: x, y: ('middle', 2, 4)},
+             "v2": lambda x, y: {x: ('middle', 2, 4), y: ('middle', 2, 4)}}
+    for key, spans in cases.items():
+        class Middle(SubDomain):
+            name = 'middle'
+
+            def define(self, dimensions):
+                return spans(*dimensions)
+        shape = (10,) if key == "v0" else (10, 10)
+        my_grid = Grid(shape=shape)
+        mid = Middle(grid=my_grid)
+        sdf = Function(name='sdf', grid=my_grid)
+        if key == "v0":
+            sdf.data[5:] = 1
+        else:
+            sdf.data[:, 5:] = 1
+            sdf.data[2:6, 3:5] = 1
+        inner = mid.dimensions
+        ci = ConditionalDimension(name='ci', condition=Lt(sdf[inner], 1), parent=inner[-1])
+        f = Function(name='f', grid=my_grid)
+        Operator(Eq(f, f + 10, implicit_dims=ci, subdomain=mid)).apply()
+        out[f"condition_{key}"] = np.array(f.data)
+    return out
+
+
 def run():
-    return {**subdomain_set(), **borders(), **strips(), **sums(), **sparse_variants()}
+    return {**subdomain_set(), **borders(), **strips(), **sums(), **sparse_variants(),
+            **conditions_on_subdomains()}
 
 
 if __name__ == "__main__":

@@ -234,8 +234,9 @@ def _on_subdomain_functions(eq: Eq) -> Eq:
 
 def _on_parents(eq: Eq) -> Eq:
     """An equation indexed by SubDimensions as one on their parents that runs on their part
-    of the grid (a ``SubDimensionRegion``)."""
-    found = _subdimensions(eq)
+    of the grid (a ``SubDimensionRegion``); its ConditionalDimensions' conditions and
+    parents (``parent=subdomain.dimensions[1]``) taken on the parents too."""
+    found = _subdimensions(eq) | _conditional_subdimensions(eq)
     if not found:
         return eq
     subs = {}
@@ -252,7 +253,32 @@ def _on_parents(eq: Eq) -> Eq:
     back = {d: d.parent for d in found}
     new = _with_lhs(eq, eq.lhs.xreplace(back), sympy.sympify(eq.rhs).xreplace(back))
     new.subdomain = region
+    new.implicit_dims = tuple(_on_parent_dims(d, back) for d in eq.implicit_dims)
     return new
+
+
+def _conditional_subdimensions(eq) -> set:
+    """The SubDimensions in ``eq``'s implicit ConditionalDimensions (parents, conditions)."""
+    out = set()
+    for d in getattr(eq, "implicit_dims", ()):
+        if getattr(d, "is_Conditional", False):
+            out |= {s for s in ({d.parent} | (d.condition.free_symbols if d.condition
+                                              is not None else set()))
+                    if getattr(s, "is_Sub", False)}
+    return out
+
+
+def _on_parent_dims(d, back):
+    """ConditionalDimension ``d`` with the SubDimensions of ``back`` (-> their parents) in
+    its parent and condition replaced."""
+    if not getattr(d, "is_Conditional", False):
+        return d
+    parent = back.get(d.parent, d.parent)
+    condition = d.condition.xreplace(back) if d.condition is not None else None
+    if parent is d.parent and condition == d.condition:
+        return d
+    return type(d)(d.name, parent=parent, factor=d.factor, condition=condition,
+                   relation=d.relation)
 
 
 def _sparse_eq(term) -> SparseEq:
