@@ -307,3 +307,26 @@ def test_functions_on_conditional_dimensions_on_the_gpu(restore_settings):
     gpu = _port(restore_settings, "cuda")
     for key, value in c.items():
         assert np.array_equal(gpu[key], value), key
+
+
+def test_a_constant_in_a_condition_on_time_is_an_argument():
+    """Devito's test_subdomains.py::test_guarding: two equations on a SubDomainSet under
+    conditions on time that only a Constant holds (c < 1, c >= 1); apply(c=) picks the other."""
+    from stencilgen import Constant, SubDomainSet
+
+    class Dummy(SubDomainSet):
+        name = "dummy"
+    grid = Grid(shape=(10, 10))
+    dummy = Dummy(N=1, bounds=(1, 1, 1, 1), grid=grid)
+    time = grid.time_dim
+    c = Constant(name="c", value=0.5)
+    cond_a = ConditionalDimension(name="cond_a", parent=time, condition=c < 1.0)
+    cond_b = ConditionalDimension(name="cond_b", parent=time, condition=c >= 1.0)
+    f = TimeFunction(name="f", grid=grid)
+    g = TimeFunction(name="g", grid=grid)
+    op = Operator([Eq(f.forward, f + 1.0, subdomain=dummy, implicit_dims=[cond_a]),
+                   Eq(g.forward, g + 1.0, subdomain=dummy, implicit_dims=[cond_b])])
+    op.apply(time_M=3)
+    assert f.data[0, 5, 5] == 4 and f.data[0, 0, 5] == 0 and np.all(g.data == 0)
+    op.apply(time_M=3, c=2.0)
+    assert f.data[0, 5, 5] == 4 and g.data[0, 5, 5] == 4

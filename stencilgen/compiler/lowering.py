@@ -582,7 +582,8 @@ def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistr
     the Functions and Constants (by name), then the Operator."""
     for d in grid.dimensions + (time_dimension(),):
         names.user(d, d.name)
-    for d in sorted({d for e in eqs for d in conditions.conditional_dims(e)}, key=str):
+    conditional = {d for e in eqs for d in conditions.conditional_dims(e)}
+    for d in sorted(conditional, key=str):
         names.user(d, d.name)
     seen = {}
     for f in _functions(eqs):
@@ -592,6 +593,8 @@ def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistr
                                   "give every Function of an Operator its own name")
         names.user(f.field, f.name)
     constants = set().union(*(e.rhs.atoms(Constant) for e in eqs))
+    constants |= {c for d in conditional if d.condition is not None
+                  for c in sympy.sympify(d.condition).atoms(Constant)}
     constants |= {d.spacing for d in grid.dimensions if isinstance(d.spacing, Constant)}
     for c in sorted(constants, key=lambda c: c.name):
         if c.name in seen:   # apply(c=...) could mean only one of them
