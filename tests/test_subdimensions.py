@@ -271,3 +271,26 @@ def test_a_computed_index_reads_the_mirrored_point(case, tmp_path):
     mirror = np.abs(i - 5)
     assert np.array_equal(g.data, 2 * (3 * mirror + 1))
     assert np.array_equal(w.data, np.abs(i - 2) ** 2)
+
+
+@pytest.mark.parametrize("case", backends())
+def test_a_set_of_no_boxes_runs_nothing(case, tmp_path):
+    """Devito's test_subdomains test_3D and test_sequential_implicit: a SubDomainSet of N=0
+    boxes (bounds of empty tuples); its equations run nowhere, the others as usual."""
+    from stencilgen import SubDomainSet
+
+    class Dummy(SubDomainSet):
+        name = "dummy"
+    grid = Grid(shape=(6, 5, 4))
+    dummy = Dummy(N=0, bounds=[(), (), (), (), (), ()], grid=grid)
+    assert dummy.shape == ()
+    f = TimeFunction(name="f", grid=grid)
+    g = TimeFunction(name="g", grid=grid)
+    f.data[:] = 1
+    op = Operator([Eq(f.forward, f.dx + 1, subdomain=dummy), Eq(g.forward, g + 2)],
+                  backend=target(case))
+    run(op, case, tmp_path, time_M=1)
+    assert np.all(f.data == 1) and np.all(g.data[0] == 4)
+    alone = Operator(Eq(f.forward, f + 5, subdomain=dummy), backend=target(case))
+    run(alone, case, tmp_path, time_M=1)
+    assert np.all(f.data == 1)

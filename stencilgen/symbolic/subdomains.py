@@ -185,8 +185,6 @@ class SubDomainSet(SubDomain):
 
     def __init__(self, N=1, bounds=None, grid=None):
         self.n_domains = _count(N, f"{type(self).__name__}: N")
-        if self.n_domains < 1:
-            raise InvalidArgument(f"{type(self).__name__}: N={N}; give at least one box")
         self._bounds = bounds
         self.boxes = ()
         super().__init__(grid=grid)
@@ -210,14 +208,16 @@ class SubDomainSet(SubDomain):
             columns.append([_count(v, f"{owner}: a bound") for v in values])
         self.boxes = tuple(_Box(f"{self.name}{i}", grid, tuple(
             ("middle", columns[2 * j][i], columns[2 * j + 1][i]) for j in range(grid.dim)))
-            for i in range(n))
+            for i in range(n)) or \
+            (_Box(f"{self.name}_none", grid, (("middle", grid.shape[0], 0),) +
+                  (("middle", 0, 0),) * (grid.dim - 1)),)   # N=0: a box of no points
         self.spans = ()
         self._grid = grid
 
     @property
     def shape(self) -> tuple:
         """Each box's points per dimension (Devito's)."""
-        return tuple(box.shape for box in self.boxes)
+        return tuple(box.shape for box in self.boxes[:self.n_domains])
 
     @property
     def dimensions(self):
