@@ -10,8 +10,8 @@ from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
 from .symbolic.conditions import CondEq, CondNe
 from .symbolic.dimensions import (BatchDimension, ConditionalDimension, Dimension,
-                                  SpaceDimension, SteppingDimension, SubDimension,
-                                  TimeDimension)
+                                  MultiSubDimension, SpaceDimension, SteppingDimension,
+                                  SubDimension, TimeDimension)
 from .symbolic.equations import Eq, Inc, solve
 from .symbolic.expressions import Conj, Imag, Real
 from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, ConfigurationError,
@@ -79,7 +79,7 @@ __all__ = [
     "Constant", "Derivative", "Dimension", "Eq", "Inc", "ExecutionError", "Function", "Grid",
     "HaloError", "InvalidArgument", "InvalidEquation", "InvalidOperator", "NumericalWarning",
     "Operator", "PrecomputedSparseFunction", "PrecomputedSparseTimeFunction", "SpaceDimension", "SparseFunction", "SparseTimeFunction", "StencilgenError",
-    "SteppingDimension", "SubDimension", "SubDomain", "SubDomainSet", "Border", "TimeDimension", "TimeFunction",
+    "SteppingDimension", "SubDimension", "MultiSubDimension", "SubDomain", "SubDomainSet", "Border", "TimeDimension", "TimeFunction",
     "configuration", "cos",
     "exp",
     "UnsupportedDerivative", "centered", "first_derivative", "initialize_function", "left",

@@ -294,3 +294,31 @@ def test_a_set_of_no_boxes_runs_nothing(case, tmp_path):
     alone = Operator(Eq(f.forward, f + 5, subdomain=dummy), backend=target(case))
     run(alone, case, tmp_path, time_M=1)
     assert np.all(f.data == 1)
+
+
+@pytest.mark.parametrize("case", backends())
+def test_the_dimensions_of_a_set_run_an_equation_on_its_boxes(case, tmp_path):
+    """Devito's MultiSubDimensions: eq.subs({x: ix, y: iy}) with a SubDomainSet's
+    dimensions gives what subdomain= the set gives; two sets in one equation are refused."""
+    from stencilgen import SubDomainSet
+
+    class Boxes(SubDomainSet):
+        name = "boxes"
+
+    class Other(SubDomainSet):
+        name = "other"
+    grid = Grid(shape=(10, 9))
+    x, y = grid.dimensions
+    boxes = Boxes(N=2, bounds=(np.array([1, 5]), np.array([6, 1]), 2, 3), grid=grid)
+    f, g = Function(name="f", grid=grid), Function(name="g", grid=grid)
+    h = Function(name="h", grid=grid)
+    h.data[:] = np.arange(90.0).reshape(10, 9)
+    ix, iy = boxes.dimensions
+    assert ix.parent is x and iy.parent is y
+    run(Operator(Eq(f, 2 * h + 1).subs({x: ix, y: iy}), backend=target(case)), case, tmp_path)
+    run(Operator(Eq(g, 2 * h + 1, subdomain=boxes), backend=target(case)), case, tmp_path)
+    assert np.array_equal(f.data, g.data) and f.data.sum() > 0
+    other = Other(N=1, bounds=(1, 1, 1, 1), grid=grid)
+    ox, _ = other.dimensions
+    with pytest.raises(InvalidEquation, match="one SubDomainSet"):
+        Operator(Eq(f, h).subs({x: ix, y: iy}).subs({ix: ox}))

@@ -18,7 +18,8 @@ from demos.devito_ports.framework import api
 
 
 def subdomain_set():
-    """The SubDomainSet docstring's two boxes on a 10x10 grid, f + 1 on each."""
+    """The SubDomainSet docstring's two boxes on a 10x10 grid, f + 1 on each; then an
+    equation indexed by the set's dimensions (``eq.subs({x: xi, y: yi})``)."""
     class MySubdomains(SubDomainSet):
         name = "mydomains"
     n = 10
@@ -28,7 +29,13 @@ def subdomain_set():
     grid = Grid(extent=(n, n), shape=(n, n), subdomains=(sets,))
     f = Function(name="f", grid=grid)
     Operator(Eq(f, f + 1, subdomain=grid.subdomains["mydomains"])).apply()
-    return {"set": np.array(f.data)}
+    # the same boxes through the set's MultiSubDimensions
+    g = Function(name="g", grid=grid)
+    g.data[:] = np.arange(n * n).reshape(n, n)
+    x, y = grid.dimensions
+    xi, yi = sets.dimensions
+    Operator(Eq(g, g * 2 + f).subs({x: xi, y: yi})).apply()
+    return {"set": np.array(f.data), "set_dimensions": np.array(g.data)}
 
 
 def borders():

@@ -44,7 +44,7 @@ class TempFunction(Function):
 
 def check_equations(eqs) -> tuple:
     """Flatten and validate a list of Eq; return (eqs, grid)."""
-    flat = _per_box(_flatten(eqs))
+    flat = _per_box([_on_set(e) for e in _flatten(eqs)])
     if not flat:
         raise InvalidEquation("Operator: no equations given")
     extra = _extra_sizes(flat)
@@ -180,6 +180,27 @@ def with_thickness(eqs, values: dict, names: dict) -> list:
             e = _with_lhs(e, e.lhs.xreplace(new), sympy.sympify(e.rhs).xreplace(new))
         out.append(e)
     return out
+
+
+def _on_set(eq):
+    """An equation indexed by a SubDomainSet's MultiSubDimensions (``eq.subs({x: ix})``) as
+    one on their parents with ``subdomain=`` the set."""
+    if not isinstance(eq, Eq) or isinstance(eq, SparseEq):
+        return eq
+    found = {d for side in (eq.lhs, eq.rhs) for d in sympy.sympify(side).free_symbols
+             if getattr(d, "is_MultiSub", False)}
+    if not found:
+        return eq
+    sets = {id(d.subdomain): d.subdomain for d in found}
+    if len(sets) > 1 or (eq.subdomain is not None and id(eq.subdomain) not in sets):
+        names = ", ".join(sorted({repr(s) for s in sets.values()} |
+                                 ({repr(eq.subdomain)} if eq.subdomain is not None else set())))
+        raise InvalidEquation(f"{eq}: indexed by the dimensions of {names}; an equation "
+                              f"runs on one SubDomainSet")
+    back = {d: d.parent for d in found}
+    new = _with_lhs(eq, eq.lhs.xreplace(back), sympy.sympify(eq.rhs).xreplace(back))
+    new.subdomain = next(iter(sets.values()))
+    return new
 
 
 def _per_box(eqs) -> list:

@@ -14,6 +14,7 @@ class Dimension(sympy.Symbol):
     is_Space = False
     is_Batch = False
     is_Sub = False
+    is_MultiSub = False
     is_Time = False
     is_Stepping = False
     is_Conditional = False
@@ -171,6 +172,34 @@ class SubDimension(Dimension):
         left, right = self._thickness
         return ("left", left) if right is None else ("right", right) if left is None else \
             ("middle", left, right)
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        return self.parent.spacing
+
+    @property
+    def root(self) -> Dimension:
+        return self.parent.root
+
+
+class MultiSubDimension(Dimension):
+    """Devito's MultiSubDimension: dimension ``parent`` of a SubDomainSet's boxes
+    (``SubDomainSet.dimensions``); an equation indexed by them (``eq.subs({x: ix, y: iy})``)
+    runs on each box of the set, as one with ``subdomain=`` the set."""
+
+    is_MultiSub = True
+
+    def __new__(cls, name, parent, subdomain):
+        obj = sympy.Symbol.__xnew__(cls, name, integer=True)
+        obj.parent, obj.subdomain = parent, subdomain
+        return obj
+
+    def __getnewargs__(self):
+        return (self.name, self.parent, self.subdomain)
+
+    def _hashable_content(self):
+        # the same name on another set's boxes is another dimension
+        return super()._hashable_content() + (self.parent, id(self.subdomain))
 
     @property
     def spacing(self) -> sympy.Symbol:

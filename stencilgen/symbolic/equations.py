@@ -96,6 +96,17 @@ class Eq:
         rhs = {c.lhs: c.rhs for c in self.components}
         return self.lhs, self.lhs.applyfunc(lambda target: rhs[target])
 
+    def subs(self, *args, **kwargs) -> "Eq":
+        """The equation with sympy's ``subs`` applied to both sides (Devito's Eq is a sympy
+        Eq): ``eq.subs({x: ix, y: iy})`` runs it on a SubDomainSet's boxes."""
+        import copy
+        new = copy.copy(self)
+        new.lhs = self.lhs.subs(*args, **kwargs)
+        new.rhs = self.rhs.subs(*args, **kwargs)
+        if self.components is not None:
+            new.components = [c.subs(*args, **kwargs) for c in self.components]
+        return new
+
     def with_rhs(self, rhs) -> "Eq":
         """A copy with another right-hand side (keeps the kind of equation)."""
         import copy

@@ -221,8 +221,11 @@ class SubDomainSet(SubDomain):
 
     @property
     def dimensions(self):
-        raise InvalidArgument(f"SubDomainSet {self.name!r}: its MultiSubDimensions are not "
-                              "supported; write the equations with subdomain=the set")
+        """Devito's MultiSubDimensions (``ix``, ``iy``...): an equation indexed by them runs
+        on each box."""
+        from .dimensions import MultiSubDimension
+        grid = self._attached()
+        return tuple(MultiSubDimension(f"i{d.name}", d, self) for d in grid.dimensions)
 
 
 class _Box(SubDomain):
