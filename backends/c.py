@@ -12,8 +12,8 @@ import numpy as np
 from . import c_blocking, c_fusion, split, interrupt
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
-from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, ctype, has_complex,
-                       is_complex, part_ctype, stride_table, time_loop_header)
+from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
+                       has_complex, is_complex, part_dtype, stride_table, time_loop_header)
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
@@ -159,8 +159,7 @@ class CBackend:
     def complex_scalars(self):
         """Each complex scalar made from the two real arguments that carry it."""
         return [c.Initializer(c.Value(f"const {ctype(s.dtype)}", s.name),
-                              f"SG_C{'FLOAT' if s.dtype == np.complex64 else 'DOUBLE'}"
-                              f"({', '.join(s.parts)})")
+                              complex_value(s.dtype, *s.parts))
                 for s in self.program.scalars if s.parts]
 
     #: per 16-bit format, the C functions its loads and stores call
@@ -333,12 +332,12 @@ class CBackend:
 
     def complex_atomic_add(self, target, value, dtype):
         """The parts of complex ``value`` added, each atomically, to the parts of ``target``."""
-        part, t = part_ctype(dtype), ctype(dtype)
-        suffix = "f" if np.dtype(dtype) == np.complex64 else ""
-        out = [c.Initializer(c.Value(f"const {t}", "sg_v"), value)]
+        part = part_dtype(dtype)
+        suffix = "f" if part == np.float32 else ""
+        out = [c.Initializer(c.Value(f"const {ctype(dtype)}", "sg_v"), value)]
         for i, fn in enumerate(("creal", "cimag")):
-            out += self.atomic_add(f"(({part} *)&{target})[{i}]", f"{fn}{suffix}(sg_v)",
-                                   None, np.float32 if part == "float" else np.float64)
+            out += self.atomic_add(f"(({ctype(part)} *)&{target})[{i}]", f"{fn}{suffix}(sg_v)",
+                                   None, part)
         return [c.Block(out)]
 
     def locate(self, k):
@@ -496,7 +495,7 @@ class CBackend:
         part), else 0."""
         vec = a.layout.vec
         if is_complex(a.dtype):
-            parts = f"(({part_ctype(a.dtype)} *){vec})"
+            parts = f"(({ctype(part_dtype(a.dtype))} *){vec})"
             return f"!(isfinite({parts}[2*({at})]) && isfinite({parts}[2*({at}) + 1]))"
         return f"!isfinite({self.printer.widened(a.name, f'{vec}[{at}]')})"
 

@@ -30,9 +30,14 @@ def has_complex(prog) -> bool:
         any(a.dtype is not None and is_complex(a.dtype) for a in locals_)
 
 
-def part_ctype(dtype) -> str:
-    """The C type of one part of a complex dtype (complex64 -> float)."""
-    return "float" if np.dtype(dtype) == np.complex64 else "double"
+def part_dtype(dtype) -> np.dtype:
+    """The numpy type of one part of a complex dtype (complex64 -> float32)."""
+    return np.empty(0, dtype).real.dtype
+
+
+def complex_value(dtype, re: str, im: str) -> str:
+    """C text of the complex ``dtype`` value of parts ``re`` and ``im`` (C text)."""
+    return f"SG_C{'FLOAT' if np.dtype(dtype) == np.complex64 else 'DOUBLE'}({re}, {im})"
 
 
 def ctype(dtype) -> str:
@@ -221,8 +226,8 @@ class CPrinter(C99CodePrinter):
 
     # -- complex values: C99 <complex.h> names (``COMPLEX_CXX`` gives C++ the same) ---------
     def _print_ImaginaryUnit(self, expr):
-        one = "1.0F" if self.single else "1.0"
-        return f"SG_C{'FLOAT' if self.single else 'DOUBLE'}(0, {one})"
+        return complex_value(np.complex64 if self.single else np.complex128, "0",
+                             "1.0F" if self.single else "1.0")
 
     def _print_Function(self, expr):
         """A C function the compiler named (``c_name``: the IR's complex calls), else

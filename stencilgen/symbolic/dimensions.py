@@ -105,7 +105,20 @@ class SteppingDimension(TimeDimension):
         return time_dimension()
 
 
-class SubDimension(Dimension):
+class _PartOf(Dimension):
+    """A dimension over part of its ``parent``'s points: its spacing and root are the
+    parent's."""
+
+    @property
+    def spacing(self) -> sympy.Symbol:
+        return self.parent.spacing
+
+    @property
+    def root(self) -> Dimension:
+        return self.parent.root
+
+
+class SubDimension(_PartOf):
     """Devito's SubDimension of a grid dimension ``parent``: its first ``thickness`` points
     (``SubDimension.left``), its last (``right``), or all but ``thickness_left`` and
     ``thickness_right`` at its ends (``middle``). An equation indexed by it (``u[t + 1,
@@ -173,16 +186,8 @@ class SubDimension(Dimension):
         return ("left", left) if right is None else ("right", right) if left is None else \
             ("middle", left, right)
 
-    @property
-    def spacing(self) -> sympy.Symbol:
-        return self.parent.spacing
 
-    @property
-    def root(self) -> Dimension:
-        return self.parent.root
-
-
-class MultiSubDimension(Dimension):
+class MultiSubDimension(_PartOf):
     """Devito's MultiSubDimension: dimension ``parent`` of a SubDomainSet's boxes
     (``SubDomainSet.dimensions``); an equation indexed by them (``eq.subs({x: ix, y: iy})``)
     runs on each box of the set, as one with ``subdomain=`` the set."""
@@ -200,14 +205,6 @@ class MultiSubDimension(Dimension):
     def _hashable_content(self):
         # the same name on another set's boxes is another dimension
         return super()._hashable_content() + (self.parent, id(self.subdomain))
-
-    @property
-    def spacing(self) -> sympy.Symbol:
-        return self.parent.spacing
-
-    @property
-    def root(self) -> Dimension:
-        return self.parent.root
 
 
 class ConditionalDimension(Dimension):
