@@ -30,13 +30,46 @@ from stencilgen.distributed.decomposition import topology  # noqa: E402
 DEMO = ROOT / "demos" / "dummy_benchmark" / "run.py"
 GLOBAL = re.compile(r"Global performance: \[OI=[\d.]+, ([\d.]+) GFlops/s, ([\d.]+) GPts/s\]")
 PEAK = re.compile(r"max \|P\| = ([\d.e+-]+)")
-RANKS = re.compile(r"compute ([\d.]+) s \+ wait ([\d.]+) s, halo exchange ([\d.]+) s")
+RANKS = re.compile(r"compute ([\d.]+) s \+ wait ([\d.]+) s, halo exchange ([\d.]+) s "
+                   r"\(exchange calls ([\d.]+) s\)")
 TOPOLOGY = re.compile(r"topology (\([\d, ]+\))")
+PLACED = re.compile(r"ranks on \[(.*)\]")
+PLACED_MANY = re.compile(r"ranks on (\d+) distinct devices via (\S+)")
+RANK_ON = re.compile(r"(\d+): (.*) via (\S+)")
+
+
+def placement(text: str, ranks: int, gpus: bool) -> str:
+    """The halo transport of a run whose report line (``ranks on [...]``) says where each
+    rank ran; refuses (SystemExit) a run where two ranks shared a GPU or the ranks' halos
+    moved differently: its figures would not be scaling figures."""
+    many, listed = PLACED_MANY.search(text), PLACED.search(text)
+    if ranks == 1 and not (many or listed):
+        return "-"
+    if many:
+        devices, transports = int(many.group(1)), many.group(2).split("/")
+    elif listed:
+        items = [RANK_ON.fullmatch(item.strip())
+                 for item in re.split(r", (?=\d+: )", listed.group(1))]
+        if None in items or len(items) != ranks:
+            raise SystemExit(f"refused: cannot read where the {ranks} ranks ran from "
+                             f"'{listed.group(0)}'")
+        devices = len({m.group(2) for m in items})
+        transports = sorted({m.group(3) for m in items})
+    else:
+        raise SystemExit(f"refused: the run's report says nowhere where its {ranks} ranks ran")
+    if gpus and devices < ranks:
+        raise SystemExit(f"refused: {ranks} ranks ran on {devices} GPUs, so some shared one "
+                         f"and time-sliced it ({(listed or many).group(0)}); give each rank a "
+                         f"GPU of its own (as many GPUs as ranks, one launch per host)")
+    if len(transports) > 1:
+        raise SystemExit(f"refused: the ranks' halos moved by different transports "
+                         f"({', '.join(transports)}): {(listed or many).group(0)}")
+    return transports[0]
 
 
 def command(args, ranks: int, shape) -> list[str]:
     run = [sys.executable, str(DEMO), "-d", *map(str, shape), "-nt", str(args.nt),
-           "--backend", args.backend]
+           "--backend", args.backend] + (["--storage", args.storage] if args.storage else [])
     if ranks == 1:
         return run
     return shlex.split(args.mpirun) + ["-n", str(ranks)] + run
@@ -52,11 +85,12 @@ def measure(args, ranks: int, shape, mode: str) -> dict:
     if done.returncode != 0 or not GLOBAL.search(text):
         raise SystemExit(f"failed: {' '.join(cmd)}\n{text[-3000:]}")
     out = {"gpts": float(GLOBAL.search(text).group(2)), "peak": PEAK.search(text).group(1),
-           "topology": "-", "compute": None, "exchange": None, "wait": None}
+           "topology": "-", "compute": None, "exchange": None, "wait": None, "calls": None,
+           "transport": placement(text, ranks, args.backend == "cuda")}
     if TOPOLOGY.search(text):
         out["topology"] = TOPOLOGY.search(text).group(1)
     if RANKS.search(text):
-        out.update(zip(("compute", "wait", "exchange"),
+        out.update(zip(("compute", "wait", "exchange", "calls"),
                        (float(v) for v in RANKS.search(text).groups())))
     return out
 
@@ -72,9 +106,9 @@ def _seconds(value) -> str:
 
 
 def table(args) -> list[str]:
-    rows = ["| scaling | ranks | grid | topology | mode | GPts/s | vs 1 rank | max \\|P\\| | "
-            "compute s | exchange s | wait s |", "| --- | ---: | --- | --- | --- | ---: | ---: | "
-            "--- | ---: | ---: | ---: |"]
+    rows = ["| scaling | ranks | grid | topology | mode | halos | GPts/s | vs 1 rank | "
+            "max \\|P\\| | compute s | exchange s | wait s | calls s |",
+            "| --- | ---: | --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
     for kind, base in (("weak", args.weak), ("strong", args.strong)):
         if not base:
             continue
@@ -88,9 +122,10 @@ def table(args) -> list[str]:
                     f"{r['gpts'] / (ranks * one['gpts']):.1%}" if kind == "weak"
                     else f"{r['gpts'] / one['gpts']:.2f}x")
                 rows.append(f"| {kind} | {ranks} | {'x'.join(map(str, shape))} | "
-                            f"{r['topology']} | {mode} | {r['gpts']:.2f} | {ratio} | {r['peak']} | "
+                            f"{r['topology']} | {mode} | {r['transport']} | {r['gpts']:.2f} | "
+                            f"{ratio} | {r['peak']} | "
                             f"{_seconds(r['compute'])} | {_seconds(r['exchange'])} | "
-                            f"{_seconds(r['wait'])} |")
+                            f"{_seconds(r['wait'])} | {_seconds(r['calls'])} |")
                 print(rows[-1], flush=True)
     return rows
 
@@ -106,10 +141,25 @@ def main(argv=None):
     p.add_argument("--modes", nargs="+", default=["basic", "overlap"],
                    choices=["basic", "overlap"])
     p.add_argument("--backend", default="cuda")
+    p.add_argument("--storage", default=None, choices=["float16", "bfloat16"],
+                   help="P, M and the medium stored in 16 bits (the demo's --storage)")
     p.add_argument("--mpirun", default="mpirun", help="the launcher and its flags")
     p.add_argument("--timeout", type=int, default=900)
     args = p.parse_args(argv)
+    if args.backend == "cuda":
+        print(f"GPUs: {gpu_models()}", flush=True)
     print("\n".join(table(args)))
+
+
+def gpu_models() -> str:
+    """The GPUs nvidia-smi lists on this host (what the table was measured on)."""
+    try:
+        names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=60).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no nvidia-smi)"
+    names = [n.strip() for n in names if n.strip()]
+    return ", ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names)) or "none"
 
 
 if __name__ == "__main__":

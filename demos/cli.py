@@ -115,6 +115,20 @@ def storage_label(args) -> str:
     return f"storage {args.storage}{extra}, float32 arithmetic"
 
 
+def gpu_memory_line(grid) -> str | None:
+    """``GPU memory per rank (GiB in use, fields' copies in it, of the GPU's): ...``, each
+    rank's (None where no CUDA run happened)."""
+    from stencilgen.data.places import gpu_memory
+    mine = gpu_memory()
+    ranks = [mine] if grid.distributor is None else grid.distributor.comm.allgather(mine)
+    if any(r is None for r in ranks):
+        return None
+    gib = 2 ** 30
+    each = ", ".join(f"{used / gib:.1f} ({fields / gib:.1f}) of {total / gib:.1f}"
+                     for fields, used, total in ranks)
+    return f"GPU memory per rank (GiB in use (fields' copies) of the GPU's): {each}"
+
+
 def traffic_line(args, summary, field) -> str:
     """``Storage float16, compensated (P stored in units of 2**-2): 14.1 bytes per grid
     point...``: the storage the run used, the wavefield's scale, the summary's byte count."""

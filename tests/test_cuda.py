@@ -343,6 +343,28 @@ def test_arch_is_the_gpus():
     assert f"-arch={found}" in platform.toolchain("cuda", None).cflags
 
 
+def test_out_of_memory_names_the_bytes_and_the_ways_out():
+    """A 1400^3 model on one GPU (an H200: 139.8 GiB): the message gives the whole
+    footprint, the largest arrays, how many GPUs would hold it, and 16-bit storage."""
+    import types
+    from backends.device_layout import DeviceLayout
+    from stencilgen.data.places import out_of_memory
+    time_fn = DeviceLayout.of((3, 1408, 1408, 1408), 4, 4)
+    medium = DeviceLayout.of((1408, 1408, 1408), 4, 4)
+    bound = [(types.SimpleNamespace(name=n), time_fn) for n in ("P", "M")]
+    bound += [(types.SimpleNamespace(name=n), medium) for n in ("V", "b", "epsilon", "delta",
+                                                                "theta", "phi", "r0")]
+    whole = sum(lay.length * lay.itemsize for _, lay in bound)
+    total = int(139.8 * 2 ** 30)
+    text = out_of_memory(bound, whole, total - 2 ** 29, total)
+    gpus = -(-whole // int(0.9 * total))
+    assert f"need {whole / 2 ** 30:.2f} GiB on the GPU" in text
+    each = time_fn.length * 4 / 2 ** 30
+    assert f"largest P {each:.2f} GiB, M {each:.2f} GiB, V " in text
+    assert f"over {gpus} GPUs or more" in text and f"mpirun -n {gpus}" in text
+    assert "16 bits" in text and "Nothing was allocated" in text
+
+
 @pytest.mark.gpu
 @needs_gpu
 def test_out_of_memory_is_reported_before_allocating():
@@ -357,7 +379,7 @@ def test_out_of_memory_is_reported_before_allocating():
     try:
         u.data[:] = 1.0
         with pytest.raises(StencilgenError, match=r"not enough GPU memory: the operator's arrays "
-                           r"need (\d+\.\d) MiB more on the GPU but only (\d+\.\d) MiB") as info:
+                           r"need (\d+\.\d) MiB on the GPU .* but only (\d+\.\d) MiB") as info:
             op.apply(time_m=0, time_M=1, dt=0.1)
     finally:
         del hold

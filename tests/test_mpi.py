@@ -3,6 +3,7 @@ on 1, 2 and 4 ranks (oversubscribed) against the same program without MPI."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,10 +175,14 @@ def test_exchanges_move_what_the_stencils_read_not_the_whole_halo():
     assert items and all(width == (4, 4) for *_, width in items)
     # a 24x20 block with halo 8: the low x face received in rows 4..7, its high edge sent
     # from rows 28..31 (the last 4 of the domain 8..31)
-    recv, send = _regions((-1, 0), (8, 8), (4, 4), (24, 20))
+    recv, send = _regions((-1, 0), (8, 8), (4, 4), (24, 20), (True, True))
     assert recv == [(4, 4), (8, 20)] and send == [(28, 4), (8, 20)]
-    recv, send = _regions((1, 1), (8, 8), (4, 4), (24, 20))
+    recv, send = _regions((1, 1), (8, 8), (4, 4), (24, 20), (True, True))
     assert recv == [(32, 4), (28, 4)] and send == [(8, 4), (8, 4)]
+    # split along x alone: the x face spans y whole, halo included (the same global points
+    # on both ranks), so whole rows move as one block
+    recv, send = _regions((-1, 0), (8, 8), (4, 4), (24, 20), (True, False))
+    assert recv == [(4, 4), (0, 36)] and send == [(28, 4), (0, 36)]
 
 
 # -- whole programs on 1, 2 and 4 ranks ----------------------------------------------------
@@ -253,6 +258,122 @@ def test_a_failing_rank_ends_the_job_with_its_message(tmp_path):
     assert "x_M=99" in done.stderr and "ending the MPI job" in done.stderr
 
 
+_PRIMED = """
+import json, sys
+from mpi4py import MPI
+from stencilgen import Grid, TimeFunction, Eq, Operator
+from stencilgen.distributed import halo_exchange
+from stencilgen.runtime import autotune, operator
+
+events = []
+def spy(cls, name, label):
+    real = getattr(cls, name)
+    def wrapped(*args, **kwargs):
+        events.append(label)
+        return real(*args, **kwargs)
+    setattr(cls, name, wrapped)
+spy(halo_exchange.HaloExchange, "prime", "prime")
+spy(halo_exchange.HaloExchange, "_call", "message")
+spy(operator.Operator, "_run", "run")
+spy(autotune, "tune", "tune")
+
+g = Grid((24, 20, 18), comm=MPI.COMM_WORLD)   # 3D: the C backend offers cache blocks
+u = TimeFunction(name="u", grid=g, space_order=4)
+u.data[0, 12, 10, 9] = 1.0
+runs = {}
+for label, tune in (("untuned", False), ("again", False), ("tuned", True)):
+    if label != "again":
+        op = Operator(Eq(u.forward, u + 0.1 * u.laplace), backend="c", name=f"P{label}")
+    events.clear()
+    op.apply(time_M=4, autotune=tune)
+    runs[label] = [e for i, e in enumerate(events) if e != "message" or events[i - 1] != e]
+if MPI.COMM_WORLD.rank == 0:
+    json.dump(runs, open(sys.argv[1], "w"))
+"""
+
+
+@needs_mpi
+def test_the_first_run_on_a_communicator_moves_every_halo_before_it_is_timed(tmp_path):
+    """A transport's first messages set it up (NCCL connects its peers: 1.3 s on an H200
+    machine), so each Operator's first apply moves every halo once before its timed run
+    or tuning trials: without that, a run that found its launch shapes remembered paid
+    the setup in its steps (the strong-scaling fault: 0.67x on 2 GPUs), one that tuned
+    did not."""
+    script = tmp_path / "primed.py"
+    script.write_text(_PRIMED)
+    done = _run([str(script), str(tmp_path / "events.json")], ranks=2, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+    runs = json.loads((tmp_path / "events.json").read_text())
+    assert runs["untuned"] == ["prime", "run", "message"]
+    assert runs["again"] == ["run", "message"]      # once per Operator and communicator
+    assert runs["tuned"][:3] == ["prime", "tune", "message"]
+    assert runs["tuned"][-2:] == ["run", "message"]
+
+
+_PLACED = """
+import json, socket, sys, types
+from mpi4py import MPI
+from stencilgen.distributed import mpi
+from stencilgen.distributed.device_halos import choose
+
+# a CuPy stand-in: each rank's current GPU is its local rank's, or all share GPU 0
+shared = sys.argv[2] == "shared"
+local = mpi.local_rank()
+bus = "0000:00:06.0" if shared else f"0000:00:0{6 + local}.0"
+cupy = types.ModuleType("cupy"); cuda = types.ModuleType("cupy.cuda")
+nccl = types.ModuleType("cupy.cuda.nccl"); nccl.available = True
+cuda.Device = lambda *a: types.SimpleNamespace(pci_bus_id=bus, id=0 if shared else local)
+cuda.nccl, cupy.cuda = nccl, cuda
+sys.modules.update({"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl})
+got = choose(MPI.COMM_WORLD, MPI, cupy)
+everyone = MPI.COMM_WORLD.gather((local, got), root=0)
+if MPI.COMM_WORLD.rank == 0:
+    json.dump(everyone, open(sys.argv[1], "w"))
+"""
+
+
+@needs_mpi
+@pytest.mark.parametrize("gpus", ["own", "shared"])
+def test_each_rank_takes_a_gpu_of_its_own_and_the_transport_follows(tmp_path, gpus):
+    """Under the launcher CI has (MPICH's), each rank reads a local rank of its own (the GPU
+    it selects is that one, modulo the GPUs there); ranks on GPUs of their own move halos
+    through NCCL, ranks sharing one are staged through the host, every rank alike."""
+    script = tmp_path / "placed.py"
+    script.write_text(_PLACED)
+    done = _run([str(script), str(tmp_path / "placed.json"), gpus], ranks=2, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+    ranks = json.loads((tmp_path / "placed.json").read_text())
+    assert sorted(local for local, _ in ranks) == [0, 1]
+    want = "nccl" if gpus == "own" else "staged"
+    assert [t for _, t in ranks] == [want, want]
+    if gpus == "shared":
+        assert "ranks share a GPU" in done.stderr + done.stdout
+
+
+def test_the_scaling_benchmark_refuses_ranks_sharing_a_gpu():
+    """benchmarks/mpi_scaling.py reads where each rank ran from the report line and prints
+    no row for ranks that shared a GPU or moved halos differently."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.mpi_scaling import placement
+    own = ("ranks on [0: h/GPU 0 (0000:00:06.0) via nccl, 1: h/GPU 1 (0000:00:07.0) via "
+           "nccl]")
+    assert placement(own, 2, gpus=True) == "nccl"
+    shared = own.replace("GPU 1 (0000:00:07.0)", "GPU 0 (0000:00:06.0)")
+    with pytest.raises(SystemExit, match="2 ranks ran on 1 GPUs"):
+        placement(shared, 2, gpus=True)
+    assert placement(shared.replace("GPU", "CPU"), 2, gpus=False) == "nccl"
+    mixed = own.replace("1 (0000:00:07.0) via nccl", "1 (0000:00:07.0) via staged")
+    with pytest.raises(SystemExit, match="different transports"):
+        placement(mixed, 2, gpus=True)
+    with pytest.raises(SystemExit, match="nowhere"):
+        placement("MPI ranks: 2", 2, gpus=True)
+    assert placement("ranks on 64 distinct devices via nccl", 64, gpus=True) == "nccl"
+    with pytest.raises(SystemExit, match="64 ranks ran on 32 GPUs"):
+        placement("ranks on 32 distinct devices via nccl", 64, gpus=True)
+
+
 # -- the demos under mpiexec --------------------------------------------------------------
 def _peak(text, label="max |P| = "):
     return text.split(label)[1].split(",")[0]
@@ -277,6 +398,8 @@ def test_dummy_benchmark_split_over_two_ranks_gives_the_same_max():
     alone = _dummy([])
     split_run = _dummy([], ranks=2)
     assert "MPI: 2 ranks" in split_run and "MPI ranks: 2, kernel time per rank" in split_run
+    assert re.search(r"ranks on \[0: \S+/CPU via mpi-host, 1: \S+/CPU via mpi-host\]",
+                     split_run)
     assert _peak(split_run) == _peak(alone)
     assert split_run.count("Ran 12 steps") == 1   # rank 1 prints nothing
     broken = _dummy(["--broken-mpirun", "True"], ranks=2)   # two whole runs, no split

@@ -35,6 +35,7 @@ import numpy as np
 # the checkout this script lives in: stencilgen (installed or not) and demos/cli.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from stencilgen import Grid  # noqa: E402
+from stencilgen.data.places import DeviceMemoryError  # noqa: E402
 from stencilgen.distributed.mpi import allreduce_max  # noqa: E402
 from demos import cli  # noqa: E402
 from stencilgen.seismic.propagators import field_values  # noqa: E402
@@ -67,13 +68,26 @@ def setup(shape, space_order=8, dtype=np.float32, backend=None, storage=None,
     medium = tti_medium(grid, space_order, storage=storage, **DUMMY_MEDIUM)
     op, P, M = sa_tti_operator(medium, space_order, backend=backend, name="SATTIBenchmark",
                                compensated=compensated)
-    centre = [o + e / 2 for o, e in zip(grid.origin, grid.extent)]
-    axes = [np.arange(n) * h - c for n, h, c in zip(grid.shape, grid.spacing, centre)]
-    r2 = sum(a ** 2 for a in np.meshgrid(*axes, indexing="ij"))
-    bump = np.exp(-r2 / (2 * (4 * SPACING) ** 2))
-    P.data[0] = bump
-    P.data[1] = bump
+    bump(P, grid)
     return op, P, M, medium, tti_critical_dt(medium, space_order)
+
+
+def bump(P, grid):
+    """P at times 0 and 1: a Gaussian of 4 spacings at the centre, built plane by plane on
+    the points this rank owns (a large split grid never has the whole of it in one place)."""
+    owned = grid.distributor.owned if grid.distributor is not None else \
+        tuple((0, n - 1) for n in grid.shape)
+    centre = [o + e / 2 for o, e in zip(grid.origin, grid.extent)]
+    # exp(-|r|^2 / 2s^2) is the product of one Gaussian per axis
+    factors = [np.exp(-(np.arange(lo, hi + 1) * h - c) ** 2 / (2 * (4 * SPACING) ** 2))
+               for (lo, hi), h, c in zip(owned, grid.spacing, centre)]
+    rest = factors[1]
+    for f in factors[2:]:
+        rest = np.multiply.outer(rest, f)
+    data = P.data.local if grid.distributor is not None else P.data   # local indices
+    for i, value in enumerate(factors[0]):
+        data[0, i] = value * rest
+        data[1, i] = value * rest
 
 
 def run_chunks(op, nt, chunks, dt):
@@ -123,10 +137,16 @@ def main(argv=None) -> int:
     print(f"Operator built in {time.perf_counter() - t0:.2f} s (code generation "
           f"{op.codegen_seconds:.2f} s), {len(op.program.kernels)} loop nests, "
           f"{sum(k.flops for k in op.program.steps)} flops per point per step")
-    if args.chunks:
-        last, summary = run_chunks(op, args.nt, args.chunks, dt)
-    else:
-        last, summary = args.nt, op.apply(time_m=1, time_M=args.nt, dt=dt)
+    try:
+        if args.chunks:
+            last, summary = run_chunks(op, args.nt, args.chunks, dt)
+        else:
+            last, summary = args.nt, op.apply(time_m=1, time_M=args.nt, dt=dt)
+    except DeviceMemoryError as exc:
+        if medium.grid.distributor is not None:
+            raise   # every rank ends with the message (stencilgen.distributed.mpi)
+        print(f"Stopped before the run: {exc}", file=sys.stderr)
+        return 2
     slot = (last + 1) % 3
     final = field_values(P, slot)
     finite = bool(np.all(np.isfinite(final)) and np.all(np.isfinite(M.data[slot])))
@@ -138,6 +158,9 @@ def main(argv=None) -> int:
     print(f"{ran}; max |P| = {peak:.4e}, "
           f"finite: {'yes' if finite else 'NO'}")
     print(cli.traffic_line(args, summary, P))
+    held = cli.gpu_memory_line(medium.grid)
+    if held:
+        print(held)
     return 0 if finite and math.isfinite(summary.globals.time) else 1
 
 

@@ -119,8 +119,11 @@ def main(argv=None) -> int:
         return 130   # the shell's code for a run stopped by SIGINT
     minutes = (time.perf_counter() - t0) / 60
     rate = len(result.done) / minutes if minutes > 0 else 0.0
+    steady = result.rates()[1]
+    after = f", {steady:.1f} shots/min after the first shot's end ({result.first:.1f} s)" \
+        if steady is not None else ""
     print(f"Ran {len(result.done)} shots ({len(result.skipped)} already on disk, "
-          f"{len(result.failed)} failed) in {60 * minutes:.1f} s: {rate:.1f} shots/min")
+          f"{len(result.failed)} failed) in {60 * minutes:.1f} s: {rate:.1f} shots/min{after}")
     for index, message in sorted(result.failed.items()):
         print(f"  shot {index} failed: {message}")
     if args.rtm and result.image is not None:

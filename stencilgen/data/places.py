@@ -117,6 +117,8 @@ class _DevicePlace:
                    if st.copy is None or st.copy.place is not self or st.copy.layout != layout)
 
     def check_room(self, bound):
+        """Raise DeviceMemoryError, before anything is allocated, where the copies ``bound``
+        still needs do not fit in the GPU's free memory."""
         need = self.missing(bound)
         if not need:
             return
@@ -125,12 +127,34 @@ class _DevicePlace:
             memory.sweep()   # dropped Functions' copies go first
             need, (free, total) = self.missing(bound), self.meminfo()
         if need > free:
-            held = ", ".join(f"{n} ({_mib(b)})" for n, b in memory.resident()[:8]) or "none"
-            raise DeviceMemoryError(
-                f"not enough GPU memory: the operator's arrays need {_mib(need)} more on the "
-                f"GPU but only {_mib(free)} of its {_mib(total)} are free; resident fields: "
-                f"{held}. Drop fields you no longer need (del f, or f.release_device()), use a "
-                f"smaller grid or float32 data, or end other processes that hold GPU memory")
+            raise DeviceMemoryError(out_of_memory(bound, need, free, total))
+
+
+def _size(n: int) -> str:
+    """Bytes in MiB, or GiB from 4 GiB up."""
+    return _mib(n) if n < 4 * 2 ** 30 else f"{n / 2 ** 30:.2f} GiB"
+
+
+def out_of_memory(bound, need: int, free: int, total: int) -> str:
+    """What an apply whose arrays ``bound`` need ``need`` more bytes on a GPU with ``free``
+    of ``total`` bytes free is told: the bytes, the largest arrays, and the ways out (more
+    GPUs, each with its block of the grid; 16-bit storage)."""
+    sizes = sorted(((st.name, layout.length * layout.itemsize) for st, layout in bound),
+                   key=lambda item: -item[1])
+    whole = sum(b for _, b in sizes)
+    largest = ", ".join(f"{n} {_size(b)}" for n, b in sizes[:6])
+    # a rank keeps its block and halos of every array; about a tenth of a GPU goes to the
+    # CUDA context, halo buffers and the tuning trials' copies
+    ranks = max(2, -(-whole // int(0.9 * total)))
+    held = ", ".join(f"{n} ({_size(b)})" for n, b in memory.resident()[:8])
+    return (f"not enough GPU memory: the operator's arrays need {_size(whole)} on the GPU "
+            f"({_size(need)} of it not there yet; largest {largest}), but only {_size(free)} of "
+            f"its {_size(total)} are free{'; resident fields: ' + held if held else ''}. "
+            f"Nothing was allocated for this run. Ways out: split the grid over {ranks} GPUs "
+            f"or more, a rank each (mpirun -n {ranks} ..., docs/mpi.md); store the fields in "
+            f"16 bits (storage=numpy.float16 or 'bfloat16', half their bytes; "
+            f"docs/precision.md); drop fields you no longer need (del f, or "
+            f"f.release_device()); or use a smaller grid")
 
 
 class CudaCopy:
@@ -369,6 +393,15 @@ def _acc_on_device(library) -> bool:
         return False
     probe.restype = ctypes.c_int
     return bool(probe())
+
+
+def gpu_memory() -> tuple[int, int, int] | None:
+    """(bytes of field copies, bytes in use, bytes in all) on this process's GPU, None where
+    no CUDA operator has run here: what a run holds on its GPU."""
+    if not _cuda_places:
+        return None
+    free, total = _cuda_places[0].meminfo()
+    return sum(b for _, b in memory.resident()), total - free, total
 
 
 # -- a field's values on the GPU, for other libraries ------------------------------------------

@@ -92,39 +92,122 @@ def choose(cart, MPI, cp) -> str:
     return "staged"
 
 
+@dataclass(frozen=True)
+class Span:
+    """Part of a device allocation: ``height`` runs of ``width`` elements, ``pitch`` elements
+    apart, the first ``offset`` elements in (contiguous where ``height`` is 1 or ``width``
+    is ``pitch``)."""
+
+    offset: int
+    width: int
+    height: int
+    pitch: int
+
+    @property
+    def size(self) -> int:
+        return self.width * self.height
+
+    @property
+    def contiguous(self) -> bool:
+        return self.height == 1 or self.width == self.pitch
+
+
+#: a region of more spans than this is packed by one strided copy kernel, not a 2D copy a
+#: span (a face cut across the innermost dimension has one span per plane)
+SPANS_MAX = 8
+
+
+@dataclass(frozen=True)
+class Region:
+    """A box of a device allocation: its ``spans`` (the fewest 2D runs, in row-major order:
+    how it packs into a buffer) and the same box as a strided array, ``shape`` elements
+    ``strides`` apart from element ``offset`` (its innermost run as one dimension)."""
+
+    spans: tuple
+    offset: int
+    shape: tuple
+    strides: tuple
+
+    @property
+    def size(self) -> int:
+        return sum(sp.size for sp in self.spans)
+
+    @property
+    def contiguous(self) -> bool:
+        return len(self.spans) == 1 and self.spans[0].contiguous
+
+
+def region(layout, index) -> Region:
+    """The region ``index`` ((first, count) per dimension of the host shape, a time slot as
+    (slot, 1)) of a copy in ``layout`` (``DeviceLayout``). A region of whole rows takes each
+    row's pad too, so that consecutive rows make one run: a face of whole planes is one
+    contiguous block, moved without packing."""
+    strides = layout.strides
+    index = [(int(a), int(n)) for a, n in index]
+    start = layout.front + sum(a * s for (a, _), s in zip(index, strides))
+    run = layout.pitch if index[-1] == (0, layout.width) else index[-1][1]
+    k = len(index) - 1            # dimensions k.. make one run
+    while k > 0 and run == strides[k - 1]:   # the run fills whole steps of the next one out
+        k -= 1
+        run *= index[k][1]
+    shape = tuple(n for _, n in index[:k]) + (run,)
+    box = (start, shape, tuple(strides[:k]) + (1,))
+    if k == 0:
+        return Region((Span(start, run, 1, run),), *box)
+    height, pitch = index[k - 1][1], strides[k - 1]
+    outer = [(n, s) for (_, n), s in zip(index[:k - 1], strides[:k - 1])]
+    return Region(tuple(Span(start + sum(c * s for c, (_, s) in zip(corner, outer)), run,
+                             height, pitch)
+                        for corner in np.ndindex(*[n for n, _ in outer])), *box)
+
+
 @dataclass
 class Move:
-    """One face of one array: ``send`` goes to rank ``dest`` and ``recv`` comes from rank
-    ``source`` (None: no neighbour there), both views of device copies."""
+    """One face of one array: the ``send`` region goes to rank ``dest`` and the ``recv``
+    region comes from rank ``source`` (None: no neighbour there), both ``Region`` of the
+    device allocation at ``ptr`` of ``itemsize``-byte elements."""
 
     key: tuple
-    send: object
-    recv: object
+    ptr: int
+    itemsize: int
+    send: list
+    recv: list
     dest: int | None
     source: int | None
     tag: int
 
 
-def device_array(cp, copy):
-    """A CUDA device copy (``places.CudaCopy``) as a CuPy array of its host shape, each
-    element as an unsigned integer of its size (halos move bit for bit)."""
-    lay = copy.layout
-    mem = cp.cuda.UnownedMemory(copy.ptr, lay.length * lay.itemsize, copy)
-    start = cp.cuda.MemoryPointer(mem, lay.front * lay.itemsize)
-    return cp.ndarray(lay.shape, np.dtype(f"u{lay.itemsize}"), start,
-                      strides=tuple(s * lay.itemsize for s in lay.strides))
+def _bytes(cp, ptr: int, nbytes: int):
+    """``nbytes`` of device memory at ``ptr`` as a CuPy byte array (no copy)."""
+    mem = cp.cuda.UnownedMemory(ptr, nbytes, None)
+    return cp.ndarray((nbytes,), np.uint8, cp.cuda.MemoryPointer(mem, 0))
+
+
+def _priority_stream(cp):
+    """A non-blocking stream of the highest priority: its kernels (NCCL's) are scheduled
+    ahead of the waiting blocks of the interior's kernel, not after its last one (else an
+    overlapped exchange starts only once the interior is done)."""
+    try:
+        # CUDA clamps a priority beyond its range (0 down to -5 on Hopper) to the greatest
+        return cp.cuda.Stream(non_blocking=True, priority=-1000)
+    except TypeError:   # a CuPy without stream priorities
+        return cp.cuda.Stream(non_blocking=True)
 
 
 class DeviceHalos:
     """The halo moves of one apply between GPUs, through ``transport`` (``TRANSPORTS``):
     ``post`` starts a list of ``Move`` after the kernels launched so far, ``wait`` makes the
-    kernels launched next wait for them. ``seconds()`` after the run: how long they took."""
+    kernels launched next wait for them. ``seconds()`` after the run: how long they took.
+    A face that is not one contiguous block is packed into a buffer (and unpacked from
+    one) by a 2D copy per span, on the exchange stream."""
 
     def __init__(self, cp, cart, MPI, transport: str, overlap: bool):
         self.cp, self.cart, self.MPI, self.transport = cp, cart, MPI, transport
-        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.stream = _priority_stream(cp)
         self.null = cp.cuda.Stream.null
         self.nccl = communicator(cp, cart) if transport == "nccl" else None
+        device = cp.cuda.Device()
+        self.where = f"{socket.gethostname()}/GPU {device.id} ({device.pci_bus_id.lower()})"
         self._buffers: dict = {}
         self._timed: list = []
 
@@ -133,28 +216,56 @@ class DeviceHalos:
         e.record(stream)
         return e
 
-    def _buffer(self, key, like, host=False):
-        """A contiguous buffer shaped as ``like`` kept for ``key`` (pinned host memory for
-        ``host``)."""
+    def _buffer(self, key, nbytes: int, host=False):
+        """A contiguous byte buffer kept for ``key`` (pinned host memory for ``host``)."""
         buf = self._buffers.get((key, host))
         if buf is None:
             if host:
-                mem = self.cp.cuda.alloc_pinned_memory(like.nbytes)
-                buf = np.frombuffer(mem, like.dtype, like.size).reshape(like.shape)
+                mem = self.cp.cuda.alloc_pinned_memory(nbytes)
+                buf = np.frombuffer(mem, np.uint8, nbytes)
             else:
-                buf = self.cp.empty(like.shape, like.dtype)
+                buf = self.cp.empty(nbytes, np.uint8)
             self._buffers[(key, host)] = buf
         return buf
 
+    def _copy(self, into_array: bool, m, where: Region, buf):
+        """Between the region ``where`` of ``m``'s array and the contiguous ``buf``, on the
+        exchange stream: a 2D copy per span, or one strided copy kernel for many spans."""
+        cp, item = self.cp, m.itemsize
+        if len(where.spans) > SPANS_MAX:
+            dtype = np.dtype(f"u{item}")
+            whole = _bytes(cp, m.ptr + where.offset * item,
+                           (1 + sum((n - 1) * s for n, s in zip(where.shape, where.strides)))
+                           * item)
+            box = cp.ndarray(where.shape, dtype, whole.data,
+                             strides=tuple(s * item for s in where.strides))
+            packed = buf.view(dtype).reshape(where.shape)
+            with self.stream:
+                if into_array:
+                    box[...] = packed
+                else:
+                    packed[...] = box
+            return
+        rt, at = cp.cuda.runtime, buf.data.ptr
+        for sp in where.spans:
+            array = (m.ptr + sp.offset * item, sp.pitch * item)
+            packed = (at, sp.width * item)
+            (dst, dpitch), (src, spitch) = (array, packed) if into_array else (packed, array)
+            rt.memcpy2DAsync(dst, dpitch, src, spitch, sp.width * item, sp.height,
+                             rt.memcpyDeviceToDevice, self.stream.ptr)
+            at += sp.size * item
+
     def _packed(self, m):
-        if m.send.flags.c_contiguous:
-            return m.send
-        buf = self._buffer(m.key + ("send",), m.send)
-        buf[...] = m.send
+        if m.send.contiguous:   # the array's own bytes
+            return _bytes(self.cp, m.ptr + m.send.offset * m.itemsize, m.send.size * m.itemsize)
+        buf = self._buffer(m.key + ("send",), m.send.size * m.itemsize)
+        self._copy(False, m, m.send, buf)
         return buf
 
     def _landing(self, m):
-        return m.recv if m.recv.flags.c_contiguous else self._buffer(m.key + ("recv",), m.recv)
+        if m.recv.contiguous:
+            return _bytes(self.cp, m.ptr + m.recv.offset * m.itemsize, m.recv.size * m.itemsize)
+        return self._buffer(m.key + ("recv",), m.recv.size * m.itemsize)
 
     def post(self, moves: list):
         """Start ``moves`` on the exchange stream once the kernels launched so far are done."""
@@ -173,18 +284,18 @@ class DeviceHalos:
         return first, recvs, sends
 
     def _staged(self, m, buf, side):
-        host = self._buffer(m.key + (side,), buf, host=True)
+        host = self._buffer(m.key + (side,), buf.nbytes, host=True)
         if side == "send":
             buf.get(stream=self.stream, out=host)
         return host
 
     def _nccl_moves(self, sends, recvs):
-        nccl, ptr, s = _nccl(self.cp), (lambda b: b.data.ptr), self.stream.ptr
+        nccl, s = _nccl(self.cp), self.stream.ptr
         nccl.groupStart()
         for m, buf in sends:
-            self.nccl.send(ptr(buf), buf.nbytes, nccl.NCCL_UINT8, m.dest, s)
+            self.nccl.send(buf.data.ptr, buf.nbytes, nccl.NCCL_UINT8, m.dest, s)
         for m, buf in recvs:
-            self.nccl.recv(ptr(buf), buf.nbytes, nccl.NCCL_UINT8, m.source, s)
+            self.nccl.recv(buf.data.ptr, buf.nbytes, nccl.NCCL_UINT8, m.source, s)
         nccl.groupEnd()
 
     def _mpi_moves(self, sends, recvs):
@@ -205,16 +316,16 @@ class DeviceHalos:
         first, recvs, sends = posted
         if sends is not None:
             self._mpi_moves(sends, recvs)
-        with self.stream:
-            for m, buf in recvs:
-                if buf is not m.recv:
-                    m.recv[...] = buf
+        for m, buf in recvs:
+            if not m.recv.contiguous:
+                self._copy(True, m, m.recv, buf)
         done = self._event(self.stream)
         self._timed.append((first, done))
         self.null.wait_event(done)
 
     def seconds(self) -> float:
-        """Seconds the exchanges took on their stream (read once the run has finished)."""
+        """Seconds the exchanges took on their stream since the last call (read once the
+        run has finished)."""
         self.cp.cuda.Device().synchronize()
         out = 1e-3 * sum(self.cp.cuda.get_elapsed_time(a, b) for a, b in self._timed)
         self._timed.clear()

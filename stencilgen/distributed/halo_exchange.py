@@ -12,13 +12,15 @@ sums are added after the run (``SparseSums``), so every rank ends with the whole
 from __future__ import annotations
 
 import ctypes
+import socket
 from dataclasses import dataclass
 from time import perf_counter
 
 import numpy as np
 import sympy
 
-from .device_halos import DeviceHalos, Move, choose, device_array, import_cupy
+from .device_halos import DeviceHalos, Move, choose, import_cupy, region
+from .. import logger as log
 from ..errors import ExecutionError
 from .mpi import import_mpi
 
@@ -30,25 +32,35 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_long, ctypes.c_long)
 class RankTimes:
     """One rank's seconds in a split run: the run (its entry point, the last kernel waited
     for), its kernels, and its halo exchanges (on a GPU they may run beside the kernels).
-    ``wait``: the run less its kernels, the time not spent computing."""
+    ``wait``: the run less its kernels, the time not spent computing. ``device``: where
+    the rank computed (``host/GPU 1 (0000:2a:00.0)`` or ``host/CPU``), ``transport``: how
+    its halos moved (``device_halos.TRANSPORTS``, or ``mpi-host`` for host arrays); ``calls``: the seconds the
+    entry point spent in exchange calls, on a GPU the host's share (packing views, posting,
+    waiting for nothing: the kernels go on meanwhile)."""
 
     step: float
     compute: float
     exchange: float
+    device: str = ""
+    transport: str = ""
+    calls: float = 0.0   # seconds the entry point spent in exchange calls (on the host)
 
     @property
     def wait(self) -> float:
         return max(self.step - self.compute, 0.0)
 
-def _regions(direction, halo, width, n):
+def _regions(direction, halo, width, n, split):
     """(received, sent) index ranges of a block with ``halo`` and ``n`` points per dimension:
     the ``width`` points of halo next to the domain on the side ``direction`` points to, and
     this rank's edge of that width on the opposite side (what the neighbour there keeps as
-    its halo towards us). The rest of a wider halo is never read, so never moved."""
+    its halo towards us). The rest of a wider halo is never read, so never moved. Across the
+    dimensions that are not ``split`` the face is whole, halos included: those are the same
+    global points on both ranks, and whole rows and planes move as one block, unpacked."""
     recv, send = [], []
-    for d, h, w, m in zip(direction, halo, width, n):
-        recv.append((h - w, w) if d < 0 else (h + m, w) if d > 0 else (h, m))
-        send.append((h + m - w, w) if d < 0 else (h, w) if d > 0 else (h, m))
+    for d, h, w, m, cut in zip(direction, halo, width, n, split):
+        across = (h, m) if cut else (0, m + 2 * h)
+        recv.append((h - w, w) if d < 0 else (h + m, w) if d > 0 else across)
+        send.append((h + m - w, w) if d < 0 else (h, w) if d > 0 else across)
     return recv, send
 
 
@@ -65,11 +77,11 @@ class HaloExchange:
         self._types: dict = {}
         self._slots: dict = {}
         self._pending: dict = {}
-        self._arrays: dict = {}
+        self._planned: dict = {}
         self._callback = _CALLBACK(self._call)
         # seconds the exchanges took (on the host: posting and waiting; on a GPU: on their
         # stream), and the whole run's (set by the caller)
-        self.seconds = {"exchange": 0.0}
+        self.seconds = {"exchange": 0.0, "calls": 0.0}
         self.elapsed = 0.0
         self.regions = regions(prog, dist, overlap)
         gpu = getattr(place, "name", "") == "cuda" and prog.exchanges
@@ -86,10 +98,9 @@ class HaloExchange:
                 self._pending[hook] = self.post(self.prog.exchanges[hook], time)
                 if not self.overlap:
                     self._wait(self._pending.pop(hook))
-                self.seconds["exchange"] += perf_counter() - t0
             elif -1 - hook in self._pending:
                 self._wait(self._pending.pop(-1 - hook))
-                self.seconds["exchange"] += perf_counter() - t0
+            self.seconds["calls"] += perf_counter() - t0
             return 0
         except BaseException as exc:   # noqa: BLE001 - raised again by the Operator
             self.error = exc
@@ -137,7 +148,7 @@ class HaloExchange:
                 slots = list(range(shape[0])) if len(shape) > len(halo) else [None]
             for k, slot in enumerate(slots):
                 for direction in directions:
-                    recv, send = _regions(direction, halo, width, n)
+                    recv, send = _regions(direction, halo, width, n, self.prog.split)
                     # the same on both ends: the item, the slot, the direction in base 3
                     tag = (item * len(slots) + k) * 27 + \
                         sum((d + 1) * 3 ** i for i, d in enumerate(direction))
@@ -159,19 +170,49 @@ class HaloExchange:
         return requests
 
     def _moves(self, exchange, time: int) -> list:
-        """The messages of ``exchange`` as views of the device copies (``device_halos``)."""
+        """The messages of ``exchange`` at ``time`` as spans of the device copies
+        (``device_halos``), made once per time slot they touch."""
+        slots = tuple(self._slot_of(index, time) for _, index, _, _ in exchange.items
+                      if index is not None)
+        key = (exchange.hook, slots)
+        out = self._planned.get(key)
+        if out is not None:
+            return out
         out = []
         for name, slot, direction, recv, send, source, dest, tag in \
                 self.messages(exchange, time):
-            whole = self._arrays.get(name)
-            if whole is None:
-                whole = self._arrays[name] = device_array(self.device.cp,
-                                                          self.storages[name].copy)
-            lead = () if slot is None else (slot,)
-            recv_view, send_view = (whole[lead + tuple(slice(a, a + m) for a, m in region)]
-                                    for region in (recv, send))
-            out.append(Move((name, slot, direction), send_view, recv_view, dest, source, tag))
+            copy = self.storages[name].copy
+            lead = () if slot is None else ((slot, 1),)
+            out.append(Move((name, slot, direction), copy.ptr, copy.layout.itemsize,
+                            region(copy.layout, lead + tuple(send)),
+                            region(copy.layout, lead + tuple(recv)), dest, source, tag))
+        self._planned[key] = out
         return out
+
+    @property
+    def transport(self) -> str:
+        return self.device.transport if self.device is not None else "mpi-host"
+
+    @property
+    def where(self) -> str:
+        """Where this rank computes: its host and GPU, or its host's CPU."""
+        if self.device is not None:
+            return self.device.where
+        return f"{socket.gethostname()}/CPU"
+
+    def prime(self, time: int) -> float:
+        """Move every halo of the program once (values from the neighbours, as any exchange
+        brings): the transport's one-time setup happens here, not in a timed step. Returns
+        the seconds it took, also logged."""
+        t0 = perf_counter()
+        for e in self.prog.exchanges:
+            self._wait(self.post(e, time))
+        if self.device is not None:
+            self.device.seconds()   # waits for the moves; their time is no step's
+        seconds = perf_counter() - t0
+        log.perf(f"halos through {self.transport}: first exchange of every halo (the "
+                  f"transport's setup) {seconds:.3f} s")
+        return seconds
 
     def _wait(self, posted) -> None:
         if self.device is not None:
@@ -190,8 +231,8 @@ class HaloExchange:
         for t in self._types.values():
             t.Free()
         self._types.clear()
-        if self.device is not None:
-            self.seconds["exchange"] = self.device.seconds()
+        self.seconds["exchange"] = self.device.seconds() if self.device is not None \
+            else self.seconds["calls"]
 
     def raise_error(self, name: str):
         raise ExecutionError(f"Operator `{name}` failed while exchanging halos with the "
@@ -289,7 +330,8 @@ def ranks_timed(dist, timers: np.ndarray, wall: float, halos: HaloExchange):
     """Each rank's ``RankTimes``; ``timers`` become the slowest rank's per section, and the
     wall time is the slowest rank's (global figures of a split run)."""
     MPI = import_mpi()
-    mine = RankTimes(halos.elapsed, float(timers.sum()), halos.seconds["exchange"])
+    mine = RankTimes(halos.elapsed, float(timers.sum()), halos.seconds["exchange"],
+                     halos.where, halos.transport, halos.seconds["calls"])
     ranks = dist.cart.allgather(mine)
     dist.cart.Allreduce(MPI.IN_PLACE, timers, op=MPI.MAX)
     return dist.cart.allreduce(wall, op=MPI.MAX), tuple(ranks)

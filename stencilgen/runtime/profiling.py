@@ -88,7 +88,20 @@ class PerformanceSummary:
         return (f"MPI ranks: {len(t)}, kernel time per rank [{each}] s, slowest/fastest "
                 f"{spread:.1%} apart; slowest rank: run {slowest.step:.3f} s = compute "
                 f"{slowest.compute:.3f} s + wait {slowest.wait:.3f} s, halo exchange "
-                f"{slowest.exchange:.3f} s")
+                f"{slowest.exchange:.3f} s (exchange calls {slowest.calls:.3f} s); {self.placement()}")
+
+    def placement(self) -> str:
+        """Where each rank ran and how its halos moved: ``ranks on [0: host/GPU 0
+        (0000:18:00.0) via nccl, 1: ...]``, or for more than 8 ranks how many distinct
+        devices they used. Two ranks on one GPU time-slice it: such figures are not
+        scaling figures."""
+        if len(self.ranks) <= 8:
+            each = ", ".join(f"{i}: {r.device} via {r.transport}"
+                             for i, r in enumerate(self.ranks))
+            return f"ranks on [{each}]"
+        devices = len({r.device for r in self.ranks})
+        transports = "/".join(sorted({r.transport for r in self.ranks}))
+        return f"ranks on {devices} distinct devices via {transports}"
 
 
 @lru_cache(maxsize=256)

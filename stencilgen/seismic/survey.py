@@ -58,7 +58,9 @@ class ShotResult:
 @dataclass(eq=False)
 class SurveyResult:
     """The survey's outcome: shots run now, found on disk, failed (index -> message), the
-    summed image (None where shots gave none), where the records are, and seconds taken."""
+    summed image (None where shots gave none), where the records are, seconds taken, and
+    seconds to the first shot's end (the workers' start and first build in it; None: no
+    shot ran)."""
 
     done: list
     skipped: list
@@ -66,6 +68,16 @@ class SurveyResult:
     image: np.ndarray | None
     out: str
     seconds: float
+    first: float | None = None
+
+    def rates(self) -> tuple[float, float | None]:
+        """Shots per minute over the whole survey, and over the shots after the first one's
+        end (the workers' steady rate; None with fewer than two shots)."""
+        n = len(self.done)
+        whole = 60 * n / self.seconds if self.seconds > 0 else 0.0
+        if self.first is None or n < 2 or self.seconds <= self.first:
+            return whole, None
+        return whole, 60 * (n - 1) / (self.seconds - self.first)
 
     def record(self, index: int) -> np.ndarray:
         """Shot ``index``'s record, read from disk."""
@@ -121,11 +133,15 @@ def _write(out, shot: Shot, result: ShotResult) -> None:
 class _Progress:
     """Shots done of the total, shots per minute and the time left, in the log."""
 
-    def __init__(self, total: int):
-        self.total, self.count, self.t0 = total, 0, time.perf_counter()
+    def __init__(self, total: int, t0: float | None = None):
+        self.total, self.count = total, 0
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.first = None   # seconds from t0 to the first shot's end
 
     def step(self, failed: int) -> None:
         self.count += 1
+        if self.first is None:
+            self.first = time.perf_counter() - self.t0
         minutes = (time.perf_counter() - self.t0) / 60
         rate = self.count / minutes if minutes > 0 else 0.0
         left = (self.total - self.count) / rate if rate > 0 else float("inf")
@@ -146,10 +162,10 @@ def _tree(client, images: list, future):
     images[level] = future
 
 
-def _collect(client, futures: dict, out, failed: dict):
+def _collect(client, futures: dict, out, failed: dict, progress: _Progress):
     """Write records as shots finish; returns the summed image's future (or None)."""
     distributed = import_distributed()
-    images, progress = [], _Progress(len(futures))
+    images = []
     for fut in distributed.as_completed(list(futures)):
         shot = futures.pop(fut)
         if fut.status == "error":
@@ -192,8 +208,9 @@ def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
         own = local_cluster(workers, gpus) if scheduler is None else None
         client = distributed.Client(own if own is not None else scheduler)
     t0, failed, image = time.perf_counter(), {}, None
+    progress = _Progress(len(todo), t0)
     try:
-        image = _map(client, setup, shoot, todo, inputs, out, failed)
+        image = _map(client, setup, shoot, todo, inputs, out, failed, progress)
     except KeyboardInterrupt:
         log.warning(f"survey interrupted: the records written are in {out}; run it again to "
                     "do the others")
@@ -203,10 +220,11 @@ def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
             client.close()
             own.close()
     done = sorted(s.index for s in todo if s.index not in failed)
-    return SurveyResult(done, skipped, failed, image, str(out), time.perf_counter() - t0)
+    return SurveyResult(done, skipped, failed, image, str(out), time.perf_counter() - t0,
+                        progress.first)
 
 
-def _map(client, setup, shoot, todo, inputs, out, failed):
+def _map(client, setup, shoot, todo, inputs, out, failed, progress):
     """Submit the shots (the inputs scattered once) and collect them; cancels on Ctrl-C."""
     if not todo:
         return None
@@ -217,7 +235,7 @@ def _map(client, setup, shoot, todo, inputs, out, failed):
     futures = {client.submit(_shoot, setup, shoot, scattered, key, s, pure=False): s
                for s in todo}
     try:
-        image = _collect(client, futures, out, failed)
+        image = _collect(client, futures, out, failed, progress)
         return None if image is None else image.result()
     except BaseException:
         client.cancel(list(futures))

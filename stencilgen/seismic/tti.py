@@ -80,9 +80,13 @@ def tti_medium(grid, space_order: int, V=1.5, b=1.0, epsilon=0.1, delta=0.05,
 
     def make(name, value):
         fn = Function(name=name, grid=grid, space_order=space_order, storage=storage)
-        arr = np.broadcast_to(np.asarray(value, dtype=np.float64), grid.shape)
-        if not np.all(np.isfinite(arr)):
+        value = np.asarray(value, dtype=np.float64)
+        if not np.all(np.isfinite(value)):
             raise ValueError(f"tti_medium: {name} has non-finite values")
+        if value.ndim == 0:   # a constant: no array of the (maybe huge, split) grid's shape
+            fn.data_with_halo[:] = value
+            return fn, value
+        arr = np.broadcast_to(value, grid.shape)
         fn.data_with_halo[:] = np.pad(arr, fn.halo, mode="edge")
         return fn, arr
 
