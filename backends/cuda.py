@@ -796,10 +796,38 @@ class CudaBackend(CBackend):
     def exchanged(self, k, launch: list[str], time: str) -> list[str]:
         """The lines ``launch`` of kernel ``k`` with the halo exchanges it needs around it (a
         split grid, ``split.nest``): posted, the interior launched, waited for, the shell."""
-        parts = split.nest(self.program, k, time, c.Line("\n".join(launch)))
+        parts = split.nest(self.program, k, time, c.Line("\n".join(launch)),
+                           self.shell(k, launch))
         if len(parts) == 1:
             return launch
         return [ln for p in parts for ln in str(p).splitlines()]
+
+    def shell(self, k, launch: list[str]):
+        """The shell's slabs of nest ``k`` launched side by side, each on a stream of its own
+        (``split.nest``'s shell): a slab a few points thin fills a fraction of the GPU, and
+        one after another each paid its launch and its last wave (overlap mode: 5 % of a
+        (2, 2, 1) SA-TTI step on 4 H200s). The streams are blocking, so they follow the
+        kernels before them on the legacy stream and those after wait for them; one timer
+        spans the slabs (a timer event between them would order them again). None where
+        the launch is not the plain one (fused kernels keep theirs)."""
+        plain = "<<<sg_grid, sg_block>>>"
+        if sum(ln.count("<<<") for ln in launch) != sum(ln.count(plain) for ln in launch):
+            return None
+        timer, timers = k.section.timer, self.program.timers
+        start = f"SG_TIMER_START({timers}, {timer});"
+        stream = "sg_shells[sg_region - 1]"
+        each = []
+        for ln in launch:
+            if ln.strip() == f"SG_TIMER_STOP({timer});":
+                continue
+            if ln.strip() == start:
+                pad = ln[:len(ln) - len(ln.lstrip())]
+                each += [f"{pad}if (!sg_timed) {{ {start} sg_timed = true; }}",
+                         f"{pad}if (!{stream}) SG_CHECK(cudaStreamCreate(&{stream}));"]
+                continue
+            each.append(ln.replace(plain, f"<<<sg_grid, sg_block, 0, {stream}>>>"))
+        return ([c.Line("bool sg_timed = false;")], c.Line("\n".join(each)),
+                [c.Line(f"if (sg_timed) SG_TIMER_STOP({timer});")])
 
     def finish(self):
         """Wait for the last kernel, read the remaining timer events, count NaN/Inf."""
@@ -856,6 +884,10 @@ class CudaBackend(CBackend):
         ]
         lines.append('if (sg_d_checks) sg_release(cudaFree(sg_d_checks), "cudaFree(sg_d_checks)", '
                      "&sg_status);")
+        if self.program.split:
+            lines += [f"for (int sg_i = 0; sg_i < {split.region_count(self.program) - 1}; ++sg_i)",
+                      "  if (sg_shells[sg_i]) sg_release(cudaStreamDestroy(sg_shells[sg_i]), "
+                      "\"cudaStreamDestroy\", &sg_status);"]
         for a in self.program.arrays:
             ptr = a.layout.device_coords
             if ptr:
@@ -870,6 +902,8 @@ class CudaBackend(CBackend):
         lines += self.narrow_choice()
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   "unsigned long long *sg_d_checks = NULL;"]
+        if prog.split:   # the shell's slabs, each on a stream of its own (``shell``)
+            lines.append(f"cudaStream_t sg_shells[{split.region_count(prog) - 1}] = {{}};")
         lines += [str(s) for s in self.complex_scalars() + self.prologue()]
         lines += [str(s) for s in split.start(prog)]
         main = self.setup()

@@ -61,9 +61,11 @@ def _region(prog, r: str, code):
     return c.Block(decls + [code])
 
 
-def nest(prog, kernel, time: str, code) -> list:
+def nest(prog, kernel, time: str, code, shell=None) -> list:
     """``code`` (the nest of ``kernel``) with the exchanges it needs around it, at time step
-    ``time``: posted, the interior computed, waited for, the shell computed."""
+    ``time``: posted, the interior computed, waited for, the shell computed. ``shell``: a
+    backend's own (before, code, after) for the shell's regions (``code`` run for each,
+    ``before`` and ``after`` around them all), else ``code`` for each."""
     hooks = [e for e in prog.exchanges if e.before == kernel.name]
     if not hooks:
         return [code]
@@ -76,9 +78,10 @@ def nest(prog, kernel, time: str, code) -> list:
     if kernel.is_sparse or any(kernel.widened[i] != (0, 0) for i in range(len(kernel.dims))) \
             or any(f is not None for f in kernel.fixed or ()):
         return begin + end + [code]   # regions are for plain nests over the block
-    shell = c.For("long sg_region = 1", f"sg_region < {region_count(prog)}", "sg_region += 1",
-                  _region(prog, "sg_region", code))
-    return begin + [_region(prog, "0", code)] + end + [shell]
+    before, each, after = shell if shell is not None else ([], code, [])
+    regions = c.For("long sg_region = 1", f"sg_region < {region_count(prog)}", "sg_region += 1",
+                    _region(prog, "sg_region", each))
+    return begin + [_region(prog, "0", code)] + end + [c.Block(before + [regions] + after)]
 
 
 def status(prog) -> str:

@@ -113,6 +113,34 @@ def scaling_chart(path, by_size, by_order, title="GPts/s", fixed: str = "a fixed
     return drawn
 
 
+def mpi_scaling_chart(path, series: dict, title="SA-TTI over MPI ranks") -> dict:
+    """Two panels: weak-scaling efficiency (%) and strong-scaling speed-up against ranks,
+    ``series`` {"weak"/"strong": {label: [(ranks, value)]}} (efficiency in %, speed-up as a
+    factor), with the ideal lines; returns the same as drawn."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=SIZE_FIGSIZE, dpi=DPI)
+    drawn = {"weak": {}, "strong": {}}
+    for ax, key, ylabel in ((axes[0], "weak", "weak-scaling efficiency, %"),
+                            (axes[1], "strong", "speed-up over one GPU")):
+        ranks = sorted({r for pairs in series.get(key, {}).values() for r, _ in pairs})
+        if ranks:
+            ideal = [100.0] * len(ranks) if key == "weak" else [float(r) for r in ranks]
+            ax.plot(ranks, ideal, "--", color="grey", label="ideal")
+        for label, pairs in series.get(key, {}).items():
+            line, = ax.plot([p[0] for p in pairs], [p[1] for p in pairs], "o-", label=label)
+            drawn[key][label] = list(zip(map(float, line.get_xdata()),
+                                         map(float, line.get_ydata())))
+        ax.set(xlabel="MPI ranks (one GPU each)", ylabel=ylabel, xticks=ranks)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_title(f"{title}: weak scaling", fontsize=10)
+    axes[1].set_title(f"{title}: strong scaling", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return drawn
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", nargs="+", default=["c"])

@@ -130,6 +130,39 @@ def table(args) -> list[str]:
     return rows
 
 
+ROW = re.compile(r"^\| (weak|strong) \| (\d+) \| [^|]+\| [^|]+\| (\S+) \| [^|]+\| [\d.]+ \| "
+                 r"([\d.]+)(%|x) \|", re.M)
+
+
+def series(tables: dict) -> dict:
+    """{"weak"/"strong": {label: [(ranks, efficiency % or speed-up)]}} from tables of rows
+    as ``table`` prints them ({label: text}); a mode's line starts at the one-rank row."""
+    out = {"weak": {}, "strong": {}}
+    for label, text in tables.items():
+        rows = ROW.findall(text)
+        for kind, ranks, mode, value, _ in rows:
+            if mode == "-":
+                continue
+            one = next(v for k, r, m, v, _ in rows if k == kind and m == "-")
+            name = f"{label}, {mode}" if label else mode
+            line = out[kind].setdefault(name, [(1, float(one))])
+            line.append((int(ranks), float(value)))
+    return out
+
+
+def chart(args) -> None:
+    """Draw ``--chart`` from the tables in ``--from`` (label=FILE, rows as printed)."""
+    from benchmarks import charts
+    tables = {}
+    for item in args.tables:
+        label, _, path = item.rpartition("=")
+        tables[label] = Path(path).read_text()
+    drawn = charts.mpi_scaling_chart(args.chart, series(tables), args.title)
+    print(f"Wrote {args.chart}: " + "; ".join(f"{k} {label} {pairs}"
+                                               for k, lines in drawn.items()
+                                               for label, pairs in lines.items()))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
@@ -145,7 +178,16 @@ def main(argv=None):
                    help="P, M and the medium stored in 16 bits (the demo's --storage)")
     p.add_argument("--mpirun", default="mpirun", help="the launcher and its flags")
     p.add_argument("--timeout", type=int, default=900)
+    p.add_argument("--chart", metavar="FILE.png",
+                   help="draw the scaling chart of the tables --from names (no run)")
+    p.add_argument("--from", dest="tables", nargs="+", default=[], metavar="LABEL=FILE",
+                   help="with --chart: tables as this script prints them, each labelled")
+    p.add_argument("--title", default="SA-TTI over MPI ranks", help="the chart's title")
     args = p.parse_args(argv)
+    if args.chart:
+        if not args.tables:
+            p.error("--chart draws the tables given by --from LABEL=FILE ...")
+        return chart(args)
     if args.backend == "cuda":
         print(f"GPUs: {gpu_models()}", flush=True)
     print("\n".join(table(args)))

@@ -76,3 +76,30 @@ def test_compute_ceilings():
     assert charts.gpu_peak("unknown board") is None
     gflops, note = charts.cpu_peak()
     assert gflops > 0 and "cores" in note
+
+
+_TABLE = """GPUs: 4 x NVIDIA H200
+| scaling | ranks | grid | topology | mode | halos | GPts/s | vs 1 rank | max \\|P\\| | compute s | exchange s | wait s | calls s |
+| --- | ---: | --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |
+| weak | 1 | 412x423x476 | (1, 1, 1) | - | none | 25.25 | 100.0% | 2.0285e-02 | 0.654 | 0.000 | 0.003 | 0.000 |
+| weak | 2 | 824x423x476 | (2, 1, 1) | basic | nccl | 48.65 | 96.3% | 2.0285e-02 | 0.655 | 0.023 | 0.027 | 0.022 |
+| weak | 2 | 824x423x476 | (2, 1, 1) | overlap | nccl | 49.19 | 97.4% | 2.0285e-02 | 0.669 | 0.037 | 0.005 | 0.034 |
+| strong | 1 | 824x423x476 | (1, 1, 1) | - | none | 25.19 | 1.00x | 2.0285e-02 | 1.313 | 0.000 | 0.004 | 0.000 |
+| strong | 4 | 824x423x476 | (4, 1, 1) | overlap | nccl | 94.01 | 3.73x | 2.0285e-02 | 0.347 | 0.112 | 0.006 | 0.026 |
+"""
+
+
+@needs_matplotlib
+def test_mpi_scaling_chart_draws_the_recorded_rows(tmp_path, capsys):
+    from benchmarks import mpi_scaling
+    table = tmp_path / "table.md"
+    table.write_text(_TABLE)
+    out = tmp_path / "mpi.png"
+    mpi_scaling.main(["--chart", str(out), "--from", f"float32={table}"])
+    assert out.exists() and _png_size(out) == (1200, 480)
+    drawn = mpi_scaling.series({"float32": _TABLE})
+    assert drawn["weak"] == {"float32, basic": [(1, 100.0), (2, 96.3)],
+                             "float32, overlap": [(1, 100.0), (2, 97.4)]}
+    assert drawn["strong"] == {"float32, overlap": [(1, 1.0), (4, 3.73)]}
+    printed = capsys.readouterr().out
+    assert "weak float32, overlap [(1.0, 100.0), (2.0, 97.4)]" in printed

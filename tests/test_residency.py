@@ -213,8 +213,8 @@ def test_the_footprint_check_names_what_is_resident():
     op2._where = place
     place.free = 1000
     with pytest.raises(places.DeviceMemoryError,
-                       match=r"need \d+\.\d MiB more on the GPU but only 0\.0 MiB .* resident "
-                             r"fields: u \(.* MiB\)"):
+                       match=r"need \d+\.\d MiB on the GPU \(\d+\.\d MiB of it not there yet; "
+                             r"largest v .* but only 0\.0 MiB .* resident fields: u \(.* MiB\)"):
         op2.apply(time_m=1, time_M=2, dt=0.5)
 
 

@@ -6,11 +6,13 @@ the MPI library itself where it says it takes CUDA buffers (asked, never assumed
 device pointer to an MPI without CUDA support crashes it), else staged through pinned host
 buffers, the slow way, said in the log.
 
-Kernels run on CUDA's legacy default stream. An exchange runs on a stream of its own after an
-event recorded there: packing the faces that are not contiguous, moving them, unpacking; the
-default stream then waits for it (``wait``). In overlap mode the interior's kernel is launched
-between the two, so it computes while the halos move; in basic mode nothing is launched
-between them. CUDA events time each exchange on its stream.
+Kernels run on CUDA's legacy default stream. An exchange runs on a stream of its own, of the
+highest priority, after an event recorded there: packing the faces that are not one block (a
+2D copy per run of rows, ``region``), moving them, unpacking; the default stream then waits
+for it (``wait``). A face spans the dimensions that are not split whole, halos and row pads
+included, so a face across whole planes moves as it lies. In overlap mode the interior's
+kernel is launched between the two, so it computes while the halos move; in basic mode
+nothing is launched between them. CUDA events time each exchange on its stream.
 """
 from __future__ import annotations
 

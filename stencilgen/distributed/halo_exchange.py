@@ -191,7 +191,11 @@ class HaloExchange:
 
     @property
     def transport(self) -> str:
-        return self.device.transport if self.device is not None else "mpi-host"
+        """How halos move: a GPU transport, ``mpi-host`` (host arrays), or ``none`` (a
+        communicator of one, or a program that reads no neighbour)."""
+        if self.device is not None:
+            return self.device.transport
+        return "mpi-host" if self.prog.exchanges else "none"
 
     @property
     def where(self) -> str:
