@@ -7,8 +7,11 @@ Each run is ``python demos/survey/run.py --nshots ... --backend cuda --gpus N --
 DIR/records_N`` (a worker per GPU, the survey's own local Dask cluster), with a fresh records
 folder (a rerun would skip the shots on disk), after a one-shot survey that leaves the build
 and its tuning in the cache (``--no-warm``: none; the first run then pays them). Printed, as Markdown for docs/performance.md:
-per N, the shots per minute over the whole survey (workers' start and first builds in it)
-and counted from the first shot's end, the speed-ups of both against the first N, and the
+per N, the shots per minute over the whole survey (workers' start and first builds in it),
+counted from the first shot's end, and counted from the end of the N-th shot (none of the
+workers' first shots counted: the first-end figure counts the other workers' first shots,
+which ran mostly before it, and so overstates the rate), the speed-ups against the first N,
+and the
 largest difference of any record from the first run's (relative to that record's largest
 value; the shots are the same programs on the same GPUs model, so 0 is expected).
 """
@@ -27,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demos" / "survey" / "run.py"
 RAN = re.compile(r"Ran (\d+) shots \((\d+) already on disk, (\d+) failed\) in ([\d.]+) s: "
                  r"([\d.]+) shots/min(?:, ([\d.]+) shots/min after the first shot's end "
-                 r"\(([\d.]+) s\))?")
+                 r"\(([\d.]+) s\))?(?:, ([\d.]+) after the first \d+ \(([\d.]+) s\))?")
 
 
 def survey(args, gpus: int, out: Path, nshots: int | None = None) -> dict:
@@ -43,11 +46,12 @@ def survey(args, gpus: int, out: Path, nshots: int | None = None) -> dict:
     found = RAN.search(text)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{text[-3000:]}")
-    shots, _, failed, seconds, whole, steady, first = found.groups()
+    shots, _, failed, seconds, whole, steady, first, settled, _ = found.groups()
     if int(failed) or int(shots) != nshots:
         raise SystemExit(f"{gpus} GPUs: {shots} shots ran, {failed} failed\n{text[-3000:]}")
     return {"seconds": float(seconds), "whole": float(whole),
-            "steady": float(steady) if steady else None, "first": float(first or 0)}
+            "steady": float(steady) if steady else None, "first": float(first or 0),
+            "settled": float(settled) if settled else float(steady) if steady else None}
 
 
 def difference(a: Path, b: Path) -> float:
@@ -74,8 +78,9 @@ def main(argv=None):
                    help="no one-shot survey first (the first run then builds the Operator)")
     args = p.parse_args(argv)
     rows = ["| GPU workers | shots | seconds | shots/min | vs first | first shot's end s | "
-            "shots/min after it | vs first | records vs first |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            "shots/min after it | vs first | after every worker's first | vs first | "
+            "records vs first |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     if args.warm:   # the build and its tuning into the cache, so no run below pays them
         survey(args, 1, Path(args.dir) / "warm", nshots=1)
     base, first_out = None, None
@@ -87,9 +92,12 @@ def main(argv=None):
         steady = "-" if r["steady"] is None else f"{r['steady']:.1f}"
         ratio = "-" if r["steady"] is None or base["steady"] is None else \
             f"{r['steady'] / base['steady']:.2f}x"
+        settled = "-" if r["settled"] is None else f"{r['settled']:.1f}"
+        vs = "-" if r["settled"] is None or base["settled"] is None else \
+            f"{r['settled'] / base['settled']:.2f}x"
         rows.append(f"| {n} | {args.nshots} | {r['seconds']:.1f} | {r['whole']:.1f} | "
                     f"{r['whole'] / base['whole']:.2f}x | {r['first']:.1f} | {steady} | "
-                    f"{ratio} | {difference(first_out, out):.1e} |")
+                    f"{ratio} | {settled} | {vs} | {difference(first_out, out):.1e} |")
         print(rows[-1], flush=True)
     print("\n".join(rows))
 

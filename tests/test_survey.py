@@ -93,6 +93,23 @@ def killing_setup(inputs):
     return state
 
 
+def test_rates_count_from_the_first_shots_ends():
+    """Shots per minute: over the whole survey, after the first shot's end, and after as many
+    ends as workers (their first shots, which ran mostly before, not counted)."""
+    result = survey.SurveyResult(list(range(8)), [], {}, None, "out", 20.0, 5.0,
+                                 [5.0, 6.0, 8.0, 10.0, 12.0, 14.0, 17.0, 20.0])
+    assert result.rates() == (pytest.approx(60 * 8 / 20), pytest.approx(60 * 7 / 15))
+    assert result.rates(2)[1] == pytest.approx(60 * 6 / 14)
+    assert result.rates(8)[1] is None and result.rates(9)[1] is None
+    # the demo's line as benchmarks/survey_scaling.py reads it
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.survey_scaling import RAN
+    line = ("Ran 32 shots (0 already on disk, 0 failed) in 19.1 s: 100.6 shots/min, 392.3 "
+            "shots/min after the first shot's end (8.9 s), 357.0 after the first 4 (9.2 s)")
+    assert RAN.search(line).groups() == ("32", "0", "0", "19.1", "100.6", "392.3", "8.9",
+                                         "357.0", "9.2")
+
+
 def test_a_worker_killed_mid_shot_loses_no_shot(client, serial, tmp_path):
     _, _, geometry, inputs = _acoustic()
     inputs = dict(inputs, marker=str(tmp_path / "killed"))

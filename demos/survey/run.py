@@ -94,6 +94,19 @@ def rtm_survey(args):
     return shots.rtm_setup, shots.rtm_shoot, geometry, vars(rtm_args), model
 
 
+def _workers(args) -> int | None:
+    """The local cluster's workers (None: a scheduler of the user's)."""
+    if args.scheduler:
+        return None
+    from stencilgen.seismic.survey import default_gpus
+    if args.gpus is not None or not args.workers:
+        gpus = args.gpus if args.gpus is not None else default_gpus()
+        if gpus:
+            return gpus
+    import os
+    return args.workers or max(1, (os.cpu_count() or 1) // 4)
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.nt is None and not args.rtm:
@@ -119,9 +132,12 @@ def main(argv=None) -> int:
         return 130   # the shell's code for a run stopped by SIGINT
     minutes = (time.perf_counter() - t0) / 60
     rate = len(result.done) / minutes if minutes > 0 else 0.0
-    steady = result.rates()[1]
+    steady, workers = result.rates()[1], _workers(args)
     after = f", {steady:.1f} shots/min after the first shot's end ({result.first:.1f} s)" \
         if steady is not None else ""
+    settled = result.rates(workers)[1] if workers and workers > 1 else None
+    if settled is not None:
+        after += f", {settled:.1f} after the first {workers} ({result.ends[workers - 1]:.1f} s)"
     print(f"Ran {len(result.done)} shots ({len(result.skipped)} already on disk, "
           f"{len(result.failed)} failed) in {60 * minutes:.1f} s: {rate:.1f} shots/min{after}")
     for index, message in sorted(result.failed.items()):

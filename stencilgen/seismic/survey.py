@@ -69,15 +69,19 @@ class SurveyResult:
     out: str
     seconds: float
     first: float | None = None
+    ends: list = field(default_factory=list)   # seconds to each shot's end, in order
 
-    def rates(self) -> tuple[float, float | None]:
-        """Shots per minute over the whole survey, and over the shots after the first one's
-        end (the workers' steady rate; None with fewer than two shots)."""
+    def rates(self, after: int = 1) -> tuple[float, float | None]:
+        """Shots per minute over the whole survey, and over the shots after the ``after``-th
+        shot's end: after the first (the issue's measure), or after as many as there are
+        workers (every worker past its start, none of their first shots counted; None with
+        too few shots)."""
         n = len(self.done)
         whole = 60 * n / self.seconds if self.seconds > 0 else 0.0
-        if self.first is None or n < 2 or self.seconds <= self.first:
+        ends = self.ends or ([self.first] if self.first is not None else [])
+        if len(ends) < after or n <= after or self.seconds <= ends[after - 1]:
             return whole, None
-        return whole, 60 * (n - 1) / (self.seconds - self.first)
+        return whole, 60 * (n - after) / (self.seconds - ends[after - 1])
 
     def record(self, index: int) -> np.ndarray:
         """Shot ``index``'s record, read from disk."""
@@ -136,12 +140,15 @@ class _Progress:
     def __init__(self, total: int, t0: float | None = None):
         self.total, self.count = total, 0
         self.t0 = time.perf_counter() if t0 is None else t0
-        self.first = None   # seconds from t0 to the first shot's end
+        self.ends: list = []   # seconds from t0 to each shot's end
+
+    @property
+    def first(self) -> float | None:
+        return self.ends[0] if self.ends else None
 
     def step(self, failed: int) -> None:
         self.count += 1
-        if self.first is None:
-            self.first = time.perf_counter() - self.t0
+        self.ends.append(time.perf_counter() - self.t0)
         minutes = (time.perf_counter() - self.t0) / 60
         rate = self.count / minutes if minutes > 0 else 0.0
         left = (self.total - self.count) / rate if rate > 0 else float("inf")
@@ -221,7 +228,7 @@ def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
             own.close()
     done = sorted(s.index for s in todo if s.index not in failed)
     return SurveyResult(done, skipped, failed, image, str(out), time.perf_counter() - t0,
-                        progress.first)
+                        progress.first, progress.ends)
 
 
 def _map(client, setup, shoot, todo, inputs, out, failed, progress):
