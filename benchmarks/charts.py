@@ -94,23 +94,35 @@ def scaling_chart(path, by_size, by_order, title="GPts/s", fixed: str = "a fixed
     order ({backend: [(order, gpts)]}); returns the same dicts as drawn."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=SIZE_FIGSIZE, dpi=DPI)
-    drawn = {"size": {}, "order": {}}
+    drawn = {}
     for ax, data, key, xlabel in ((axes[0], by_size, "size", "grid points"),
                                   (axes[1], by_order, "order", "space order")):
-        for backend, pairs in data.items():
-            line, = ax.plot([p[0] for p in pairs], [p[1] for p in pairs], "o-", label=backend)
-            drawn[key][backend] = list(zip(map(float, line.get_xdata()),
-                                           map(float, line.get_ydata())))
+        drawn[key] = _lines(ax, data)
         ax.set(xlabel=xlabel, ylabel="GPts/s", xscale="log" if key == "size" else "linear")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())   # crowded labels on log axes
+    _finish(plt, fig, axes, path, (f"{title}: acoustic, space order 8",
+                                   f"{title}: acoustic, {fixed}"))
+    return drawn
+
+
+def _lines(ax, data: dict) -> dict:
+    """One line a label of ``data`` ({label: [(x, y)]}); the points as drawn."""
+    drawn = {}
+    for label, pairs in data.items():
+        line, = ax.plot([p[0] for p in pairs], [p[1] for p in pairs], "o-", label=label)
+        drawn[label] = list(zip(map(float, line.get_xdata()), map(float, line.get_ydata())))
+    return drawn
+
+
+def _finish(plt, fig, axes, path, titles):
+    """Grids, legends and ``titles`` on the panels; the figure written to ``path``."""
+    for ax, title in zip(axes, titles):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    axes[0].set_title(f"{title}: acoustic, space order 8", fontsize=10)
-    axes[1].set_title(f"{title}: acoustic, {fixed}", fontsize=10)
+        ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-    return drawn
 
 
 def mpi_scaling_chart(path, series: dict, title="SA-TTI over MPI ranks") -> dict:
@@ -119,25 +131,16 @@ def mpi_scaling_chart(path, series: dict, title="SA-TTI over MPI ranks") -> dict
     factor), with the ideal lines; returns the same as drawn."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=SIZE_FIGSIZE, dpi=DPI)
-    drawn = {"weak": {}, "strong": {}}
+    drawn = {}
     for ax, key, ylabel in ((axes[0], "weak", "weak-scaling efficiency, %"),
                             (axes[1], "strong", "speed-up over one GPU")):
         ranks = sorted({r for pairs in series.get(key, {}).values() for r, _ in pairs})
         if ranks:
             ideal = [100.0] * len(ranks) if key == "weak" else [float(r) for r in ranks]
             ax.plot(ranks, ideal, "--", color="grey", label="ideal")
-        for label, pairs in series.get(key, {}).items():
-            line, = ax.plot([p[0] for p in pairs], [p[1] for p in pairs], "o-", label=label)
-            drawn[key][label] = list(zip(map(float, line.get_xdata()),
-                                         map(float, line.get_ydata())))
+        drawn[key] = _lines(ax, series.get(key, {}))
         ax.set(xlabel="MPI ranks (one GPU each)", ylabel=ylabel, xticks=ranks)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0].set_title(f"{title}: weak scaling", fontsize=10)
-    axes[1].set_title(f"{title}: strong scaling", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, axes, path, (f"{title}: weak scaling", f"{title}: strong scaling"))
     return drawn
 
 
