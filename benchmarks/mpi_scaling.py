@@ -5,12 +5,20 @@ CUDA backend), with the step time split into compute, halo exchange and wait.
         --nt 200 --modes basic overlap
 
 Each run is ``mpirun -n N python demos/dummy_benchmark/run.py -d ... -nt ...`` (no mpirun for
-one rank) with STENCILGEN_MPI set to the mode. Weak scaling grows the grid with the ranks: the
-block ``--weak`` times the topology the decomposition picks for N blocks of it, so each rank
-owns one ``--weak`` block; strong scaling splits ``--strong`` over N. Printed: one table row
-per run (GPts/s from the demo's global figure, timed by the slowest rank; efficiency or
-speed-up against one rank; max |P|, which must agree with one rank's; the slowest rank's
-compute, exchange and wait seconds), as Markdown for docs/performance.md.
+one rank) with STENCILGEN_MPI set to the mode (``--storage float16``: the demo's 16-bit
+fields). Weak scaling grows the grid with the ranks: the block ``--weak`` times the topology
+the decomposition picks for N blocks of it, so each rank owns one ``--weak`` block; strong
+scaling splits ``--strong`` over N. Printed: the GPUs of the host, then one table row per
+run (the halo transport; GPts/s from the demo's global figure, timed by the slowest rank;
+efficiency or speed-up against one rank; max |P|, which must agree with one rank's; the
+slowest rank's compute, exchange and wait seconds and its host's exchange calls), as
+Markdown for docs/performance.md. A run whose report line says two ranks shared a GPU, or
+that the ranks moved halos differently, stops the table (those are not scaling figures).
+
+    python benchmarks/mpi_scaling.py --chart docs/img/mpi_scaling.png \
+        --from float32=benchmarks/records/mpi_scaling_float32.md
+
+draws the chart of recorded tables instead of running anything.
 """
 from __future__ import annotations
 

@@ -265,3 +265,21 @@ def test_sa_tti_benchmark_takes_the_storage(capsys):
     assert "Storage bfloat16, compensated" in found[True][2]
     assert found[True][0] == pytest.approx(found[False][0], rel=1e-2)
     assert found[True][1] < found[False][1]
+
+
+def test_sa_tti_benchmark_says_when_the_gpu_is_too_small(capsys, monkeypatch):
+    """A grid the GPU cannot hold: the benchmark prints the footprint message, no traceback,
+    and exits 2 (the check itself raises before anything is allocated: test_cuda)."""
+    from stencilgen.data.places import DeviceMemoryError
+    from stencilgen.runtime.operator import Operator
+    spec = importlib.util.spec_from_file_location(
+        "stencilgen_demo_sa_tti_oom", ROOT / "demos" / "dummy_benchmark" / "run.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def too_small(self, *args, **kwargs):
+        raise DeviceMemoryError("not enough GPU memory: the operator's arrays need 252.67 GiB")
+    monkeypatch.setattr(Operator, "apply", too_small)
+    assert bench.main(["-d", "16", "14", "12", "-nt", "2", "--backend", "c"]) == 2
+    err = capsys.readouterr().err
+    assert "Stopped before the run: not enough GPU memory" in err and "Traceback" not in err
