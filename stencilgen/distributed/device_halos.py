@@ -185,6 +185,12 @@ def _bytes(cp, ptr: int, nbytes: int):
     return cp.ndarray((nbytes,), np.uint8, cp.cuda.MemoryPointer(mem, 0))
 
 
+def gpu_where(cp, device: int) -> str:
+    """``host/GPU n (PCI bus id)``: where a rank computes, told apart across hosts and GPUs."""
+    bus = cp.cuda.Device(device).pci_bus_id.lower()
+    return f"{socket.gethostname()}/GPU {device} ({bus})"
+
+
 def _priority_stream(cp):
     """A non-blocking stream of the highest priority: its kernels (NCCL's) are scheduled
     ahead of the waiting blocks of the interior's kernel, not after its last one (else an
@@ -208,8 +214,7 @@ class DeviceHalos:
         self.stream = _priority_stream(cp)
         self.null = cp.cuda.Stream.null
         self.nccl = communicator(cp, cart) if transport == "nccl" else None
-        device = cp.cuda.Device()
-        self.where = f"{socket.gethostname()}/GPU {device.id} ({device.pci_bus_id.lower()})"
+        self.where = gpu_where(cp, cp.cuda.Device().id)
         self._buffers: dict = {}
         self._timed: list = []
 

@@ -19,9 +19,9 @@ from time import perf_counter
 import numpy as np
 import sympy
 
-from .device_halos import DeviceHalos, Move, choose, import_cupy, region
+from .device_halos import DeviceHalos, Move, choose, gpu_where, import_cupy, region
 from .. import logger as log
-from ..errors import ExecutionError
+from ..errors import ExecutionError, InvalidArgument
 from .mpi import import_mpi
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_long, ctypes.c_long)
@@ -34,9 +34,9 @@ class RankTimes:
     for), its kernels, and its halo exchanges (on a GPU they may run beside the kernels).
     ``wait``: the run less its kernels, the time not spent computing. ``device``: where
     the rank computed (``host/GPU 1 (0000:2a:00.0)`` or ``host/CPU``), ``transport``: how
-    its halos moved (``device_halos.TRANSPORTS``, or ``mpi-host`` for host arrays); ``calls``: the seconds the
-    entry point spent in exchange calls, on a GPU the host's share (packing views, posting,
-    waiting for nothing: the kernels go on meanwhile)."""
+    its halos moved (``HaloExchange.transport``); ``calls``: the seconds the entry point
+    spent in exchange calls, on a GPU the host's share (posting, packing, waiting for
+    nothing: the kernels go on meanwhile)."""
 
     step: float
     compute: float
@@ -84,6 +84,7 @@ class HaloExchange:
         self.seconds = {"exchange": 0.0, "calls": 0.0}
         self.elapsed = 0.0
         self.regions = regions(prog, dist, overlap)
+        self.place = place
         gpu = getattr(place, "name", "") == "cuda" and prog.exchanges
         self.device = device_halos(dist, place, overlap) if gpu else None
 
@@ -202,6 +203,11 @@ class HaloExchange:
         """Where this rank computes: its host and GPU, or its host's CPU."""
         if self.device is not None:
             return self.device.where
+        if getattr(self.place, "name", "") == "cuda":   # a GPU that exchanges nothing
+            try:
+                return gpu_where(import_cupy(), self.place.device)
+            except InvalidArgument:   # no CuPy, which a run without exchanges does not need
+                return f"{socket.gethostname()}/GPU {self.place.device}"
         return f"{socket.gethostname()}/CPU"
 
     def prime(self, time: int) -> float:
