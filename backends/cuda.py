@@ -37,6 +37,7 @@ THREADS = 256          # per block, in every shape (the kernels' __launch_bounds
 PAIRED_ARRAYS_MAX = 6  # a nest touching more arrays (slots) than this: one point per thread
 SPARSE_BLOCK = 128
 GRID_LIMIT = ("2147483647L", "65535L", "65535L")   # gridDim.x, .y, .z maxima
+SHELL_STREAM = "sg_shells[sg_region - 1]"   # the stream of a split grid's shell region
 EVENT_SLOTS = 8   # event pairs per section: the host runs at most this many launches ahead
 
 # Errors after which the CUDA context of the process cannot be used again.
@@ -660,11 +661,14 @@ class CudaBackend(CBackend):
                 lines += cuda_fused.FusedKernel(self, k).attributes()
         return lines + self._nvtx("coordinates", copies)
 
-    def launch(self, k, args):
-        """Host code that launches section ``k`` (when its space is not empty), timed."""
+    def launch(self, k, args, shell=False):
+        """Host code that launches section ``k`` (when its space is not empty), timed.
+        ``shell``: as one slab of a split grid's shell (``shell_launch``): on the region's
+        own stream, the timer started by the first slab and stopped after the last."""
         name, timer = k.section.function, k.section.timer
         call, r = ", ".join(a.host for a in args), self.points(k)
-        launch = self._calls(name, call, r) + \
+        stream = SHELL_STREAM if shell else None
+        launch = self._calls(name, call, r, stream) + \
             [f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
         if k.is_sparse:
             sizes = [self.program.array(k.sparse).layout.npoint]
@@ -687,12 +691,16 @@ class CudaBackend(CBackend):
             head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer)
         elif not k.is_sparse:
             head, launch = self._shape(k, timer, r), self._chunks(len(k.dims), launch)
-        body = head + [f"SG_TIMER_START({self.program.timers}, {timer});"] + launch
+        start = f"SG_TIMER_START({self.program.timers}, {timer});"
+        if shell:   # a timer event between the slabs would order them again
+            start = [f"if (!sg_timed) {{ {start} sg_timed = true; }}",
+                     f"if (!{stream}) SG_CHECK(cudaStreamCreate(&{stream}));"]
+        body = head + ([start] if isinstance(start, str) else start) + launch
         if self.options.debug:
             body += [f'SG_CHECK_AS(cudaDeviceSynchronize(), "cudaDeviceSynchronize() after '
                      f'kernel {name}");',
                      f'if (sg_out_of_bounds("{name}", &sg_status)) goto sg_cleanup;']
-        body = self._nvtx(k.name, body + [f"SG_TIMER_STOP({timer});"])
+        body = self._nvtx(k.name, body + ([] if shell else [f"SG_TIMER_STOP({timer});"]))
         cond = " && ".join(f"sg_n{i} > 0" for i in range(len(sizes)))
         lines = [f"/* {k.name} */"] + [f"const long sg_n{i} = {s};" for i, s in enumerate(sizes)]
         lines += [f"if ({cond}) {{"] + _indent(body) + ["}"]
@@ -748,11 +756,14 @@ class CudaBackend(CBackend):
                 f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
 
     @staticmethod
-    def _calls(name, call, r):
-        """The launch of the instance for the index type chosen and ``sg_r`` points per thread."""
+    def _calls(name, call, r, stream=None):
+        """The launch of the instance for the index type chosen and ``sg_r`` points per thread
+        (on ``stream``, else the legacy default stream)."""
+        config = "sg_grid, sg_block" + (f", 0, {stream}" if stream else "")
+
         def both(points):
-            return [f"if (sg_narrow) {name}<int, {points}><<<sg_grid, sg_block>>>({call});",
-                    f"else {name}<long, {points}><<<sg_grid, sg_block>>>({call});"]
+            return [f"if (sg_narrow) {name}<int, {points}><<<{config}>>>({call});",
+                    f"else {name}<long, {points}><<<{config}>>>({call});"]
         if r == 1:
             return both(1)
         return [f"if (sg_r == {r}) {{"] + _indent(both(r)) + ["} else {"] + \
@@ -793,41 +804,29 @@ class CudaBackend(CBackend):
         # the steps launched are the steps done: the copies back wait for all of them
         return lines + _indent([interrupt.step_end(prog)]) + ["}"]
 
-    def exchanged(self, k, launch: list[str], time: str) -> list[str]:
-        """The lines ``launch`` of kernel ``k`` with the halo exchanges it needs around it (a
-        split grid, ``split.nest``): posted, the interior launched, waited for, the shell."""
-        parts = split.nest(self.program, k, time, c.Line("\n".join(launch)),
-                           self.shell(k, launch))
+    def exchanged(self, k, launches, time: str) -> list[str]:
+        """The launch lines of kernel ``k`` (``launches``: the plain ones and the shell's) with
+        the halo exchanges it needs around it (a split grid, ``split.nest``): posted, the
+        interior launched, waited for, the shell."""
+        launch, shell = launches
+        if shell is not None:
+            shell = ([c.Line("bool sg_timed = false;")], c.Line("\n".join(shell)),
+                     [c.Line(f"if (sg_timed) SG_TIMER_STOP({k.section.timer});")])
+        parts = split.nest(self.program, k, time, c.Line("\n".join(launch)), shell)
         if len(parts) == 1:
             return launch
         return [ln for p in parts for ln in str(p).splitlines()]
 
-    def shell(self, k, launch: list[str]):
-        """The shell's slabs of nest ``k`` launched side by side, each on a stream of its own
-        (``split.nest``'s shell): a slab a few points thin fills a fraction of the GPU, and
-        one after another each paid its launch and its last wave (overlap mode: 5 % of a
-        (2, 2, 1) SA-TTI step on 4 H200s). The streams are blocking, so they follow the
-        kernels before them on the legacy stream and those after wait for them; one timer
-        spans the slabs (a timer event between them would order them again). None where
-        the launch is not the plain one (fused kernels keep theirs)."""
-        plain = "<<<sg_grid, sg_block>>>"
-        if sum(ln.count("<<<") for ln in launch) != sum(ln.count(plain) for ln in launch):
+    def shell_launch(self, k, args):
+        """The lines that launch a slab of nest ``k``'s shell on a split grid, or None (no
+        split, or a nest launched otherwise). The shell's slabs run side by side, each on a
+        blocking stream of its own: a slab a few points thin fills a fraction of the GPU,
+        and one after another each paid its launch and its last wave (overlap mode: 5 % of
+        a (2, 2, 1) SA-TTI step on 4 H200s). Blocking streams follow the kernels before them
+        on the legacy stream, and those after wait for them."""
+        if not self.program.split or k.is_sparse or k.sequential or k.fusion:
             return None
-        timer, timers = k.section.timer, self.program.timers
-        start = f"SG_TIMER_START({timers}, {timer});"
-        stream = "sg_shells[sg_region - 1]"
-        each = []
-        for ln in launch:
-            if ln.strip() == f"SG_TIMER_STOP({timer});":
-                continue
-            if ln.strip() == start:
-                pad = ln[:len(ln) - len(ln.lstrip())]
-                each += [f"{pad}if (!sg_timed) {{ {start} sg_timed = true; }}",
-                         f"{pad}if (!{stream}) SG_CHECK(cudaStreamCreate(&{stream}));"]
-                continue
-            each.append(ln.replace(plain, f"<<<sg_grid, sg_block, 0, {stream}>>>"))
-        return ([c.Line("bool sg_timed = false;")], c.Line("\n".join(each)),
-                [c.Line(f"if (sg_timed) SG_TIMER_STOP({timer});")])
+        return self.launch(k, args, shell=True)
 
     def finish(self):
         """Wait for the last kernel, read the remaining timer events, count NaN/Inf."""
@@ -902,7 +901,7 @@ class CudaBackend(CBackend):
         lines += self.narrow_choice()
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   "unsigned long long *sg_d_checks = NULL;"]
-        if prog.split:   # the shell's slabs, each on a stream of its own (``shell``)
+        if prog.split:   # the shell's slabs, each on a stream of its own (``shell_launch``)
             lines.append(f"cudaStream_t sg_shells[{split.region_count(prog) - 1}] = {{}};")
         lines += [str(s) for s in self.complex_scalars() + self.prologue()]
         lines += [str(s) for s in split.start(prog)]
@@ -951,7 +950,7 @@ class CudaBackend(CBackend):
         for k in self.program.kernels:
             args = self.kernel_args(k)
             parts.append(self.device_kernel(k, args))
-            launches[k.section.timer] = self.launch(k, args)
+            launches[k.section.timer] = (self.launch(k, args), self.shell_launch(k, args))
         body = self.host_body(launches)
         parts.append(str(self.signature()).rstrip(";") + "\n{\n" +
                      "\n".join("  " + ln if ln and not ln.endswith(":") and not ln.startswith("#")

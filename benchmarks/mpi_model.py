@@ -17,6 +17,7 @@ through one port one after the other). Weak scaling: every rank keeps the one-GP
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import sys
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ def rows(text: str) -> list[Row]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 12 or cells[0] not in ("weak", "strong"):
             continue
-        out.append(Row(cells[0], int(cells[1]), eval(cells[3]), cells[4],   # noqa: S307
+        out.append(Row(cells[0], int(cells[1]), ast.literal_eval(cells[3]), cells[4],
                        float(cells[9]), float(cells[11])))
     return out
 
@@ -80,17 +81,17 @@ def calibrate(table: list[Row], nt: int) -> dict:
 def faces(topo, per_node: int):
     """For the slowest rank of ``topo`` (ranks in row-major order, ``per_node`` a node):
     (faces on its node, faces off it, faces packed, split dimensions)."""
-    split = [n > 1 for n in topo]
+    split, strides = [n > 1 for n in topo], _strides(topo)
     worst, found = (-1, -1, -1), (0, 0, 0)
     for coords in itertools.product(*[range(n) for n in topo]):
-        rank = sum(c * s for c, s in zip(coords, _strides(topo)))
+        rank = sum(c * s for c, s in zip(coords, strides))
         on = off = packed = 0
         for d, n in enumerate(topo):
             for step in (-1, 1):
                 c = coords[d] + step
                 if not 0 <= c < n:
                     continue
-                other = rank + step * _strides(topo)[d]
+                other = rank + step * strides[d]
                 same = other // per_node == rank // per_node
                 on, off = on + same, off + (not same)
                 # one block only across whole planes: the outermost dimension, nothing else cut

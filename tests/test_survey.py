@@ -96,8 +96,12 @@ def killing_setup(inputs):
 def test_rates_count_from_the_first_shots_ends():
     """Shots per minute: over the whole survey, after the first shot's end, and after as many
     ends as workers (their first shots, which ran mostly before, not counted)."""
-    result = survey.SurveyResult(list(range(8)), [], {}, None, "out", 20.0, 5.0,
+    result = survey.SurveyResult(list(range(8)), [], {}, None, "out", 20.0,
                                  [5.0, 6.0, 8.0, 10.0, 12.0, 14.0, 17.0, 20.0])
+    assert result.first == 5.0
+    # the workers the demo counts are the local cluster's
+    assert survey.cluster_size(3, None) == (0, 3) and survey.cluster_size(None, 2) == (2, 0)
+    assert survey.cluster_size(3, 0) == (0, 3)
     assert result.rates() == (pytest.approx(60 * 8 / 20), pytest.approx(60 * 7 / 15))
     assert result.rates(2)[1] == pytest.approx(60 * 6 / 14)
     assert result.rates(8)[1] is None and result.rates(9)[1] is None

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from stencilgen import configuration  # noqa: E402
-from stencilgen.seismic.survey import Shot, run_survey  # noqa: E402
+from stencilgen.seismic.survey import Shot, cluster_size, run_survey  # noqa: E402
 from stencilgen import seismic  # noqa: E402
 from demos import cli  # noqa: E402
 from stencilgen.seismic import shots  # noqa: E402
@@ -98,13 +98,7 @@ def _workers(args) -> int | None:
     """The local cluster's workers (None: a scheduler of the user's)."""
     if args.scheduler:
         return None
-    from stencilgen.seismic.survey import default_gpus
-    if args.gpus is not None or not args.workers:
-        gpus = args.gpus if args.gpus is not None else default_gpus()
-        if gpus:
-            return gpus
-    import os
-    return args.workers or max(1, (os.cpu_count() or 1) // 4)
+    return sum(cluster_size(args.workers, args.gpus))
 
 
 def main(argv=None) -> int:

@@ -172,8 +172,8 @@ class Move:
     key: tuple
     ptr: int
     itemsize: int
-    send: list
-    recv: list
+    send: Region
+    recv: Region
     dest: int | None
     source: int | None
     tag: int
@@ -262,17 +262,19 @@ class DeviceHalos:
                              rt.memcpyDeviceToDevice, self.stream.ptr)
             at += sp.size * item
 
-    def _packed(self, m):
-        if m.send.contiguous:   # the array's own bytes
-            return _bytes(self.cp, m.ptr + m.send.offset * m.itemsize, m.send.size * m.itemsize)
-        buf = self._buffer(m.key + ("send",), m.send.size * m.itemsize)
-        self._copy(False, m, m.send, buf)
-        return buf
+    def _buffer_of(self, m, side: str):
+        """Where ``m``'s ``side`` ("send" or "recv") region moves from or lands: the array's
+        own bytes where the region is one block, else a buffer kept for it."""
+        where = getattr(m, side)
+        if where.contiguous:
+            return _bytes(self.cp, m.ptr + where.offset * m.itemsize, where.size * m.itemsize)
+        return self._buffer(m.key + (side,), where.size * m.itemsize)
 
-    def _landing(self, m):
-        if m.recv.contiguous:
-            return _bytes(self.cp, m.ptr + m.recv.offset * m.itemsize, m.recv.size * m.itemsize)
-        return self._buffer(m.key + ("recv",), m.recv.size * m.itemsize)
+    def _packed(self, m):
+        buf = self._buffer_of(m, "send")
+        if not m.send.contiguous:
+            self._copy(False, m, m.send, buf)
+        return buf
 
     def post(self, moves: list):
         """Start ``moves`` on the exchange stream once the kernels launched so far are done."""
@@ -282,7 +284,7 @@ class DeviceHalos:
         first = self._event(self.stream)
         with self.stream:
             sends = [(m, self._packed(m)) for m in moves if m.dest is not None]
-            recvs = [(m, self._landing(m)) for m in moves if m.source is not None]
+            recvs = [(m, self._buffer_of(m, "recv")) for m in moves if m.source is not None]
             if self.nccl is not None:
                 self._nccl_moves(sends, recvs)
                 return first, recvs, None

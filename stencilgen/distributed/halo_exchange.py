@@ -210,10 +210,10 @@ class HaloExchange:
                 return f"{socket.gethostname()}/GPU {self.place.device}"
         return f"{socket.gethostname()}/CPU"
 
-    def prime(self, time: int) -> float:
+    def prime(self, time: int) -> None:
         """Move every halo of the program once (values from the neighbours, as any exchange
-        brings): the transport's one-time setup happens here, not in a timed step. Returns
-        the seconds it took, also logged."""
+        brings): the transport's one-time setup happens here, not in a timed step (logged
+        with its seconds)."""
         t0 = perf_counter()
         for e in self.prog.exchanges:
             self._wait(self.post(e, time))
@@ -221,8 +221,7 @@ class HaloExchange:
             self.device.seconds()   # waits for the moves; their time is no step's
         seconds = perf_counter() - t0
         log.perf(f"halos through {self.transport}: first exchange of every halo (the "
-                  f"transport's setup) {seconds:.3f} s")
-        return seconds
+                 f"transport's setup) {seconds:.3f} s")
 
     def _wait(self, posted) -> None:
         if self.device is not None:

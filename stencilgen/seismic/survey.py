@@ -59,8 +59,7 @@ class ShotResult:
 class SurveyResult:
     """The survey's outcome: shots run now, found on disk, failed (index -> message), the
     summed image (None where shots gave none), where the records are, seconds taken, and
-    seconds to the first shot's end (the workers' start and first build in it; None: no
-    shot ran)."""
+    the seconds to each shot's end (the first's holds the workers' start and first build)."""
 
     done: list
     skipped: list
@@ -68,8 +67,12 @@ class SurveyResult:
     image: np.ndarray | None
     out: str
     seconds: float
-    first: float | None = None
     ends: list = field(default_factory=list)   # seconds to each shot's end, in order
+
+    @property
+    def first(self) -> float | None:
+        """Seconds to the first shot's end (None: no shot ran)."""
+        return self.ends[0] if self.ends else None
 
     def rates(self, after: int = 1) -> tuple[float, float | None]:
         """Shots per minute over the whole survey, and over the shots after the ``after``-th
@@ -78,7 +81,7 @@ class SurveyResult:
         too few shots)."""
         n = len(self.done)
         whole = 60 * n / self.seconds if self.seconds > 0 else 0.0
-        ends = self.ends or ([self.first] if self.first is not None else [])
+        ends = self.ends
         if len(ends) < after or n <= after or self.seconds <= ends[after - 1]:
             return whole, None
         return whole, 60 * (n - after) / (self.seconds - ends[after - 1])
@@ -141,10 +144,6 @@ class _Progress:
         self.total, self.count = total, 0
         self.t0 = time.perf_counter() if t0 is None else t0
         self.ends: list = []   # seconds from t0 to each shot's end
-
-    @property
-    def first(self) -> float | None:
-        return self.ends[0] if self.ends else None
 
     def step(self, failed: int) -> None:
         self.count += 1
@@ -228,7 +227,7 @@ def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
             own.close()
     done = sorted(s.index for s in todo if s.index not in failed)
     return SurveyResult(done, skipped, failed, image, str(out), time.perf_counter() - t0,
-                        progress.first, progress.ends)
+                        progress.ends)
 
 
 def _map(client, setup, shoot, todo, inputs, out, failed, progress):
@@ -260,20 +259,28 @@ def default_gpus() -> int:
     return platform.gpu_count() if name == "cuda" else 0
 
 
+def cluster_size(workers: int | None = None, gpus: int | None = None) -> tuple[int, int]:
+    """(GPU workers, CPU workers) of ``local_cluster(workers, gpus)``: one worker per GPU
+    where ``gpus`` > 0 (None: ``default_gpus()`` unless ``workers`` is given), else
+    ``workers`` (default: a group of 4 cores each)."""
+    if gpus is None:
+        gpus = 0 if workers else default_gpus()
+    if gpus:
+        return gpus, 0
+    return 0, workers or max(1, (os.cpu_count() or 1) // 4)
+
+
 def local_cluster(workers: int | None = None, gpus: int | None = None):
     """A cluster of worker processes on this machine, one thread each: one worker per GPU
     (``gpus`` > 0; None: ``default_gpus()``), each seeing only its own
     (CUDA_VISIBLE_DEVICES), or ``workers`` workers sharing the cores (OMP_NUM_THREADS,
     default: groups of 4 cores)."""
     distributed = import_distributed()
-    cores = os.cpu_count() or 1
-    if gpus is None:
-        gpus = 0 if workers else default_gpus()
+    gpus, n = cluster_size(workers, gpus)
     if gpus:
         envs = [{"CUDA_VISIBLE_DEVICES": str(i), "OMP_NUM_THREADS": "1"} for i in range(gpus)]
     else:
-        n = workers or max(1, cores // 4)
-        envs = [{"OMP_NUM_THREADS": str(max(1, cores // n))}] * n
+        envs = [{"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // n))}] * n
     spec = {i: {"cls": distributed.Nanny,
                 "options": {"nthreads": 1, "env": env, "memory_limit": 0}}
             for i, env in enumerate(envs)}
@@ -283,4 +290,5 @@ def local_cluster(workers: int | None = None, gpus: int | None = None):
         silence_logs=40)
 
 
-__all__ = ["Shot", "ShotResult", "SurveyResult", "run_survey", "local_cluster", "record_path"]
+__all__ = ["Shot", "ShotResult", "SurveyResult", "run_survey", "local_cluster", "cluster_size",
+           "record_path"]
