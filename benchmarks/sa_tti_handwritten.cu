@@ -2,28 +2,32 @@
 // nest printer is to reach, timed beside a two-kernel reference of the same arithmetic.
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/sa_tti_handwritten benchmarks/sa_tti_handwritten.cu
-//   /tmp/sa_tti_handwritten 412 423 476 200 0 103 16   # time: reference, plain, tuned
-//   /tmp/sa_tti_handwritten 64 72 96 200 2 16 16       # check tuned against the reference
+//   /tmp/sa_tti_handwritten 412 423 476 200 0 103 16   # time: reference, plain, tuned, rings
+//   /tmp/sa_tti_handwritten 64 72 96 200 3 16 16       # check rings against the reference
+//   ONLY=23 /tmp/sa_tti_handwritten 412 423 476 200    # time tuned and rings only
 //
-// Arguments: nx ny nz nt [mode] [planes] [tile rows]; mode 0 times the three kernels, 1 checks
-// the plain fused kernel and 2 the tuned one against the reference (max |difference| over max
-// |P| after nt steps, <= 1e-4 passes, exit 2 otherwise; DIAG=1 prints it per x-plane); planes
-// is the chunk of x a block streams (0: all); tile rows 8, 12 or 16 (the tile is rows x 32).
+// Arguments: nx ny nz nt [mode] [planes] [tile rows] [rings' tile rows] [rings' planes]; mode 0
+// times the kernels, 1, 2 and 3 check plain, tuned and rings against the reference (max
+// |difference| over max |P| after nt steps, <= 1e-4 passes, exit 2 otherwise; DIAG=1 prints it
+// per x-plane); planes is the chunk of x a block streams (0: all); tile rows 8, 12 or 16 (the
+// tile is rows x 32); the rings kernel has 16 rows (its shared memory allows no more).
 //
-// Both fused kernels stream along x (2.5D). A block's threads are the points where fluxes are
-// needed: the tile and its y-halo as rows of 32, then warps for the z-halo columns. Each thread
-// keeps P and M of its own column in a register queue along x (x-derivatives from registers),
-// writes the queue's centre into one shared plane of P and M (y- and z-derivatives; the points
-// around that no thread owns are loaded by all, zero outside the grid: shared memory is not
-// cleared between blocks), and computes its point's fluxes. The y- and z-fluxes go to shared
-// planes; the x-fluxes are scattered into per-thread accumulators of the divergence of the 8
-// planes they reach, to which the tile threads add the y/z divergence after a barrier; a
-// plane is written 3 planes behind the one produced. Single shared planes, two barriers a
-// plane. "tuned" adds: the medium's coefficient products precomputed per point (no division
-// or square root a point), 32-bit offsets, the plane loop unrolled by 8 so that the queues
-// rotate by renaming. Figures: docs/performance.md, 2026-11-25 (issue 34, second session).
+// All fused kernels stream along x (2.5D). "plain" and "tuned" (the first design, issue 34):
+// a block's threads are the points where fluxes are needed, the tile and its y-halo as rows
+// of 32, then warps for the z-halo columns. Each thread keeps P and M of its own column in a
+// register queue along x (x-derivatives from registers), writes the queue's centre into one
+// shared plane of P and M (y- and z-derivatives; the points around that no thread owns are
+// loaded by all, zero outside the grid: shared memory is not cleared between blocks), and
+// computes its point's fluxes. The y- and z-fluxes go to shared planes; the x-fluxes are
+// scattered into per-thread accumulators of the divergence of the 8 planes they reach, to
+// which the tile threads add the y/z divergence after a barrier; a plane is written 3 planes
+// behind the one produced. Single shared planes, two barriers a plane. "tuned" adds: the
+// medium's coefficient products precomputed per point, 32-bit offsets, the plane loop
+// unrolled by 8 so that the queues rotate by renaming. "rings" (issue 47) is described above
+// its kernel. Figures: docs/performance.md (2026-11-25, issue 34; 2026-11-27, issue 47).
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cmath>
 #include <vector>
 #include <cuda_runtime.h>
@@ -392,40 +396,28 @@ fused_tuned(Dims d, const float *__restrict__ P, const float *__restrict__ Pp, f
   }
 }
 
-// ---------------------------------------------------------------- fused, second design
-// Each thread owns a pair of z-points (float2): global and shared accesses are 64-bit, and a
-// z-derivative of the pair reads four pairs of the plane, not fourteen values. A warp is two
-// rows of 16 threads. The block's warps have three roles, each with a plane loop of its own
-// (so their registers do not add up): the tile (TY rows, full fluxes, then the divergence and
-// the update), the y-halo (rows -4..-1 and TY..TY+3, two rows a thread: a y-derivative of two
-// rows reads 7 pairs, not 14; y-fluxes only) and the z-halo (pairs (-4,-3) (-2,-1) (32,33)
-// (34,35) of the tile rows; z-fluxes only). At TY = 16 that is 12 warps, three a scheduler,
-// so 168 registers a thread fit without spilling (a scheduler holds 16K registers: 14 warps
-// would allow 128). One barrier a plane: the P/M plane and the y/z-flux planes are
-// double-buffered and the pipeline skewed, so iteration p (1) runs the producer at plane p-1
-// from the plane stored before the last barrier, (2) adds the y/z divergence of plane p-2 and
-// writes plane p-4, (3) stores plane p, (4) barrier. The medium is read as coefficient
-// products packed per point (kp, km, sa, sc | se, n0, n1, n2 | dt^2 vb, bv vb: two 128-bit
-// and half a 128-bit load), zero outside the grid, so the fluxes vanish there without a test;
-// rows and columns beyond the arrays' padding are clamped to it once, so no load is tested.
-// a and b are split by the parity of z (index o/2, then + half for odd points) so that a warp's
-// copies of the even (or odd) points of its pairs are contiguous
-struct Pack { const float4 *a, *b; const float2 *c; int half; };
-
-template <int TY>
-struct Shape2 {
-  static constexpr int TZ = 32, NTILE = 16*TY, NYH = 16*4, NZH = 4*TY;
-  static constexpr int NT = NTILE + NYH + NZH;
-  static constexpr int REGS = 16384/((NT/32 + 3)/4*32)/8*8 > 255 ? 255 : 16384/((NT/32 + 3)/4*32)/8*8;
-  static constexpr int PB = 48, PL = PB*(TY + 14);     // P plane: rows -7..TY+6, cols -8..39
-  static constexpr int YB = 32, YL = YB*(TY + 8);      // y-fluxes: rows -4..TY+3, cols 0..31
-  static constexpr int ZB = 40, ZL = ZB*TY;            // z-fluxes: rows 0..TY-1, cols -4..35
-  static constexpr int NBAND = 16*6 + 4*8 + 4*TY;      // plane pairs no flux thread owns, a field
-  static constexpr int BUF = 2*PL + 2*YL + 2*ZL;       // a buffer: P, M, fy P, fy M, fz P, fz M
-  static constexpr int STAGE = 8*NT;                   // float4 items a thread, [item][thread]
-  static constexpr int SHARED = 2*BUF*4 + 2*STAGE*16;
-  static_assert(2*NBAND <= NT, "a band pair a thread at most");
-};
+// ---------------------------------------------------------------- fused, rings (issue 47)
+// Each thread owns a pair of z-points (float2): global accesses are 64-bit, a warp is two rows
+// of 16 threads. The block's warps have three roles, each with a plane loop of its own (their
+// registers do not add up): the tile (16 rows: full fluxes, then the divergence and the
+// update), the y-halo (rows -4..-1 and 16..19, two rows a thread: their y-derivatives share
+// loads; y-fluxes only) and the z-halo (pairs (-4,-3) (-2,-1) (32,33) (34,35) of the tile rows;
+// z-fluxes only): 12 warps, three a scheduler (a scheduler holds 16K registers). No register
+// queues, so the plane loop is not unrolled and the code stays small (the same roles with
+// register queues unrolled by 8 made ~140 KB of SASS and lost a third of the warp cycles to
+// instruction fetch: commit 79c8f09). The P/M planes live in a ring of 9 shared slots (x-taps
+// are shared loads of the thread's own column; plane p+4 is stored while p-4..p+3 are read),
+// the y/z-fluxes in a ring of 4 (plane p-1 written while p-4 is read), the tile's x-fluxes in
+// a thread-private ring of 8 that the x-divergence gathers; P and M (and their fluxes) are
+// interleaved a pair at a time, (P0, P1, M0, M1), so one 128-bit shared load serves both
+// fields. A ring's taps wrap at most once, so each tap's address is one of two bases plus an
+// immediate. One barrier a plane: iteration p runs the producer at plane p-1, the divergence
+// and update at p-4, stores plane p+4. Every global load is issued right after its register's
+// last use, so it flies for an iteration without a second register set. The medium is read as
+// coefficient products packed per point: (kp, km, sa, sc), (se, n0, n1, n2) and (dt^2 vb,
+// bv vb), zero outside the grid, so fluxes vanish there without a test; rows and columns
+// beyond the arrays' padding are clamped to it once, so no load is tested.
+struct Pack { const float4 *a, *b; const float2 *c; };
 
 __device__ __forceinline__ float dfw(float m3, float m2, float m1, float c0, float p1, float p2,
                                      float p3, float p4)
@@ -452,286 +444,67 @@ __device__ __forceinline__ void dz(const float *s, int sp, float2 o, float ihz, 
   d1 = dfw(l1.x, l1.y, o.x, o.y, r1.x, r1.y, r2.x, r2.y)*ihz;
 }
 
-// asynchronous global -> shared copies (LDGSTS): the next plane's inputs land in a staging
-// buffer without holding registers while they fly
-__device__ __forceinline__ void cp16(void *sm, const void *g)
-{ asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(sm)), "l"(g)); }
-__device__ __forceinline__ void cp8(void *sm, const void *g)
-{ asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" :: "r"((unsigned)__cvta_generic_to_shared(sm)), "l"(g)); }
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-struct V2Args {
+struct Args {
   Dims d; const float *P, *Pp, *M, *Mp; float *Pn, *Mn; Pack pk;
   float ihx, ihy, ihz; int y0, z0, xs, xe, sx;
   const float *bsrc; int bo, bsp;
 };
 
-__device__ __forceinline__ int v2_column(const V2Args &a, int rr, int cc)
+__device__ __forceinline__ int column_of(const Args &a, int rr, int cc)
 {
   const int gy = min(max(a.y0 + rr, -H), a.d.ny + H - 1);
   const int gz = min(max(a.z0 + cc, -HZ), (int)a.d.sy - HZ - 2);
   return (int)at(a.d, 0, gy, gz);
 }
 
-// KIND 0: the tile; 1: the y-halo (rows r, r+1); 2: the z-halo
-template <int TY, int KIND>
-__device__ __forceinline__ void v2_loop(const V2Args &a, float *sh, int r, int c, int tid)
-{
-  using S = Shape2<TY>;
-  constexpr int NR = KIND == 1 ? 2 : 1;
-  const int sx = a.sx, ps = a.xs - 4, pe = a.xe + 4;
-  int o0[NR], sp[NR];
-  #pragma unroll
-  for (int i = 0; i < NR; ++i) { o0[i] = v2_column(a, r + i, c); sp[i] = (r + i + 7)*S::PB + c + 8; }
-  const bool store = KIND == 0 && a.y0 + r < a.d.ny && a.z0 + c < a.d.nz, store1 = a.z0 + c + 1 < a.d.nz;
-  float2 qP[NR][8], qM[NR][8], aP[8], aM[8], nP[NR], nM[NR];
-  #pragma unroll
-  for (int i = 0; i < NR; ++i) {
-    #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      qP[i][k] = gl2(a.P, o0[i] + (a.xs - 8 + k)*sx); qM[i][k] = gl2(a.M, o0[i] + (a.xs - 8 + k)*sx);
-    }
-    nP[i] = gl2(a.P, o0[i] + a.xs*sx); nM[i] = gl2(a.M, o0[i] + a.xs*sx);
-  }
-  #pragma unroll
-  for (int k = 0; k < 8; ++k) aP[k] = aM[k] = make_float2(0.f, 0.f);
-  const int iz = 2*S::PL + 2*S::YL + r*S::ZB + c + 4;
-  float4 *stage = reinterpret_cast<float4 *>(sh + 2*S::BUF) + tid;
-  // the inputs of iteration q (the medium at plane q-1, the consumer's at q-4) into stage q%2
-  auto fetch = [&](int q, int which) {
-    float4 *st = stage + which*S::STAGE;
-    #pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int of = o0[i] + (q - 1)*sx;
-#ifdef PACK_SPLIT
-      const int h = of >> 1, h1 = h + a.pk.half;
-#else
-      const int h = of, h1 = of + 1;
-#endif
-      cp16(st + (4*i)*S::NT, a.pk.a + h); cp16(st + (4*i + 1)*S::NT, a.pk.a + h1);
-      cp16(st + (4*i + 2)*S::NT, a.pk.b + h); cp16(st + (4*i + 3)*S::NT, a.pk.b + h1);
-    }
-    if (KIND == 0) {
-      const int oq = o0[0] + (q - 4)*sx;
-      cp16(st + 4*S::NT, a.pk.c + oq);
-      cp8(st + 5*S::NT, a.Pp + oq); cp8(reinterpret_cast<float2 *>(st + 5*S::NT) + 1, a.Mp + oq);
-    }
-    cp_commit();
-  };
-#ifndef V2_DIRECT
-  fetch(ps, 0); cp_wait();
-#endif
-  for (int p0 = ps; p0 <= pe; p0 += 8) {
-    #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int p = p0 + j;
-      if (p > pe) break;
-      float *cur = sh + (j & 1)*S::BUF, *prv = sh + ((j + 1) & 1)*S::BUF;   // planes p, p-1
-      const float2 band = a.bsp >= 0 ? gl2(a.bsrc, a.bo + p*sx) : make_float2(0.f, 0.f);
-      const int oc = o0[0] + (p - 4)*sx;
-      const float4 *st = stage + (j & 1)*S::STAGE;
-#ifndef V2_DIRECT
-      fetch(p + 1, (j + 1) & 1);
-#endif
-      // (1) the producer at plane p-1
-      #pragma unroll
-      for (int i = 0; i < NR; ++i) {
-        const int of = o0[i] + (p - 1)*sx;
-#ifdef V2_DIRECT
-#ifdef PACK_SPLIT
-        const int oh = of >> 1, o1 = oh + a.pk.half;
-#else
-        const int oh = of, o1 = of + 1;
-#endif
-        const float4 ma0 = a.pk.a[oh], ma1 = a.pk.a[o1], mb0 = a.pk.b[oh], mb1 = a.pk.b[o1];
-#else
-        const float4 ma0 = st[(4*i)*S::NT], ma1 = st[(4*i + 1)*S::NT], mb0 = st[(4*i + 2)*S::NT], mb1 = st[(4*i + 3)*S::NT];
-        (void)of;
-#endif
-        const float *sP = prv, *sM = prv + S::PL;
-        float g[3][2], h[3][2];
-        #pragma unroll
-        for (int e = 0; e < 2; ++e) { g[0][e] = dx(qP[i], j, e)*a.ihx; h[0][e] = dx(qM[i], j, e)*a.ihx; }
-        {
-          float2 yP[8], yM[8];     // rows -3..4 around row r+i (3: own)
-          #pragma unroll
-          for (int k = 0; k < 8; ++k) {
-            if (k == 3) { yP[k] = qP[i][(j + 3) % 8]; yM[k] = qM[i][(j + 3) % 8]; }
-            else if (NR == 2 && i == 0 && k == 4) { yP[k] = qP[1][(j + 3) % 8]; yM[k] = qM[1][(j + 3) % 8]; }
-            else if (NR == 2 && i == 1 && k == 2) { yP[k] = qP[0][(j + 3) % 8]; yM[k] = qM[0][(j + 3) % 8]; }
-            else { yP[k] = ld2(sP, sp[i] + (k - 3)*S::PB); yM[k] = ld2(sM, sp[i] + (k - 3)*S::PB); }
-          }
-          #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            g[1][e] = dfw(el(yP[0], e), el(yP[1], e), el(yP[2], e), el(yP[3], e), el(yP[4], e), el(yP[5], e), el(yP[6], e), el(yP[7], e))*a.ihy;
-            h[1][e] = dfw(el(yM[0], e), el(yM[1], e), el(yM[2], e), el(yM[3], e), el(yM[4], e), el(yM[5], e), el(yM[6], e), el(yM[7], e))*a.ihy;
-          }
-        }
-        dz(sP, sp[i], qP[i][(j + 3) % 8], a.ihz, g[2][0], g[2][1]);
-        dz(sM, sp[i], qM[i][(j + 3) % 8], a.ihz, h[2][0], h[2][1]);
-        float f[2][3][2];   // [field][axis][element]
-        #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float4 ma = e ? ma1 : ma0, mb = e ? mb1 : mb0;
-          const float kp = ma.x, km = ma.y, sa = ma.z, sc = ma.w, se = mb.x, n[3] = {mb.y, mb.z, mb.w};
-          const float ngp = n[0]*g[0][e] + n[1]*g[1][e] + n[2]*g[2][e];
-          const float ngm = n[0]*h[0][e] + n[1]*h[1][e] + n[2]*h[2][e];
-          const float s_p = sc*ngm - sa*ngp, s_m = se*ngm + sc*ngp;
-          #pragma unroll
-          for (int ax = 0; ax < 3; ++ax)
-            if (KIND == 0 || (KIND == 1 && ax == 1) || (KIND == 2 && ax == 2)) {
-              f[0][ax][e] = kp*g[ax][e] + n[ax]*s_p; f[1][ax][e] = km*h[ax][e] + n[ax]*s_m;
-            }
-        }
-        if (KIND == 0 || KIND == 1) {
-          const int o = 2*S::PL + (r + i + 4)*S::YB + c;
-          st2(prv, o, make_float2(f[0][1][0], f[0][1][1])); st2(prv, o + S::YL, make_float2(f[1][1][0], f[1][1][1]));
-        }
-        if (KIND == 0 || KIND == 2) {
-          st2(prv, iz, make_float2(f[0][2][0], f[0][2][1])); st2(prv, iz + S::ZL, make_float2(f[1][2][0], f[1][2][1]));
-        }
-        if (KIND == 0) {
-          const float fp0 = f[0][0][0]*a.ihx, fp1 = f[0][0][1]*a.ihx, fm0 = f[1][0][0]*a.ihx, fm1 = f[1][0][1]*a.ihx;
-#define A_(A, k) A[(j + (k)) % 8]
-#define SCATTER(A, m, v) \
-          A_(A, 3).m += W1*v; A_(A, 2).m += W2*v; A_(A, 1).m += W3*v; A_(A, 0).m += W4*v; \
-          A_(A, 4).m -= W1*v; A_(A, 5).m -= W2*v; A_(A, 6).m -= W3*v; A_(A, 7).m -= W4*v;
-          SCATTER(aP, x, fp0) SCATTER(aP, y, fp1) SCATTER(aM, x, fm0) SCATTER(aM, y, fm1)
-#undef SCATTER
-        }
-      }
-      // (2) the y/z divergence of plane p-2 (stored before the barrier); plane p-4 written
-      if (KIND == 0) {
-        const float *fyP = cur + 2*S::PL, *fyM = fyP + S::YL, *fzP = fyM + S::YL, *fzM = fzP + S::ZL;
-        const int jy = (r + 4)*S::YB + c, jz = r*S::ZB + c + 4;
-        float2 vP[8], vM[8];     // rows r-4..r+3
-        #pragma unroll
-        for (int k = 0; k < 8; ++k) { vP[k] = ld2(fyP, jy + (k - 4)*S::YB); vM[k] = ld2(fyM, jy + (k - 4)*S::YB); }
-        const float2 uPl2 = ld2(fzP, jz - 4), uPl1 = ld2(fzP, jz - 2), uP0 = ld2(fzP, jz), uPr1 = ld2(fzP, jz + 2), uPr2 = ld2(fzP, jz + 4);
-        const float2 uMl2 = ld2(fzM, jz - 4), uMl1 = ld2(fzM, jz - 2), uM0 = ld2(fzM, jz), uMr1 = ld2(fzM, jz + 2), uMr2 = ld2(fzM, jz + 4);
-        const float dyp0 = dbw(vP[0].x, vP[1].x, vP[2].x, vP[3].x, vP[4].x, vP[5].x, vP[6].x, vP[7].x);
-        const float dyp1 = dbw(vP[0].y, vP[1].y, vP[2].y, vP[3].y, vP[4].y, vP[5].y, vP[6].y, vP[7].y);
-        const float dym0 = dbw(vM[0].x, vM[1].x, vM[2].x, vM[3].x, vM[4].x, vM[5].x, vM[6].x, vM[7].x);
-        const float dym1 = dbw(vM[0].y, vM[1].y, vM[2].y, vM[3].y, vM[4].y, vM[5].y, vM[6].y, vM[7].y);
-        const float dzp0 = dbw(uPl2.x, uPl2.y, uPl1.x, uPl1.y, uP0.x, uP0.y, uPr1.x, uPr1.y);
-        const float dzp1 = dbw(uPl2.y, uPl1.x, uPl1.y, uP0.x, uP0.y, uPr1.x, uPr1.y, uPr2.x);
-        const float dzm0 = dbw(uMl2.x, uMl2.y, uMl1.x, uMl1.y, uM0.x, uM0.y, uMr1.x, uMr1.y);
-        const float dzm1 = dbw(uMl2.y, uMl1.x, uMl1.y, uM0.x, uM0.y, uMr1.x, uMr1.y, uMr2.x);
-        A_(aP, 2).x += dyp0*a.ihy + dzp0*a.ihz; A_(aP, 2).y += dyp1*a.ihy + dzp1*a.ihz;
-        A_(aM, 2).x += dym0*a.ihy + dzm0*a.ihz; A_(aM, 2).y += dym1*a.ihy + dzm1*a.ihz;
-#ifdef V2_DIRECT
-        const float4 mc = *reinterpret_cast<const float4 *>(a.pk.c + oc);
-        const float2 pp = gl2(a.Pp, oc), pm = gl2(a.Mp, oc);
-#else
-        const float4 mc = st[4*S::NT], pq = st[5*S::NT];
-        const float2 pp = make_float2(pq.x, pq.y), pm = make_float2(pq.z, pq.w);
-#endif
-        const float2 c0 = qP[0][j % 8], m0 = qM[0][j % 8], a0 = A_(aP, 0), b0 = A_(aM, 0);
-        const float2 outP = make_float2(mc.x*a0.x + mc.y*(2.f*c0.x - pp.x), mc.z*a0.y + mc.w*(2.f*c0.y - pp.y));
-        const float2 outM = make_float2(mc.x*b0.x + mc.y*(2.f*m0.x - pm.x), mc.z*b0.y + mc.w*(2.f*m0.y - pm.y));
-        if (store && p - 4 >= a.xs) {
-          if (store1) { *reinterpret_cast<float2 *>(a.Pn + oc) = outP; *reinterpret_cast<float2 *>(a.Mn + oc) = outM; }
-          else { a.Pn[oc] = outP.x; a.Mn[oc] = outM.x; }
-        }
-        A_(aP, 0) = A_(aM, 0) = make_float2(0.f, 0.f);   // becomes plane p+4's
-#undef A_
-      }
-      // (3) the queues move on; plane p and the band into the current buffer
-      #pragma unroll
-      for (int i = 0; i < NR; ++i) {
-        qP[i][j % 8] = nP[i]; qM[i][j % 8] = nM[i];          // P[p+4]
-        if (p + 5 <= a.xe + 7) { nP[i] = gl2(a.P, o0[i] + (p + 5)*sx); nM[i] = gl2(a.M, o0[i] + (p + 5)*sx); }
-        st2(cur, sp[i], qP[i][(j + 4) % 8]); st2(cur + S::PL, sp[i], qM[i][(j + 4) % 8]);
-      }
-      if (a.bsp >= 0) st2(cur, a.bsp, band);
-      cp_wait();
-      __syncthreads();
-    }
-  }
-}
-
 template <int TY>
-__global__ void __launch_bounds__(Shape2<TY>::NT) __maxnreg__(Shape2<TY>::REGS)
-fused_v2(Dims d, const float *__restrict__ P, const float *__restrict__ Pp, float *__restrict__ Pn,
-         const float *__restrict__ M, const float *__restrict__ Mp, float *__restrict__ Mn,
-         Pack pk, float ihx, float ihy, float ihz, int planes)
-{
-  using S = Shape2<TY>;
-  extern __shared__ float sh[];
-  const int tid = threadIdx.x;
-  for (int i = tid; i < 2*S::BUF; i += S::NT) sh[i] = 0.f;
-  V2Args a;
-  a.d = d; a.P = P; a.Pp = Pp; a.M = M; a.Mp = Mp; a.Pn = Pn; a.Mn = Mn; a.pk = pk;
-  a.ihx = ihx; a.ihy = ihy; a.ihz = ihz; a.y0 = blockIdx.y*TY; a.z0 = blockIdx.x*S::TZ;
-  a.xs = blockIdx.z*planes; a.xe = min(a.xs + planes, d.nx) - 1; a.sx = (int)d.sx;
-  // band: plane pairs no flux thread owns, one a thread (P for the first NBAND, M next)
-  a.bsp = -1; a.bo = 0; a.bsrc = P;
-  if (tid < 2*S::NBAND) {
-    const int e = tid < S::NBAND ? tid : tid - S::NBAND;
-    int rr, cc;
-    if (e < 96) { const int h = e/16; rr = h < 3 ? h - 7 : TY + h + 1; cc = 2*(e%16); }
-    else if (e < 128) { const int h = (e - 96)/4, k = (e - 96)%4; rr = h < 4 ? h - 4 : TY + h - 4; cc = k < 2 ? 2*k - 4 : 28 + 2*k; }
-    else { const int h = (e - 128)/4, k = (e - 128)%4; rr = h; cc = k < 2 ? 2*k - 8 : 32 + 2*k; }
-    a.bsp = (rr + 7)*S::PB + cc + 8 + (tid < S::NBAND ? 0 : S::PL); a.bo = v2_column(a, rr, cc);
-    a.bsrc = tid < S::NBAND ? P : M;
-  }
-  __syncthreads();
-  if (tid < S::NTILE) v2_loop<TY, 0>(a, sh, tid/16, 2*(tid%16), tid);
-  else if (tid < S::NTILE + S::NYH) {
-    const int e = tid - S::NTILE, h = e/16;
-    v2_loop<TY, 1>(a, sh, h < 2 ? 2*h - 4 : TY + 2*(h - 2), 2*(e%16), tid);
-  } else {
-    const int e = tid - S::NTILE - S::NYH, k = e%4;
-    v2_loop<TY, 2>(a, sh, e/4, k < 2 ? 2*k - 4 : 28 + 2*k, tid);
-  }
-}
-
-// ---------------------------------------------------------------- fused, third design
-// As the second design (float2 pairs, three roles, one barrier a plane, packed medium) but with
-// no register queues, so the plane loop is not unrolled and the kernel's code stays small (the
-// second design's three loops unrolled by 8 are ~140 KB of SASS: a third of its warp cycles
-// were instruction-fetch stalls). The P/M planes live in a ring of 9 shared slots (x-taps are
-// shared loads of the thread's own column; plane p+4 is stored while p-4..p+3 are read), the
-// y/z-fluxes in a ring of 4 (plane p-1 written while p-4 is read), the tile's x-fluxes in a
-// thread-private ring of 8 that the x-divergence gathers. A ring's taps wrap at most once, so
-// each tap's address is one of two bases plus an immediate. Every global load is issued right
-// after its register's last use, so it flies for an iteration without a second register set.
-template <int TY>
-struct Shape3 {
+struct Rings {
   static constexpr int TZ = 32, NTILE = 16*TY, NYH = 16*4, NZH = 4*TY;
   static constexpr int NT = NTILE + NYH + NZH;
   static constexpr int REGS = 16384/((NT/32 + 3)/4*32)/8*8 > 255 ? 255 : 16384/((NT/32 + 3)/4*32)/8*8;
-  static constexpr int PB = 48, PL = PB*(TY + 14);
-  static constexpr int YB = 32, YL = YB*(TY + 8);
-  static constexpr int ZB = 40, ZL = ZB*TY;
+  // a P/M plane: rows -7..TY+7 (TY+7 only for the y-taps of the halo's unused row TY+3, which
+  // would otherwise read into the next slot), 24 pairs (cols -8..39)
+  static constexpr int PB = 96, SL = PB*(TY + 15);
+  static constexpr int YB = 64, YL = YB*(TY + 8);      // y-fluxes: rows -4..TY+3, 16 pairs
+  static constexpr int ZB = 80, ZL = ZB*TY;            // z-fluxes: rows 0..TY-1, 20 pairs (cols -4..35)
   static constexpr int NBAND = 16*6 + 4*8 + 4*TY;
-  static constexpr int SL = 2*PL, RING = 0;                     // 9 slots: P plane, M plane
-  static constexpr int FL = 2*YL + 2*ZL, FLUX = RING + 9*SL;    // 4 slots: fy P, fy M, fz P, fz M
-  static constexpr int XL = 4*NTILE, XR = FLUX + 4*FL;          // 8 slots: [field][thread] float2
-  static constexpr int FLOATS = XR + 8*XL, SHARED = FLOATS*4;
+  static constexpr int RING = 0, FL = YL + ZL, FLUX = RING + 9*SL, XR = FLUX + 4*FL;
+  static constexpr int FLOATS = XR + 8*4*NTILE, SHARED = FLOATS*4;
 };
 
-template <int TY, int KIND>
-__device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c, int tid)
+// a 128-bit shared load even when some lanes go unused (otherwise the compiler splits it into
+// 32-bit loads at a 16-byte stride: four times the wavefronts)
+__device__ __forceinline__ float4 ld4(const float *s, int i)
 {
-  using S = Shape3<TY>;
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"((unsigned)__cvta_generic_to_shared(s + i)));
+  return v;
+}
+__device__ __forceinline__ void st4(float *s, int i, float4 v) { *reinterpret_cast<float4 *>(s + i) = v; }
+__device__ __forceinline__ float2 lo(float4 v) { return make_float2(v.x, v.y); }
+__device__ __forceinline__ float2 hi(float4 v) { return make_float2(v.z, v.w); }
+
+template <int TY, int KIND>
+__device__ __forceinline__ void rings_loop(const Args &a, float *sh, int r, int c, int tid)
+{
+  using S = Rings<TY>;
   constexpr int NR = KIND == 1 ? 2 : 1;
   const int sx = a.sx, ps = a.xs - 4, pe = a.xe + 4;
   int o0[NR], sp[NR];
   #pragma unroll
-  for (int i = 0; i < NR; ++i) { o0[i] = v2_column(a, r + i, c); sp[i] = (r + i + 7)*S::PB + c + 8; }
+  for (int i = 0; i < NR; ++i) { o0[i] = column_of(a, r + i, c); sp[i] = (r + i + 7)*S::PB + 2*(c + 8); }
   const bool store = KIND == 0 && a.y0 + r < a.d.ny && a.z0 + c < a.d.nz, store1 = a.z0 + c + 1 < a.d.nz;
-  // the ring before the first iteration: planes ps-4..ps+3 in slots 5..8, 0..3
   for (int k = 0; k < 8; ++k) {
     float *slot = sh + S::RING + ((5 + k) % 9)*S::SL;
     const int x = ps - 4 + k;
     #pragma unroll
-    for (int i = 0; i < NR; ++i) { st2(slot, sp[i], gl2(a.P, o0[i] + x*sx)); st2(slot + S::PL, sp[i], gl2(a.M, o0[i] + x*sx)); }
+    for (int i = 0; i < NR; ++i) {
+      const float2 u = gl2(a.P, o0[i] + x*sx), v = gl2(a.M, o0[i] + x*sx);
+      st4(slot, sp[i], make_float4(u.x, u.y, v.x, v.y));
+    }
     if (a.bsp >= 0) st2(slot, a.bsp, gl2(a.bsrc, a.bo + x*sx));
   }
-  // registers loaded an iteration ahead: the plane p+4 (own pairs, band), the medium at p-1,
-  // the consumer's at p-4
   float2 nP[NR], nM[NR], band = make_float2(0.f, 0.f);
   float4 ma[NR][2], mb[NR][2], mc = make_float4(0.f, 0.f, 0.f, 0.f);
   float2 pp = make_float2(0.f, 0.f), pm = pp;
@@ -746,25 +519,23 @@ __device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c
     const int oc = o0[0] + (ps - 4)*sx;
     pp = gl2(a.Pp, oc); pm = gl2(a.Mp, oc); mc = *reinterpret_cast<const float4 *>(a.pk.c + oc);
   }
-  float2 *xr = reinterpret_cast<float2 *>(sh + S::XR) + tid;   // this thread's x-flux ring
+  float4 *xr = reinterpret_cast<float4 *>(sh + S::XR) + tid;   // this thread's x-flux ring
   __syncthreads();
   #pragma unroll 1
   for (int p = ps, t = 0; p <= pe; ++p, ++t) {
-    const int tb = (t + 5) % 9, w = 9 - tb;          // x-taps k: slot tb + k, wrapped after w
+    const int tb = (t + 5) % 9, w = 9 - tb;
     const float *R1 = sh + S::RING + tb*S::SL, *R2 = R1 - 9*S::SL;
-    const float *Rc = sh + S::RING + ((t + 8) % 9)*S::SL;   // plane p-1
+    const float *Rc = sh + S::RING + ((t + 8) % 9)*S::SL;
     float *Fw = sh + S::FLUX + ((t + 3) & 3)*S::FL;          // fluxes of plane p-1
+    float4 fx;   // the tile's x-fluxes (P pair, M pair)
     // (1) the producer at plane p-1
-    float xo[NR][2][2][4];   // not used; keeps the structure readable
-    (void)xo;
-    float2 fxP, fxM;         // the tile's x-fluxes
     #pragma unroll
     for (int i = 0; i < NR; ++i) {
       float2 qP[8], qM[8];
       #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        const float *b = (k < w ? R1 : R2) + k*S::SL;
-        qP[k] = ld2(b, sp[i]); qM[k] = ld2(b + S::PL, sp[i]);
+        const float4 v = ld4((k < w ? R1 : R2) + k*S::SL, sp[i]);
+        qP[k] = lo(v); qM[k] = hi(v);
       }
       float g[3][2], h[3][2];
       #pragma unroll
@@ -774,7 +545,7 @@ __device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c
         #pragma unroll
         for (int k = 0; k < 8; ++k) {
           if (k == 3) { yP[k] = qP[3]; yM[k] = qM[3]; }
-          else { yP[k] = ld2(Rc, sp[i] + (k - 3)*S::PB); yM[k] = ld2(Rc + S::PL, sp[i] + (k - 3)*S::PB); }
+          else { const float4 v = ld4(Rc, sp[i] + (k - 3)*S::PB); yP[k] = lo(v); yM[k] = hi(v); }
         }
         #pragma unroll
         for (int e = 0; e < 2; ++e) {
@@ -782,8 +553,14 @@ __device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c
           h[1][e] = dfw(el(yM[0], e), el(yM[1], e), el(yM[2], e), el(yM[3], e), el(yM[4], e), el(yM[5], e), el(yM[6], e), el(yM[7], e))*a.ihy;
         }
       }
-      dz(Rc, sp[i], qP[3], a.ihz, g[2][0], g[2][1]);
-      dz(Rc + S::PL, sp[i], qM[3], a.ihz, h[2][0], h[2][1]);
+      {
+        const float4 l2 = ld4(Rc, sp[i] - 8), l1 = ld4(Rc, sp[i] - 4), r1 = ld4(Rc, sp[i] + 4), r2 = ld4(Rc, sp[i] + 8);
+        const float2 oP = qP[3], oM = qM[3];
+        g[2][0] = dfw(l2.y, l1.x, l1.y, oP.x, oP.y, r1.x, r1.y, r2.x)*a.ihz;
+        g[2][1] = dfw(l1.x, l1.y, oP.x, oP.y, r1.x, r1.y, r2.x, r2.y)*a.ihz;
+        h[2][0] = dfw(l2.w, l1.z, l1.w, oM.x, oM.y, r1.z, r1.w, r2.z)*a.ihz;
+        h[2][1] = dfw(l1.z, l1.w, oM.x, oM.y, r1.z, r1.w, r2.z, r2.w)*a.ihz;
+      }
       float f[2][3][2];
       #pragma unroll
       for (int e = 0; e < 2; ++e) {
@@ -798,62 +575,50 @@ __device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c
             f[0][ax][e] = kp*g[ax][e] + n[ax]*s_p; f[1][ax][e] = km*h[ax][e] + n[ax]*s_m;
           }
       }
-      // the medium of the next iteration (plane p) into the registers just freed
-      {
+      {   // the medium of the next iteration (plane p) into the registers just freed
         const int of = o0[i] + p*sx;
         ma[i][0] = a.pk.a[of]; ma[i][1] = a.pk.a[of + 1]; mb[i][0] = a.pk.b[of]; mb[i][1] = a.pk.b[of + 1];
       }
-      if (KIND == 0 || KIND == 1) {
-        const int o = (r + i + 4)*S::YB + c;
-        st2(Fw, o, make_float2(f[0][1][0], f[0][1][1])); st2(Fw + S::YL, o, make_float2(f[1][1][0], f[1][1][1]));
-      }
-      if (KIND == 0 || KIND == 2) {
-        const int o = 2*S::YL + r*S::ZB + c + 4;
-        st2(Fw, o, make_float2(f[0][2][0], f[0][2][1])); st2(Fw + S::ZL, o, make_float2(f[1][2][0], f[1][2][1]));
-      }
-      if (KIND == 0) {
-        fxP = make_float2(f[0][0][0]*a.ihx, f[0][0][1]*a.ihx); fxM = make_float2(f[1][0][0]*a.ihx, f[1][0][1]*a.ihx);
-      }
+      if (KIND == 0 || KIND == 1)
+        st4(Fw, (r + i + 4)*S::YB + 2*c, make_float4(f[0][1][0], f[0][1][1], f[1][1][0], f[1][1][1]));
+      if (KIND == 0 || KIND == 2)
+        st4(Fw, S::YL + r*S::ZB + 2*(c + 4), make_float4(f[0][2][0], f[0][2][1], f[1][2][0], f[1][2][1]));
+      if (KIND == 0)
+        fx = make_float4(f[0][0][0]*a.ihx, f[0][0][1]*a.ihx, f[1][0][0]*a.ihx, f[1][0][1]*a.ihx);
     }
     // (2) the tile: divergence and update of plane p-4
     if (KIND == 0) {
       const int tx = t & 7, wx = 8 - tx;     // x-flux taps k (planes p-8+k): slot tx + k
-      float2 *X1 = xr + tx*(S::XL/2), *X2 = X1 - 8*(S::XL/2);
-      float2 vP[8], vM[8];
+      float4 *X1 = xr + tx*S::NTILE, *X2 = X1 - 8*S::NTILE;
+      float4 v[8];
       #pragma unroll
-      for (int k = 0; k < 7; ++k) {
-        float2 *b = (k < wx ? X1 : X2) + k*(S::XL/2);
-        vP[k] = b[0]; vM[k] = b[S::NTILE];
-      }
-      vP[7] = fxP; vM[7] = fxM;
-      {
-        float2 *b = (7 < wx ? X1 : X2) + 7*(S::XL/2);     // plane p-1's slot
-        b[0] = fxP; b[S::NTILE] = fxM;
-      }
+      for (int k = 0; k < 7; ++k) v[k] = ((k < wx ? X1 : X2) + k*S::NTILE)[0];
+      v[7] = fx;
+      ((7 < wx ? X1 : X2) + 7*S::NTILE)[0] = fx;     // plane p-1's slot
       const float *Fr = sh + S::FLUX + (t & 3)*S::FL;    // fluxes of plane p-4
-      const float *fyP = Fr, *fyM = Fr + S::YL, *fzP = Fr + 2*S::YL, *fzM = fzP + S::ZL;
-      const int jy = (r + 4)*S::YB + c, jz = r*S::ZB + c + 4;
-      float2 yP[8], yM[8];
+      const int jy = (r + 4)*S::YB + 2*c, jz = S::YL + r*S::ZB + 2*(c + 4);
+      float4 y[8];
       #pragma unroll
-      for (int k = 0; k < 8; ++k) { yP[k] = ld2(fyP, jy + (k - 4)*S::YB); yM[k] = ld2(fyM, jy + (k - 4)*S::YB); }
-      const float2 uPl2 = ld2(fzP, jz - 4), uPl1 = ld2(fzP, jz - 2), uP0 = ld2(fzP, jz), uPr1 = ld2(fzP, jz + 2), uPr2 = ld2(fzP, jz + 4);
-      const float2 uMl2 = ld2(fzM, jz - 4), uMl1 = ld2(fzM, jz - 2), uM0 = ld2(fzM, jz), uMr1 = ld2(fzM, jz + 2), uMr2 = ld2(fzM, jz + 4);
-      float dp[2], dm[2];
+      for (int k = 0; k < 8; ++k) y[k] = ld4(Fr, jy + (k - 4)*S::YB);
+      const float4 ul2 = ld4(Fr, jz - 8), ul1 = ld4(Fr, jz - 4), u0 = ld4(Fr, jz), ur1 = ld4(Fr, jz + 4), ur2 = ld4(Fr, jz + 8);
+      float d[2][2];   // [field][element]
       #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float xp = dbw(el(vP[0], e), el(vP[1], e), el(vP[2], e), el(vP[3], e), el(vP[4], e), el(vP[5], e), el(vP[6], e), el(vP[7], e));
-        const float xm = dbw(el(vM[0], e), el(vM[1], e), el(vM[2], e), el(vM[3], e), el(vM[4], e), el(vM[5], e), el(vM[6], e), el(vM[7], e));
-        const float yp = dbw(el(yP[0], e), el(yP[1], e), el(yP[2], e), el(yP[3], e), el(yP[4], e), el(yP[5], e), el(yP[6], e), el(yP[7], e));
-        const float ym = dbw(el(yM[0], e), el(yM[1], e), el(yM[2], e), el(yM[3], e), el(yM[4], e), el(yM[5], e), el(yM[6], e), el(yM[7], e));
-        const float zp = e == 0 ? dbw(uPl2.x, uPl2.y, uPl1.x, uPl1.y, uP0.x, uP0.y, uPr1.x, uPr1.y)
-                                : dbw(uPl2.y, uPl1.x, uPl1.y, uP0.x, uP0.y, uPr1.x, uPr1.y, uPr2.x);
-        const float zm = e == 0 ? dbw(uMl2.x, uMl2.y, uMl1.x, uMl1.y, uM0.x, uM0.y, uMr1.x, uMr1.y)
-                                : dbw(uMl2.y, uMl1.x, uMl1.y, uM0.x, uM0.y, uMr1.x, uMr1.y, uMr2.x);
-        dp[e] = xp + yp*a.ihy + zp*a.ihz; dm[e] = xm + ym*a.ihy + zm*a.ihz;
+      for (int fld = 0; fld < 2; ++fld) {
+        #pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          auto C = [&](const float4 &q) { return fld ? (e ? q.w : q.z) : (e ? q.y : q.x); };
+          const float xd = dbw(C(v[0]), C(v[1]), C(v[2]), C(v[3]), C(v[4]), C(v[5]), C(v[6]), C(v[7]));
+          const float yd = dbw(C(y[0]), C(y[1]), C(y[2]), C(y[3]), C(y[4]), C(y[5]), C(y[6]), C(y[7]));
+          const float a0 = fld ? ul2.z : ul2.x, a1 = fld ? ul2.w : ul2.y, b0 = fld ? ul1.z : ul1.x, b1 = fld ? ul1.w : ul1.y;
+          const float c0 = fld ? u0.z : u0.x, c1 = fld ? u0.w : u0.y, d0 = fld ? ur1.z : ur1.x, d1 = fld ? ur1.w : ur1.y;
+          const float e0 = fld ? ur2.z : ur2.x;
+          const float zd = e == 0 ? dbw(a0, a1, b0, b1, c0, c1, d0, d1) : dbw(a1, b0, b1, c0, c1, d0, d1, e0);
+          d[fld][e] = xd + yd*a.ihy + zd*a.ihz;
+        }
       }
-      const float2 c0 = ld2(R1, sp[0]), m0 = ld2(R1 + S::PL, sp[0]);   // plane p-4: x-tap 0
-      const float2 outP = make_float2(mc.x*dp[0] + mc.y*(2.f*c0.x - pp.x), mc.z*dp[1] + mc.w*(2.f*c0.y - pp.y));
-      const float2 outM = make_float2(mc.x*dm[0] + mc.y*(2.f*m0.x - pm.x), mc.z*dm[1] + mc.w*(2.f*m0.y - pm.y));
+      const float4 cm = ld4(R1, sp[0]);   // plane p-4 (x-tap 0)
+      const float2 outP = make_float2(mc.x*d[0][0] + mc.y*(2.f*cm.x - pp.x), mc.z*d[0][1] + mc.w*(2.f*cm.y - pp.y));
+      const float2 outM = make_float2(mc.x*d[1][0] + mc.y*(2.f*cm.z - pm.x), mc.z*d[1][1] + mc.w*(2.f*cm.w - pm.y));
       const int oc = o0[0] + (p - 4)*sx;
       if (store && p - 4 >= a.xs) {
         if (store1) { *reinterpret_cast<float2 *>(a.Pn + oc) = outP; *reinterpret_cast<float2 *>(a.Mn + oc) = outM; }
@@ -862,12 +627,11 @@ __device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c
       const int on = oc + sx;   // the next iteration's consumer
       pp = gl2(a.Pp, on); pm = gl2(a.Mp, on); mc = *reinterpret_cast<const float4 *>(a.pk.c + on);
     }
-    // (3) plane p+4 into the ring; the loads of plane p+5
     {
       float *Ws = sh + S::RING + ((t + 4) % 9)*S::SL;
       #pragma unroll
       for (int i = 0; i < NR; ++i) {
-        st2(Ws, sp[i], nP[i]); st2(Ws + S::PL, sp[i], nM[i]);
+        st4(Ws, sp[i], make_float4(nP[i].x, nP[i].y, nM[i].x, nM[i].y));
         if (p + 5 <= a.xe + 7) { nP[i] = gl2(a.P, o0[i] + (p + 5)*sx); nM[i] = gl2(a.M, o0[i] + (p + 5)*sx); }
       }
       if (a.bsp >= 0) {
@@ -880,16 +644,16 @@ __device__ __forceinline__ void v3_loop(const V2Args &a, float *sh, int r, int c
 }
 
 template <int TY>
-__global__ void __launch_bounds__(Shape3<TY>::NT) __maxnreg__(Shape3<TY>::REGS)
-fused_v3(Dims d, const float *__restrict__ P, const float *__restrict__ Pp, float *__restrict__ Pn,
+__global__ void __launch_bounds__(Rings<TY>::NT) __maxnreg__(Rings<TY>::REGS)
+fused_rings(Dims d, const float *__restrict__ P, const float *__restrict__ Pp, float *__restrict__ Pn,
          const float *__restrict__ M, const float *__restrict__ Mp, float *__restrict__ Mn,
          Pack pk, float ihx, float ihy, float ihz, int planes)
 {
-  using S = Shape3<TY>;
+  using S = Rings<TY>;
   extern __shared__ float sh[];
   const int tid = threadIdx.x;
   for (int i = tid; i < S::FLOATS; i += S::NT) sh[i] = 0.f;
-  V2Args a;
+  Args a;
   a.d = d; a.P = P; a.Pp = Pp; a.M = M; a.Mp = Mp; a.Pn = Pn; a.Mn = Mn; a.pk = pk;
   a.ihx = ihx; a.ihy = ihy; a.ihz = ihz; a.y0 = blockIdx.y*TY; a.z0 = blockIdx.x*S::TZ;
   a.xs = blockIdx.z*planes; a.xe = min(a.xs + planes, d.nx) - 1; a.sx = (int)d.sx;
@@ -900,29 +664,29 @@ fused_v3(Dims d, const float *__restrict__ P, const float *__restrict__ Pp, floa
     if (e < 96) { const int h = e/16; rr = h < 3 ? h - 7 : TY + h + 1; cc = 2*(e%16); }
     else if (e < 128) { const int h = (e - 96)/4, k = (e - 96)%4; rr = h < 4 ? h - 4 : TY + h - 4; cc = k < 2 ? 2*k - 4 : 28 + 2*k; }
     else { const int h = (e - 128)/4, k = (e - 128)%4; rr = h; cc = k < 2 ? 2*k - 8 : 32 + 2*k; }
-    a.bsp = (rr + 7)*S::PB + cc + 8 + (tid < S::NBAND ? 0 : S::PL); a.bo = v2_column(a, rr, cc);
+    a.bsp = (rr + 7)*S::PB + 2*(cc + 8) + (tid < S::NBAND ? 0 : 2); a.bo = column_of(a, rr, cc);
     a.bsrc = tid < S::NBAND ? P : M;
   }
   __syncthreads();
-  if (tid < S::NTILE) v3_loop<TY, 0>(a, sh, tid/16, 2*(tid%16), tid);
+  if (tid < S::NTILE) rings_loop<TY, 0>(a, sh, tid/16, 2*(tid%16), tid);
   else if (tid < S::NTILE + S::NYH) {
     const int e = tid - S::NTILE, h = e/16;
-    v3_loop<TY, 1>(a, sh, h < 2 ? 2*h - 4 : TY + 2*(h - 2), 2*(e%16), tid);
+    rings_loop<TY, 1>(a, sh, h < 2 ? 2*h - 4 : TY + 2*(h - 2), 2*(e%16), tid);
   } else {
     const int e = tid - S::NTILE - S::NYH, k = e%4;
-    v3_loop<TY, 2>(a, sh, e/4, k < 2 ? 2*k - 4 : 28 + 2*k, tid);
+    rings_loop<TY, 2>(a, sh, e/4, k < 2 ? 2*k - 4 : 28 + 2*k, tid);
   }
 }
 
 template <int TY>
-static void launch_v3(Dims d, float *Pc, float *Pp, float *Pn, float *Mc, float *Mp, float *Mn,
+static void launch_rings(Dims d, float *Pc, float *Pp, float *Pn, float *Mc, float *Mp, float *Mn,
                       Pack m, float ih, int p)
 {
-  using S = Shape3<TY>;
+  using S = Rings<TY>;
   static bool once = false;
-  if (!once) { CK(cudaFuncSetAttribute(fused_v3<TY>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SHARED)); once = true; }
+  if (!once) { CK(cudaFuncSetAttribute(fused_rings<TY>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SHARED)); once = true; }
   dim3 g((d.nz + 31)/32, (d.ny + TY - 1)/TY, (d.nx + p - 1)/p);
-  fused_v3<TY><<<g, S::NT, S::SHARED>>>(d, Pc, Pp, Pn, Mc, Mp, Mn, m, ih, ih, ih, p);
+  fused_rings<TY><<<g, S::NT, S::SHARED>>>(d, Pc, Pp, Pn, Mc, Mp, Mn, m, ih, ih, ih, p);
 }
 
 // ---------------------------------------------------------------- driver
@@ -942,17 +706,6 @@ static void launch_plain(Dims d, float *Pc, float *Pp, float *Pn, float *Mc, flo
   using S = Shape<TY>;
   dim3 g((d.nz + 31)/32, (d.ny + TY - 1)/TY, (d.nx + p - 1)/p);
   fused_plain<TY><<<g, dim3(32, S::NT/32)>>>(d, Pc, Pp, Pn, Mc, Mp, Mn, m, ih, ih, ih, dt2, p);
-}
-
-template <int TY>
-static void launch_v2(Dims d, float *Pc, float *Pp, float *Pn, float *Mc, float *Mp, float *Mn,
-                      Pack m, float ih, int p)
-{
-  using S = Shape2<TY>;
-  static bool once = false;
-  if (!once) { CK(cudaFuncSetAttribute(fused_v2<TY>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SHARED)); once = true; }
-  dim3 g((d.nz + 31)/32, (d.ny + TY - 1)/TY, (d.nx + p - 1)/p);
-  fused_v2<TY><<<g, S::NT, S::SHARED>>>(d, Pc, Pp, Pn, Mc, Mp, Mn, m, ih, ih, ih, p);
 }
 
 int main(int argc, char **argv)
@@ -995,14 +748,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < 8; ++i) CK(cudaMemcpy(buf[21 + i], out[i].data(), n*sizeof(float), cudaMemcpyHostToDevice));
     m2.kp = buf[21]; m2.b = buf[22]; m2.sa = buf[23]; m2.sc = buf[24]; m2.se = buf[25];
     m2.n0 = buf[26]; m2.n1 = buf[27]; m2.n2 = buf[28]; m2.vb = buf[13]; m2.bv = buf[14];
-    // the packed products of fused_v2: (kp, km, sa, sc), (se, n0, n1, n2), (dt^2 vb, bv vb)
+    // the packed products of fused_rings: (kp, km, sa, sc), (se, n0, n1, n2), (dt^2 vb, bv vb)
     std::vector<float> ha(4*n, 0.f), hb(4*n, 0.f), hc(2*n, 0.f);
     for (long o = 0; o < n; ++o) {
-#ifdef PACK_SPLIT
-      const long i = o/2 + (o % 2)*(n/2);
-#else
       const long i = o;
-#endif
       ha[4*i] = out[0][o]; ha[4*i + 1] = (1 - F)*out[1][o]; ha[4*i + 2] = out[2][o]; ha[4*i + 3] = out[3][o];
       hb[4*i] = out[4][o]; hb[4*i + 1] = out[5][o]; hb[4*i + 2] = out[6][o]; hb[4*i + 3] = out[7][o];
     }
@@ -1015,7 +764,7 @@ int main(int argc, char **argv)
     CK(cudaMemcpy(pa, ha.data(), n*sizeof(float4), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(pb, hb.data(), n*sizeof(float4), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(pc, hc.data(), n*sizeof(float2), cudaMemcpyHostToDevice));
-    pk.a = pa; pk.b = pb; pk.c = pc; pk.half = (int)(n/2);
+    pk.a = pa; pk.b = pb; pk.c = pc;
   }
   for (int x = 0; x < d.nx; ++x) for (int y = 0; y < d.ny; ++y) for (int z = 0; z < d.nz; ++z) {
     const float rx = (x - d.nx/2)*h, ry = (y - d.ny/2)*h, rz = (z - d.nz/2)*h;
@@ -1035,14 +784,9 @@ int main(int argc, char **argv)
         dim3 g((d.nz + 127)/128, d.ny, d.nx);
         ref_flux<<<g, 128>>>(d, Pc, Mc, m, h, h, h, buf[15], buf[16], buf[17], buf[18], buf[19], buf[20]);
         ref_update<<<g, 128>>>(d, Pc, Pp, Pn, Mc, Mp, Mn, m, h, h, h, dt*dt, buf[15], buf[16], buf[17], buf[18], buf[19], buf[20]);
-      } else if (which == 4) {
-        const int p = pl > 0 ? pl : d.nx;
-        launch_v3<16>(d, Pc, Pp, Pn, Mc, Mp, Mn, pk, ih, p);
       } else if (which == 3) {
         const int p = pl > 0 ? pl : d.nx;
-        if (tyy == 16) launch_v2<16>(d, Pc, Pp, Pn, Mc, Mp, Mn, pk, ih, p);
-        else if (tyy == 32) launch_v2<32>(d, Pc, Pp, Pn, Mc, Mp, Mn, pk, ih, p);
-        else launch_v2<24>(d, Pc, Pp, Pn, Mc, Mp, Mn, pk, ih, p);
+        launch_rings<16>(d, Pc, Pp, Pn, Mc, Mp, Mn, pk, ih, p);
       } else if (which == 2) {
         const int p = pl > 0 ? pl : d.nx;
         if (tyy == 8) launch_tuned<8>(d, Pc, Pp, Pn, Mc, Mp, Mn, m2, ih, dt*dt, p);
@@ -1081,12 +825,13 @@ int main(int argc, char **argv)
     return diff/mx < 1e-4 ? 0 : 2;
   }
   const int ty2 = argc > 8 ? atoi(argv[8]) : 24, planes2 = argc > 9 ? atoi(argv[9]) : planes;
-  for (int which = 0; which < 5; ++which) {
+  for (int which = 0; which < 4; ++which) {
     const int tyw = which >= 3 ? ty2 : ty, plw = which >= 3 ? planes2 : planes;
+    if (getenv("ONLY") && !strchr(getenv("ONLY"), '0' + which)) continue;   // e.g. ONLY=24
     init(); run(which, 5, plw, tyw); CK(cudaDeviceSynchronize());
     CK(cudaEventRecord(e0)); run(which, nt, plw, tyw); CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1)); float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-    printf("%s %dx%dx%d nt %d planes %d ty %d: %.3f s  %.2f GPts/s\n", which == 4 ? "fused v3" : which == 3 ? "fused v2" : which == 2 ? "fused tuned" : which ? "fused plain" : "two-kernel reference",
+    printf("%s %dx%dx%d nt %d planes %d ty %d: %.3f s  %.2f GPts/s\n", which == 3 ? "fused rings" : which == 2 ? "fused tuned" : which ? "fused plain" : "two-kernel reference",
            d.nx, d.ny, d.nz, nt, plw, tyw, ms*1e-3, (double)d.nx*d.ny*d.nz*nt/(ms*1e-3)/1e9);
   }
   return 0;
