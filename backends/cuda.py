@@ -349,11 +349,10 @@ class CudaBackend(CBackend):
     pair_loads = True
     STORAGE_PROBES = {}      # nvcc always has cuda_fp16.h and cuda_bf16.h
     #: what fused nests (``stencilgen/ir/fusion``) may use: Hopper's 227 KiB of shared memory
-    #: a block; register queues of at most 32 values a thread; a thread per producer point, at
-    #: most 1024 a block less the 31 its halo columns' rounding to a warp may add; tiles of the
-    #: inner dimensions (innermost last, a warp along it): 16x32 recomputes the least halo
-    #: (864 threads at so 8), 8x32 leaves the most registers a thread
-    FUSION = dict(shared_bytes=227 * 1024, queue_values=32, points=1024 - 31,
+    #: a block; a thread per producer point, at most 1024 a block less the 31 its halo columns'
+    #: rounding to a warp may add; tiles of the inner dimensions (innermost last, a warp along
+    #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most
+    FUSION = dict(shared_bytes=227 * 1024, points=1024 - 31,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))})
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):

@@ -1,23 +1,23 @@
 """CUDA printing of a fused nest (``stencilgen/ir/fusion``): one kernel that streams along the
-outermost dimension, its producer's temporaries kept in registers and shared memory.
+outermost dimension, its producer's temporaries kept on chip, in shared memory.
 
 A block owns a tile of the inner dimensions and a chunk of planes of the outer one. Its threads
 are the points the producer runs on: the tile and the halo rows of the temporaries read across
 the first inner dimension, as whole rows (warps along the innermost), then the halo columns of
-those read across the innermost, after them. Each thread keeps the staged inputs of its own
-column in a register queue along the streamed dimension (their streamed derivatives read
-registers) and writes the queue's centre into one shared plane, where the points around that
-no thread owns are loaded by all; the inner derivatives read that plane. Each plane: (1) the
-queues move on and the plane is stored; barrier; (2) every thread runs the producer on its
-point (the tile: every temporary; the halo: the temporaries read across it), x-read temporaries
-into the thread's register queue, the others into shared rings; barrier; (3) the tile's threads
-run the consumer ``lag`` planes behind. The plane loop is unrolled by the queues' depths, so a
-queue turns by renaming registers, not by moves; the tile is a template parameter, so every
-extent and shared-memory offset is a constant.
+those read across the innermost, after them. Each staged input lives in a shared ring of
+planes over the tile and the halo its reads reach, one plane more than the reads span (so the
+consumer may read it while the next plane is stored); every thread stores its own point and
+the points around that no thread owns load by all. A temporary read only along the streamed
+dimension lives in a private ring of the tile thread's column, one read across the tile in a
+shared ring of planes. Each plane: (1) the next plane of every staged input is stored; barrier;
+(2) every thread runs the producer on its point (the tile: every temporary; the halo: the
+temporaries read across it); barrier; (3) the tile's threads run the consumer ``lag`` planes
+behind. The plane loop is not unrolled: a ring's slot is ``(sg_t + c) % depth`` for the
+iteration ``sg_t``, and the kernel's code stays small (the unrolled register queues of the
+previous form spilled and thrashed the instruction cache: docs/performance.md, issue 47). The
+tile is a template parameter, so every extent and shared-memory offset is a constant.
 """
 from __future__ import annotations
-
-import math
 
 import sympy
 
@@ -53,14 +53,21 @@ def _ring(s) -> str:
     return f"sg_st_{s.name}_{_tag(s.slot)}"
 
 
-def _queue(s) -> str:
-    """The register queue of staged ``s`` along the streamed dimension, the thread's column."""
+def _column(s) -> str:
+    """The prefix of staged ``s``'s values in the thread's own column (its next value, the
+    test that its reads reach the column)."""
     return f"sg_q_{s.name}_{_tag(s.slot)}"
 
 
 def _mod(expr: int, depth: int) -> str:
-    """The slot ``(sg_j + expr) mod depth`` (a constant once the plane loop is unrolled)."""
-    return f"(sg_j + {expr % depth}) % {depth}"
+    """The ring slot ``(sg_t + expr) mod depth`` of iteration ``sg_t``."""
+    return f"(sg_t + {expr % depth}) % {depth}"
+
+
+def ring_depth(s) -> int:
+    """Planes in staged ``s``'s ring: the planes its reads span and one more, which the next
+    plane is stored into while the consumer may still read the oldest."""
+    return s.depth + 1
 
 
 class _Context:
@@ -101,21 +108,23 @@ def fused_printer(base, ctx):
             return super()._print_Indexed(expr)
 
         def _staged(self, s, offs):
-            """A staged read from the queue (along the streamed dimension) or the plane (at
-            the producer's plane); None where neither holds it (read from global memory)."""
+            """A staged read from the ring (the planes the producer reads, at any inner offset
+            its halo holds); None where it does not hold it (read from global memory)."""
             o, inner = offs[0], offs[1:]
             if ctx.phase == "consume":
                 o -= ctx.lag
-            if not any(inner) and s.reach[0] <= o <= s.reach[1]:
-                return f"{_queue(s)}[{_mod(o - s.reach[0], s.depth)}]"
-            if o == 0 and ctx.phase == "produce":
-                return f"{_ring(s)}[{_cell(inner, s.halo, f'{_ring(s)}_b')}]"
-            return None
+            if not s.reach[0] <= o <= s.reach[1]:
+                return None
+            if ctx.phase == "consume" and any(inner):
+                return None
+            ring = _ring(s)
+            return f"{ring}[({_mod(o - s.reach[0], ring_depth(s))})*{ring}_pl + " \
+                   f"{_cell(inner, s.halo, f'{ring}_b')}]"
 
         def _temp(self, t, offs):
             o = offs[0] - ctx.lag    # the plane read, from the producer's
             if t.place == "queue":
-                return f"sg_q_{t.name}[{_mod(o + t.depth - 1, t.depth)}]"
+                return f"sg_pr_{t.name}[({_mod(o + t.depth - 1, t.depth)})*sg_ntile + sg_ti]"
             ring = f"sg_sh_{t.name}"
             return f"{ring}[({_mod(o, t.depth)})*{ring}_pl + " \
                    f"{_cell(offs[1:], t.halo, f'{ring}_b')}]"
@@ -160,8 +169,6 @@ class FusedKernel:
         self.inner = k.dims[1:]
         self.m = len(self.inner)
         (self.l0, self.h0), (self.l1, self.h1) = self.f.bands
-        depths = [s.depth for s in self.f.staged] + [t.depth for t in self.f.onchip]
-        self.unroll = math.lcm(*depths) if depths else 1
 
     # -- pieces ----------------------------------------------------------------------------
     def _bound(self, depth):
@@ -242,7 +249,7 @@ class FusedKernel:
         """The value of staged ``s`` at plane ``x`` in the thread's own column (zero where
         no read reaches it)."""
         names = [d.name for d in self.inner]
-        return f"{_queue(s)}_ok && {self._x_test(s, x)} ? {self._load(s, x, names)} : " \
+        return f"{_column(s)}_ok && {self._x_test(s, x)} ? {self._load(s, x, names)} : " \
                f"({self.real})0"
 
     def _band_load(self, s) -> str:
@@ -273,51 +280,56 @@ class FusedKernel:
         return f"{self._reach_test(s, self._gnames())} && {self._x_test(s, 'sg_X')}"
 
     def _staged_setup(self) -> list[str]:
-        """Per staged input: the thread's queue filled for the first plane (and the next
-        value), and the plane points around that no thread owns, which this thread loads
-        (their inner points fixed for the block) with their first values."""
+        """Per staged input: its ring filled with the planes the first iteration reads but
+        does not store (the thread's own point, and the points around that no thread owns,
+        which this thread loads: their inner points fixed for the block), and the values of
+        the plane the first iteration stores."""
         out = []
         names = [d.name for d in self.inner]
         for s in self.f.staged:
-            ring, q = _ring(s), _queue(s)
-            col = f"{q}_ok"
-            out += [f"const bool {col} = sg_kind != 3 && {self._reach_test(s, names)};",
-                    f"{self.real} {q}[{s.depth}];", "#pragma unroll",
-                    f"for (int sg_k = 0; sg_k < {s.depth - 1}; ++sg_k) {{",
-                    f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_k;",
-                    f"  {q}[sg_k] = {self._column_load(s, 'sg_X')};", "}",
-                    f"{q}[{s.depth - 1}] = 0;",
-                    f"{self.real} {q}_next;", "{",
-                    f"  const sg_int sg_X = sg_pa + {s.reach[1]};",
-                    f"  {q}_next = {self._column_load(s, 'sg_X')};", "}"]
-            n = f"{ring}_n"
-            out += [f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
+            ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
+            own = _cell((0,) * self.m, s.halo, f"{ring}_b")
+            out += [f"const bool {q}_ok = sg_kind != 3 && {self._reach_test(s, names)};",
+                    f"{self.real} {q}_next = 0;",
+                    f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
                     f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];", "#pragma unroll",
                     f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     "  const int sg_e = sg_tid + sg_k*sg_nt;"] + \
                 _indent(self._band_point(s, "sg_e")) + \
                 [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
-                 f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;",
-                 "  const sg_int sg_X = sg_pa;",
-                 f"  {ring}_v[sg_k] = sg_mine ? {self._band_load(s)} : ({self.real})0;", "}"]
+                 f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;", "}",
+                 f"for (int sg_k = 0; sg_k < {s.depth}; ++sg_k) {{",
+                 f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_k;",
+                 f"  {self.real} *const sg_pl = {ring} + sg_k*{ring}_pl;",
+                 f"  const {self.real} sg_own = {self._column_load(s, 'sg_X')};",
+                 f"  if (sg_k < {s.depth - 1} && sg_kind != 3) sg_pl[{own}] = sg_own;",
+                 f"  if (sg_k == {s.depth - 1}) {q}_next = sg_own;",
+                 "  #pragma unroll",
+                 f"  for (int sg_b = 0; sg_b < {n}; ++sg_b) {{",
+                 f"    const int sg_e = {ring}_at[sg_b];",
+                 "    if (sg_e >= 0) {"] + \
+                _indent(self._band_point(s, "sg_e"), "      ") + \
+                [f"      const {self.real} sg_v = {self._band_load(s)};",
+                 f"      if (sg_k < {s.depth - 1}) sg_pl[sg_e] = sg_v; else {ring}_v[sg_b] = sg_v;",
+                 "    }", "  }", "}"]
         return out
 
     def _stage(self) -> list[str]:
-        """Each staged input at plane sg_p: the queue's newest slot from the value loaded an
-        iteration ago (and the next one loaded), the thread's own point and the points around
-        into the plane (and their next values loaded)."""
+        """Each staged input's newest plane (sg_p + its farthest read) into its ring slot:
+        the thread's own point and the points around, loaded an iteration ago; then the next
+        plane's values loaded."""
         out = []
         for s in self.f.staged:
-            ring, q, n = _ring(s), _queue(s), f"{_ring(s)}_n"
+            ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            out += ["{", f"  {q}[{_mod(s.depth - 1, s.depth)}] = {q}_next;",
+            slot = _mod(s.depth - 1, ring_depth(s))
+            out += ["{", f"  {self.real} *const sg_pl = {ring} + ({slot})*{ring}_pl;",
+                    f"  if (sg_kind != 3) sg_pl[{own}] = {q}_next;",
                     f"  const sg_int sg_X = sg_p + {s.reach[1] + 1};",
-                    f"  {q}_next = {self._column_load(s, 'sg_X')};",
-                    f"  if (sg_kind != 3) {ring}[{own}] = {q}[{_mod(-s.reach[0], s.depth)}];",
-                    "}", "{", "  const sg_int sg_X = sg_p + 1;", "  #pragma unroll",
+                    f"  {q}_next = {self._column_load(s, 'sg_X')};", "  #pragma unroll",
                     f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     f"    const int sg_e = {ring}_at[sg_k];", "    if (sg_e >= 0) {",
-                    f"      {ring}[sg_e] = {ring}_v[sg_k];"]
+                    f"      sg_pl[sg_e] = {ring}_v[sg_k];"]
             out += _indent(self._band_point(s, "sg_e"), "      ")
             out += [f"      {ring}_v[sg_k] = {self._band_load(s)};",
                     "    }", "  }", "}"]
@@ -332,7 +344,8 @@ class FusedKernel:
         for t in temps:
             oc = self.ctx.temps[t]
             if oc.place == "queue":
-                lines.append(f"sg_q_{t}[{_mod(oc.depth - 1, oc.depth)}] = sg_v_{t};")
+                lines.append(f"sg_pr_{t}[({_mod(oc.depth - 1, oc.depth)})*sg_ntile + sg_ti] = "
+                             f"sg_v_{t};")
             else:
                 ring = f"sg_sh_{t}"
                 cell = _cell((0,) * self.m, oc.halo, f"{ring}_b")
@@ -379,20 +392,28 @@ class FusedKernel:
         return out
 
     def _shared_decls(self) -> list[str]:
-        """Constant extents of every plane and ring and the pointers into dynamic shared
-        memory."""
-        lines = ["extern __shared__ __align__(16) unsigned char sg_smem[];"]
+        """Constant extents of every ring and the pointers into dynamic shared memory: the
+        staged inputs' and the shared temporaries' rings of planes, then the private rings
+        (a slot a tile thread) of the temporaries read along the streamed dimension only."""
+        lines = ["extern __shared__ __align__(16) unsigned char sg_smem[];",
+                 f"constexpr int sg_ntile = {' * '.join(f'sg_T{j}' for j in range(self.m))};"]
         prev = None
-        rings = [(_ring(s), 1, s.halo) for s in self.f.staged]
+        rings = [(_ring(s), ring_depth(s), s.halo) for s in self.f.staged]
         rings += [(f"sg_sh_{t.name}", t.depth, t.halo) for t in self.f.onchip
                   if t.place == "shared"]
+        rings += [(f"sg_pr_{t.name}", t.depth, None) for t in self.f.onchip
+                  if t.place == "queue"]
         for name, depth, halo in rings:
-            ext = [f"(sg_T{j} + {lo + hi})" for j, (lo, hi) in enumerate(halo)]
-            lines.append(f"constexpr int {name}_b = {ext[-1]};")
-            lines.append(f"constexpr int {name}_pl = {' * '.join(ext)};")
+            if halo is not None:
+                ext = [f"(sg_T{j} + {lo + hi})" for j, (lo, hi) in enumerate(halo)]
+                lines.append(f"constexpr int {name}_b = {ext[-1]};")
+                lines.append(f"constexpr int {name}_pl = {' * '.join(ext)};")
+                size = f"{depth}*{name}_pl"
+            else:
+                size = f"{depth}*sg_ntile"
             start = f"({self.real} *)sg_smem" if prev is None else f"{prev} + {prev_size}"
             lines.append(f"{self.real} *const {name} = {start};")
-            prev, prev_size = name, f"{depth}*{name}_pl"
+            prev, prev_size = name, size
         return lines
 
     def _threads(self) -> str:
@@ -432,9 +453,8 @@ class FusedKernel:
                   f"sg_xs + sg_planes - 1 : {hi_x};",
                   f"const sg_int sg_pa = sg_xs + {first};"]
         lines += self._point()
-        for t in f.onchip:
-            if t.place == "queue":
-                lines.append(f"{self.real} sg_q_{t.name}[{t.depth}] = {{}};")
+        tile_index = "sg_i0*sg_T1 + sg_i1" if self.m == 2 else "sg_i0"
+        lines.append(f"const int sg_ti = {tile_index};   // a tile thread's slot in private rings")
         lines += self._staged_setup()
         # the body of one plane, printed first: it names the registers loaded at its top
         ctx.phase, ctx.point = "produce", True
@@ -446,13 +466,11 @@ class FusedKernel:
             _indent([self._stmt(a, False) for a in k.body]) + ["}"]
         ctx.point = False
         lines += [f"{self.real} {name};" for name in ctx.loads.values()]
-        plane = ["const sg_int sg_p = sg_p0 + sg_j;", f"if (sg_p > sg_xe + {f.lag}) break;"]
-        plane += self._loads() + self._stage() + ["__syncthreads();"]
+        plane = self._loads() + self._stage() + ["__syncthreads();"]
         plane += ["{"] + _indent(prod) + ["}", "__syncthreads();", "{"] + _indent(cons) + ["}"]
-        loop = [f"for (sg_int sg_p0 = sg_pa; sg_p0 <= sg_xe + {f.lag}; sg_p0 += {self.unroll}) {{",
-                "  #pragma unroll", f"  for (int sg_j = 0; sg_j < {self.unroll}; ++sg_j) {{"]
-        loop += _indent(plane, "    ") + ["  }", "}"]
-        lines += loop
+        lines += ["int sg_t = 0;   // the iteration: ring slots turn with it", "#pragma unroll 1",
+                  f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {f.lag}; ++sg_p, ++sg_t) {{"]
+        lines += _indent(plane) + ["}"]
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
                 f"template <typename sg_int, {tparams}>\n"

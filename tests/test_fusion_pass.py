@@ -53,7 +53,8 @@ def test_sa_tti_fuses_into_one_time_step_nest_with_the_fluxes_on_chip():
     assert f is not None and f.producer.writes.keys() == temps
     assert not temps & {a.name for a in prog.arrays}   # no flux array in global memory
     # so 8: the divergence reads each flux at -4..+3 along its own axis, so the producer
-    # runs 3 planes ahead; the x-fluxes queue 8 planes, the others sit in shared rings
+    # runs 3 planes ahead; the x-fluxes queue 8 planes (private rings), the others sit in
+    # shared rings
     assert f.lag == 3
     places = {t.name: t.place for t in f.onchip}
     queued = [t for t in f.onchip if t.place == "queue"]
@@ -81,9 +82,11 @@ def test_shared_memory_per_tile_counts_every_ring():
     f = _program(_sa_tti()).steps[0].fusion
     for tile, nbytes in zip(f.tiles, f.shared):
         ty, tz = tile
-        staged = 2 * (ty + 14) * (tz + 14)   # one plane each: the x-reads are in registers
+        staged = 2 * 9 * (ty + 14) * (tz + 14)   # a ring of 8 + 1 planes each
         rings = 2 * 4 * (ty + 7) * tz + 2 * 4 * ty * (tz + 7)
-        assert nbytes == 4 * (staged + rings) == shared_bytes(tile, f.onchip, f.staged, 4)
+        private = 2 * 8 * ty * tz                # the x-fluxes, 8 slots a tile point
+        assert nbytes == 4 * (staged + rings + private) == \
+            shared_bytes(tile, f.onchip, f.staged, 4)
     assert f.tiles == CUDA.tiles[2]
     # the 16x32 tile recomputes 7 halo rows of y-fluxes and 7 columns of z-fluxes
     assert 1.3 < f.recompute[0] < 1.7
@@ -100,10 +103,10 @@ def test_variable_density_fuses_in_3d_and_2d():
 def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
     eqs = _sa_tti()
     f = _program(eqs).steps[0].fusion
-    small = Limits(shared_bytes=min(f.shared), queue_values=32, tiles=CUDA.tiles)
+    small = Limits(shared_bytes=min(f.shared), tiles=CUDA.tiles)
     g = _program(eqs, small).steps[0].fusion
     assert g.tiles == (f.tiles[f.shared.index(min(f.shared))],)
-    tiny = Limits(shared_bytes=min(f.shared) - 1, queue_values=32, tiles=CUDA.tiles)
+    tiny = Limits(shared_bytes=min(f.shared) - 1, tiles=CUDA.tiles)
     with caplog.at_level(logging.INFO, logger="stencilgen"):
         prog = _program(eqs, tiny)
     assert len(prog.steps) == 2 and all(k.fusion is None for k in prog.steps)
@@ -111,13 +114,24 @@ def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
     assert f"exceeds the {min(f.shared) - 1} a block may use" in caplog.text
 
 
-def test_register_queues_beyond_the_limit_refuse(caplog):
-    """Two x-flux queues of 8 planes and the columns of P and M (8 each) a thread."""
-    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=31, tiles=CUDA.tiles)
+def test_deeper_stencils_grow_the_rings_and_refuse_by_shared_memory(caplog):
+    """Space order 16 reads 16 planes of P and M and keeps 16 x-flux planes: rings of 17
+    staged planes and 16 private slots, 424 KB a block for the smallest tile (8x32), more than
+    Hopper's 227 KiB: the nests stay apart and the log gives the figure."""
+    from stencilgen.seismic.tti import sa_tti_equations, tti_medium
+    grid = Grid(shape=(40, 36, 44), extent=(390.0, 350.0, 430.0), dtype=np.float32)
+    P, M = (TimeFunction(name=n, grid=grid, time_order=2, space_order=16) for n in "PM")
+    eqs = sa_tti_equations(P, M, tti_medium(grid, 16))
+    unlimited = Limits(shared_bytes=1 << 30, tiles=CUDA.tiles)
+    f = _program(eqs, unlimited).steps[0].fusion
+    assert all(s.depth == 16 for s in f.staged)
+    assert sorted(t.depth for t in f.onchip if t.place == "queue") == [16, 16]
+    smallest = min(f.shared)
+    assert smallest == shared_bytes((8, 32), f.onchip, f.staged, 4) > CUDA.shared_bytes
     with caplog.at_level(logging.INFO, logger="stencilgen"):
-        prog = _program(_sa_tti(), limits)
+        prog = _program(eqs)
     assert len(prog.steps) == 2
-    assert "register queues would hold 32 values a thread (at most 31)" in caplog.text
+    assert f"its shared memory, {smallest} bytes a block for the smallest tile" in caplog.text
 
 
 def test_producer_points_count_the_halo_rows_and_columns():
@@ -126,10 +140,10 @@ def test_producer_points_count_the_halo_rows_and_columns():
     f = _program(_sa_tti()).steps[0].fusion
     assert producer_points((16, 32), f.parts) == 23 * 32 + 16 * 7
     assert producer_points((8, 32), f.parts) == 15 * 32 + 8 * 7
-    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=32, tiles=CUDA.tiles,
+    limits = Limits(shared_bytes=CUDA.shared_bytes, tiles=CUDA.tiles,
                     points=15 * 32 + 8 * 7)
     assert _program(_sa_tti(), limits).steps[0].fusion.tiles == ((8, 32),)
-    few = Limits(shared_bytes=CUDA.shared_bytes, queue_values=32, tiles=CUDA.tiles, points=500)
+    few = Limits(shared_bytes=CUDA.shared_bytes, tiles=CUDA.tiles, points=500)
     prog = _program(_variable_density(), few)
     assert len(prog.steps) == 2
 
@@ -161,7 +175,7 @@ def test_a_temporary_read_across_two_inner_dimensions_refuses(caplog):
 
 
 def test_no_tiles_for_the_dimension_count_refuses(caplog):
-    limits = Limits(shared_bytes=CUDA.shared_bytes, queue_values=32, tiles={2: ((16, 32),)})
+    limits = Limits(shared_bytes=CUDA.shared_bytes, tiles={2: ((16, 32),)})
     with caplog.at_level(logging.INFO, logger="stencilgen"):
         prog = _program(_variable_density((30, 26)), limits)
     assert len(prog.steps) == 2

@@ -6,10 +6,11 @@ nest that streams along the outermost dimension (2.5D, Micikevicius 2009): a thr
 a tile of the inner dimensions and walks the outer one. The producer runs ``lag`` planes ahead
 of the consumer, on the tile and on the halo its shared temporaries are read over (each along
 one inner dimension). A temporary the consumer reads only along the streamed dimension stays in
-a register queue of the thread's own column; one read across the tile lives in a shared ring of
-planes. The producer's stencil inputs are staged: each producer point keeps its column in a
-register queue along the streamed dimension and one shared plane holds the current plane over
-the tile and the halo the inner derivatives reach (so reads must lie on the axes).
+a private ring of the thread's own column (a queue along it); one read across the tile lives in
+a shared ring of planes. The producer's stencil inputs are staged: a shared ring of the planes
+their reads span (and one more) over the tile and the halo the reads reach (reads must lie on
+the axes). Everything lives in shared memory, so a thread's registers do not grow with the
+stencil's reach and the plane loop need not be unrolled.
 
 The pass decides and records; the CUDA backend prints. Where the pattern does not hold or the
 tile does not fit the target's limits, the nests stay apart and the log says why.
@@ -28,8 +29,9 @@ from .optimize import count_bytes
 
 @dataclass(frozen=True)
 class OnChip:
-    """A temporary of a fused nest kept on chip: in a register ``queue`` of the thread's own
-    column (read at no inner offset) or in a ``shared`` ring of planes over the tile."""
+    """A temporary of a fused nest kept on chip: in a ``queue`` of the thread's own column
+    (read at no inner offset: a private ring, a slot a tile thread) or in a ``shared`` ring of
+    planes over the tile."""
 
     name: str
     place: str                            # "queue" or "shared"
@@ -42,9 +44,9 @@ class OnChip:
 
 @dataclass(frozen=True)
 class Staged:
-    """One time slot of an array the producer reads at neighbours: a register queue of each
-    producer point's column over ``reach`` along the streamed dimension, and one shared plane
-    over the tile and ``halo`` (each value read from global memory once a block)."""
+    """One time slot of an array the producer reads at neighbours: a shared ring of the planes
+    over ``reach`` along the streamed dimension and one more, each over the tile and ``halo``
+    (each value read from global memory once a block)."""
 
     name: str
     slot: sympy.Expr | None               # the time index of the slot (None: no time axis)
@@ -56,7 +58,7 @@ class Staged:
 
     @property
     def depth(self) -> int:
-        """Values in the register queue."""
+        """Planes the producer's reads span."""
         return self.reach[1] - self.reach[0] + 1
 
 
@@ -90,12 +92,10 @@ class Fusion:
 @dataclass(frozen=True)
 class Limits:
     """What a target's fused nests may use (the backend's figures): shared memory a block in
-    bytes, register-queue values a thread, producer points a plane (a block's threads), and
-    per number of inner dimensions the candidate tiles (innermost last), the most favoured
-    first."""
+    bytes, producer points a plane (a block's threads), and per number of inner dimensions
+    the candidate tiles (innermost last), the most favoured first."""
 
     shared_bytes: int
-    queue_values: int
     tiles: dict
     points: int = 1024
 
@@ -195,14 +195,17 @@ def _staged(k1, onchip, arrays) -> tuple[Staged, ...] | str:
 
 
 def shared_bytes(tile, onchip, staged, itemsize: int) -> int:
-    """Shared memory a block of ``tile`` uses: a plane per staged input and the shared rings."""
+    """Shared memory a block of ``tile`` uses: the staged inputs' rings (the planes their
+    reads span and one more), the shared temporaries' rings and the private queues (a slot a
+    tile point)."""
     def plane(halo):
         n = 1
         for size, (lo, hi) in zip(tile, halo):
             n *= size + lo + hi
         return n
-    total = sum(plane(s.halo) for s in staged)
+    total = sum((s.depth + 1) * plane(s.halo) for s in staged)
     total += sum(t.depth * plane(t.halo) for t in onchip if t.place == "shared")
+    total += sum(t.depth * plane(((0, 0),) * len(tile)) for t in onchip if t.place == "queue")
     return total * itemsize
 
 
@@ -261,10 +264,6 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     staged = _staged(k1, onchip, arrays)
     if isinstance(staged, str):
         return staged
-    queued = sum(t.depth for t in onchip if t.place == "queue") + sum(s.depth for s in staged)
-    if queued > limits.queue_values:
-        return f"its register queues would hold {queued} values a thread (at most " \
-               f"{limits.queue_values})"
     parts = _parts(k1, onchip)
     across = [p for p in parts if sum(1 for h in p.halo if any(h)) > 1]
     if across:
@@ -293,7 +292,7 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
                    flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))
 
 
-_WHERE = {"queue": "a register queue", "shared": "shared memory"}
+_WHERE = {"queue": "a private queue", "shared": "a shared ring"}
 
 
 def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
@@ -321,7 +320,7 @@ def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
         f = fused.fusion
         places = ", ".join(f"{t.name} in {_WHERE[t.place]}" for t in f.onchip)
         log.info(f"Operator `{prog.name}`: {k1.name} fused into {k2.name}, streaming along "
-                 f"{k2.dims[0]} {f.lag} planes ahead ({places}; staged in shared memory: "
+                 f"{k2.dims[0]} {f.lag} planes ahead ({places}; staged in shared rings: "
                  f"{', '.join(s.name for s in f.staged) or 'none'}; tiles "
                  f"{', '.join('x'.join(map(str, t)) for t in f.tiles)}, producer run "
                  f"{f.recompute[0]:.2f}x a point on the first)")
