@@ -9,10 +9,14 @@ planes over the tile and the halo its reads reach, one plane more than the reads
 consumer may read it while the next plane is stored); every thread stores its own point and
 the points around that no thread owns load by all. A temporary read only along the streamed
 dimension lives in a private ring of the tile thread's column, one read across the tile in a
-shared ring of planes. Each plane: (1) the next plane of every staged input is stored; barrier;
-(2) every thread runs the producer on its point (the tile: every temporary; the halo: the
-temporaries read across it); barrier; (3) the tile's threads run the consumer ``lag`` planes
-behind. The plane loop is not unrolled: a ring's slot is ``(sg_t + c) % depth`` for the
+shared ring of planes. One barrier a plane: iteration ``sg_p`` (1) runs the consumer on the
+tile's threads ``lag + 1`` planes behind, from temporaries produced in earlier iterations,
+(2) stores the plane after the farthest one the producer reads of every staged input, (3)
+runs the producer on every thread's point (the tile: every temporary; the halo: the
+temporaries read across it) from planes stored in earlier iterations; then the barrier. A
+shared temporary's ring holds one plane more than the consumer's reach for it, so the plane
+produced does not land where a slower thread's consumer still reads. The plane loop is not
+unrolled: a ring's slot is ``(sg_t + c) % depth`` for the
 iteration ``sg_t``, and the kernel's code stays small (the unrolled register queues of the
 previous form spilled and thrashed the instruction cache: docs/performance.md, issue 47). The
 tile is a template parameter, so every extent and shared-memory offset is a constant.
@@ -78,7 +82,7 @@ class _Context:
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
         self.phase = "produce"     # or "consume": which plane the loop symbols stand for
-        self.lag = k.fusion.lag
+        self.behind = k.fusion.lag + 1   # the consumer's plane, behind the producer's
         self.point = False         # printing the thread's own point: its global reads from
         self.loads: dict = {}      # registers loaded before the barrier, (phase, read) -> name
 
@@ -108,21 +112,17 @@ def fused_printer(base, ctx):
             return super()._print_Indexed(expr)
 
         def _staged(self, s, offs):
-            """A staged read from the ring (the planes the producer reads, at any inner offset
-            its halo holds); None where it does not hold it (read from global memory)."""
+            """A producer's staged read from the ring (the planes it reads, at any inner offset
+            its halo holds); None for other reads (from global memory)."""
             o, inner = offs[0], offs[1:]
-            if ctx.phase == "consume":
-                o -= ctx.lag
-            if not s.reach[0] <= o <= s.reach[1]:
-                return None
-            if ctx.phase == "consume" and any(inner):
-                return None
+            if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
+                return None   # the consumer's: the slot may be the one being stored into
             ring = _ring(s)
             return f"{ring}[({_mod(o - s.reach[0], ring_depth(s))})*{ring}_pl + " \
                    f"{_cell(inner, s.halo, f'{ring}_b')}]"
 
         def _temp(self, t, offs):
-            o = offs[0] - ctx.lag    # the plane read, from the producer's
+            o = offs[0] - ctx.behind    # the plane read, from the producer's
             if t.place == "queue":
                 return f"sg_pr_{t.name}[({_mod(o + t.depth - 1, t.depth)})*sg_ntile + sg_ti]"
             ring = f"sg_sh_{t.name}"
@@ -280,10 +280,10 @@ class FusedKernel:
         return f"{self._reach_test(s, self._gnames())} && {self._x_test(s, 'sg_X')}"
 
     def _staged_setup(self) -> list[str]:
-        """Per staged input: its ring filled with the planes the first iteration reads but
-        does not store (the thread's own point, and the points around that no thread owns,
-        which this thread loads: their inner points fixed for the block), and the values of
-        the plane the first iteration stores."""
+        """Per staged input: its ring filled with the planes the first iteration's producer
+        reads (the thread's own point, and the points around that no thread owns, which this
+        thread loads: their inner points fixed for the block), and the values of the plane the
+        first iteration stores."""
         out = []
         names = [d.name for d in self.inner]
         for s in self.f.staged:
@@ -298,34 +298,34 @@ class FusedKernel:
                 _indent(self._band_point(s, "sg_e")) + \
                 [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
                  f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;", "}",
-                 f"for (int sg_k = 0; sg_k < {s.depth}; ++sg_k) {{",
+                 f"for (int sg_k = 0; sg_k <= {s.depth}; ++sg_k) {{",
                  f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_k;",
                  f"  {self.real} *const sg_pl = {ring} + sg_k*{ring}_pl;",
                  f"  const {self.real} sg_own = {self._column_load(s, 'sg_X')};",
-                 f"  if (sg_k < {s.depth - 1} && sg_kind != 3) sg_pl[{own}] = sg_own;",
-                 f"  if (sg_k == {s.depth - 1}) {q}_next = sg_own;",
+                 f"  if (sg_k < {s.depth} && sg_kind != 3) sg_pl[{own}] = sg_own;",
+                 f"  if (sg_k == {s.depth}) {q}_next = sg_own;",
                  "  #pragma unroll",
                  f"  for (int sg_b = 0; sg_b < {n}; ++sg_b) {{",
                  f"    const int sg_e = {ring}_at[sg_b];",
                  "    if (sg_e >= 0) {"] + \
                 _indent(self._band_point(s, "sg_e"), "      ") + \
                 [f"      const {self.real} sg_v = {self._band_load(s)};",
-                 f"      if (sg_k < {s.depth - 1}) sg_pl[sg_e] = sg_v; else {ring}_v[sg_b] = sg_v;",
+                 f"      if (sg_k < {s.depth}) sg_pl[sg_e] = sg_v; else {ring}_v[sg_b] = sg_v;",
                  "    }", "  }", "}"]
         return out
 
     def _stage(self) -> list[str]:
-        """Each staged input's newest plane (sg_p + its farthest read) into its ring slot:
-        the thread's own point and the points around, loaded an iteration ago; then the next
-        plane's values loaded."""
+        """Each staged input's plane after the farthest the producer reads at sg_p into its
+        ring slot (the one the previous iteration's producer read last): the thread's own point
+        and the points around, loaded an iteration ago; then the next plane's values loaded."""
         out = []
         for s in self.f.staged:
             ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            slot = _mod(s.depth - 1, ring_depth(s))
+            slot = _mod(s.depth, ring_depth(s))
             out += ["{", f"  {self.real} *const sg_pl = {ring} + ({slot})*{ring}_pl;",
                     f"  if (sg_kind != 3) sg_pl[{own}] = {q}_next;",
-                    f"  const sg_int sg_X = sg_p + {s.reach[1] + 1};",
+                    f"  const sg_int sg_X = sg_p + {s.reach[1] + 2};",
                     f"  {q}_next = {self._column_load(s, 'sg_X')};", "  #pragma unroll",
                     f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     f"    const int sg_e = {ring}_at[sg_k];", "    if (sg_e >= 0) {",
@@ -375,12 +375,12 @@ class FusedKernel:
         return lines + ["}"]
 
     def _loads(self) -> list[str]:
-        """The global reads at the thread's own point of this plane's producer and consumer,
-        issued before the barrier (zero outside the nest)."""
+        """The global reads at the thread's own point of this iteration's producer and
+        consumer, issued first (zero outside the nest)."""
         out = []
         names = ["x"] + [d.name for d in self.inner]
         for phase, x, who in (("produce", "sg_p", "sg_kind != 3"),
-                              ("consume", f"sg_p - {self.f.lag}", "sg_kind == 0")):
+                              ("consume", f"sg_p - {self.ctx.behind}", "sg_kind == 0")):
             reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
             if not reads:
                 continue
@@ -460,16 +460,17 @@ class FusedKernel:
         ctx.phase, ctx.point = "produce", True
         prod = ["const sg_int x = sg_p;"] + self._producer()
         ctx.phase = "consume"
-        cons = [f"const sg_int x = sg_p - {f.lag};"]
+        cons = [f"const sg_int x = sg_p - {ctx.behind};"]
         inside = self._inside(["x"] + [d.name for d in self.inner])
         cons += [f"if (sg_kind == 0 && x >= sg_xs && {inside}) {{"] + \
             _indent([self._stmt(a, False) for a in k.body]) + ["}"]
         ctx.point = False
         lines += [f"{self.real} {name};" for name in ctx.loads.values()]
-        plane = self._loads() + self._stage() + ["__syncthreads();"]
-        plane += ["{"] + _indent(prod) + ["}", "__syncthreads();", "{"] + _indent(cons) + ["}"]
-        lines += ["int sg_t = 0;   // the iteration: ring slots turn with it", "#pragma unroll 1",
-                  f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {f.lag}; ++sg_p, ++sg_t) {{"]
+        plane = self._loads() + ["{"] + _indent(cons) + ["}"] + self._stage()
+        plane += ["{"] + _indent(prod) + ["}", "__syncthreads();"]
+        lines += ["__syncthreads();   // the staged rings filled",
+                  "int sg_t = 0;   // the iteration: ring slots turn with it", "#pragma unroll 1",
+                  f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {ctx.behind}; ++sg_p, ++sg_t) {{"]
         lines += _indent(plane) + ["}"]
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"

@@ -60,7 +60,7 @@ def test_sa_tti_fuses_into_one_time_step_nest_with_the_fluxes_on_chip():
     queued = [t for t in f.onchip if t.place == "queue"]
     assert len(queued) == 2 and all(t.reach == (-4, 3) and t.depth == 8 for t in queued)
     shared = [t for t in f.onchip if t.place == "shared"]
-    assert len(shared) == 4 and all(t.depth == 4 and t.reach == (0, 0) for t in shared)
+    assert len(shared) == 4 and all(t.depth == 5 and t.reach == (0, 0) for t in shared)
     assert sorted(t.halo for t in shared) == [((0, 0), (4, 3))] * 2 + [((4, 3), (0, 0))] * 2
     assert sorted(places.values()) == ["queue"] * 2 + ["shared"] * 4
     # P and M (time slot t0) staged: read at -3..+4 along every axis, and the halo parts
@@ -83,7 +83,7 @@ def test_shared_memory_per_tile_counts_every_ring():
     for tile, nbytes in zip(f.tiles, f.shared):
         ty, tz = tile
         staged = 2 * 9 * (ty + 14) * (tz + 14)   # a ring of 8 + 1 planes each
-        rings = 2 * 4 * (ty + 7) * tz + 2 * 4 * ty * (tz + 7)
+        rings = 2 * 5 * (ty + 7) * tz + 2 * 5 * ty * (tz + 7)   # 4 planes read, 1 produced
         private = 2 * 8 * ty * tz                # the x-fluxes, 8 slots a tile point
         assert nbytes == 4 * (staged + rings + private) == \
             shared_bytes(tile, f.onchip, f.staged, 4)

@@ -37,7 +37,7 @@ class OnChip:
     place: str                            # "queue" or "shared"
     reach: tuple[int, int]                # streamed offsets the consumer reads, lowest, highest
     halo: tuple[tuple[int, int], ...]     # per inner dimension: points computed before, after
-    depth: int                            # planes kept
+    depth: int                            # planes kept (a shared ring: one more than read)
     store: str | None = None              # the 16-bit format unfused values were stored in:
                                           # on chip they are rounded to it the same way
 
@@ -160,7 +160,9 @@ def _onchip(k1, k2, arrays) -> tuple[tuple[OnChip, ...], int]:
         place = "queue" if all(h == (0, 0) for h in halo) else "shared"
         found.append((t, place, reach, halo))
     lag = max(0, max(r[1] for _, _, r, _ in found))
-    return tuple(OnChip(t, p, r, h, lag - r[0] + 1, arrays[t].store)
+    # the consumer runs lag + 1 planes behind the producer (one barrier a plane): a queue
+    # spans the planes it reads; a shared ring one plane more, the one being produced
+    return tuple(OnChip(t, p, r, h, lag - r[0] + (1 if p == "queue" else 2), arrays[t].store)
                  for t, p, r, h in found), lag
 
 
