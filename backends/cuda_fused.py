@@ -68,11 +68,6 @@ def _mod(expr: int, depth: int) -> str:
     return f"(sg_t + {expr % depth}) % {depth}"
 
 
-def ring_depth(s) -> int:
-    """Planes in staged ``s``'s ring: the planes its reads span and one more, which the next
-    plane is stored into while the consumer may still read the oldest."""
-    return s.depth + 1
-
 
 class _Context:
     """What the fused printer needs: the fusion, the loop symbols and the phase printed."""
@@ -118,7 +113,7 @@ def fused_printer(base, ctx):
             if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
                 return None   # the consumer's: the slot may be the one being stored into
             ring = _ring(s)
-            return f"{ring}[({_mod(o - s.reach[0], ring_depth(s))})*{ring}_pl + " \
+            return f"{ring}[({_mod(o - s.reach[0], s.ring)})*{ring}_pl + " \
                    f"{_cell(inner, s.halo, f'{ring}_b')}]"
 
         def _temp(self, t, offs):
@@ -322,7 +317,7 @@ class FusedKernel:
         for s in self.f.staged:
             ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            slot = _mod(s.depth, ring_depth(s))
+            slot = _mod(s.depth, s.ring)
             out += ["{", f"  {self.real} *const sg_pl = {ring} + ({slot})*{ring}_pl;",
                     f"  if (sg_kind != 3) sg_pl[{own}] = {q}_next;",
                     f"  const sg_int sg_X = sg_p + {s.reach[1] + 2};",
@@ -398,7 +393,7 @@ class FusedKernel:
         lines = ["extern __shared__ __align__(16) unsigned char sg_smem[];",
                  f"constexpr int sg_ntile = {' * '.join(f'sg_T{j}' for j in range(self.m))};"]
         prev = None
-        rings = [(_ring(s), ring_depth(s), s.halo) for s in self.f.staged]
+        rings = [(_ring(s), s.ring, s.halo) for s in self.f.staged]
         rings += [(f"sg_sh_{t.name}", t.depth, t.halo) for t in self.f.onchip
                   if t.place == "shared"]
         rings += [(f"sg_pr_{t.name}", t.depth, None) for t in self.f.onchip

@@ -61,6 +61,11 @@ class Staged:
         """Planes the producer's reads span."""
         return self.reach[1] - self.reach[0] + 1
 
+    @property
+    def ring(self) -> int:
+        """Planes in the shared ring: those the reads span and the one stored beside them."""
+        return self.depth + 1
+
 
 @dataclass(frozen=True)
 class HaloPart:
@@ -205,7 +210,7 @@ def shared_bytes(tile, onchip, staged, itemsize: int) -> int:
         for size, (lo, hi) in zip(tile, halo):
             n *= size + lo + hi
         return n
-    total = sum((s.depth + 1) * plane(s.halo) for s in staged)
+    total = sum(s.ring * plane(s.halo) for s in staged)
     total += sum(t.depth * plane(t.halo) for t in onchip if t.place == "shared")
     total += sum(t.depth * plane(((0, 0),) * len(tile)) for t in onchip if t.place == "queue")
     return total * itemsize
