@@ -60,7 +60,7 @@ def _ring(s) -> str:
 def _column(s) -> str:
     """The prefix of staged ``s``'s values in the thread's own column (its next value, the
     test that its reads reach the column)."""
-    return f"sg_q_{s.name}_{_tag(s.slot)}"
+    return f"sg_col_{s.name}_{_tag(s.slot)}"
 
 
 def _mod(expr: int, depth: int) -> str:
