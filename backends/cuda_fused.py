@@ -16,10 +16,10 @@ runs the producer on every thread's point (the tile: every temporary; the halo: 
 temporaries read across it) from planes stored in earlier iterations; then the barrier. A
 shared temporary's ring holds one plane more than the consumer's reach for it, so the plane
 produced does not land where a slower thread's consumer still reads. The plane loop is not
-unrolled: a ring's slot is ``(sg_t + c) % depth`` for the
-iteration ``sg_t``, and the kernel's code stays small (the unrolled register queues of the
-previous form spilled and thrashed the instruction cache: docs/performance.md, issue 47). The
-tile is a template parameter, so every extent and shared-memory offset is a constant.
+unrolled: a ring's slot is ``(sg_t + c) % depth`` for the iteration ``sg_t``, and the kernel's
+code stays small (the unrolled register queues of the previous form spilled and thrashed the
+instruction cache: docs/performance.md, issue 47). The tile is a template parameter, so every
+extent and shared-memory offset is a constant.
 """
 from __future__ import annotations
 
@@ -66,7 +66,6 @@ def _column(s) -> str:
 def _mod(expr: int, depth: int) -> str:
     """The ring slot ``(sg_t + expr) mod depth`` of iteration ``sg_t``."""
     return f"(sg_t + {expr % depth}) % {depth}"
-
 
 
 class _Context:
@@ -270,6 +269,16 @@ class FusedKernel:
                 f"const int sg_c = {e}%{b} - {s.halo[1][0]};",
                 "const sg_int sg_g0 = sg_o0 + sg_r;", "const sg_int sg_g1 = sg_o1 + sg_c;"]
 
+    def _band_each(self, s, body, indent="") -> list[str]:
+        """``body`` (lines) for each point of staged ``s``'s plane this thread loads, with its
+        plane index ``sg_e``, its inner point (``_band_point``) and its slot ``sg_k`` in the
+        thread's band registers."""
+        ring, n = _ring(s), f"{_ring(s)}_n"
+        lines = ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
+                 f"  const int sg_e = {ring}_at[sg_k];", "  if (sg_e >= 0) {"]
+        lines += _indent(self._band_point(s, "sg_e") + body, "    ") + ["  }", "}"]
+        return _indent(lines, indent)
+
     def _band_test(self, s) -> str:
         """The test that a point around (sg_g<j>, plane sg_X) holds a value of ``s``."""
         return f"{self._reach_test(s, self._gnames())} && {self._x_test(s, 'sg_X')}"
@@ -293,20 +302,15 @@ class FusedKernel:
                 _indent(self._band_point(s, "sg_e")) + \
                 [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
                  f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;", "}",
-                 f"for (int sg_k = 0; sg_k <= {s.depth}; ++sg_k) {{",
-                 f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_k;",
-                 f"  {self.real} *const sg_pl = {ring} + sg_k*{ring}_pl;",
+                 f"for (int sg_i = 0; sg_i <= {s.depth}; ++sg_i) {{",
+                 f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_i;",
+                 f"  {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
                  f"  const {self.real} sg_own = {self._column_load(s, 'sg_X')};",
-                 f"  if (sg_k < {s.depth} && sg_kind != 3) sg_pl[{own}] = sg_own;",
-                 f"  if (sg_k == {s.depth}) {q}_next = sg_own;",
-                 "  #pragma unroll",
-                 f"  for (int sg_b = 0; sg_b < {n}; ++sg_b) {{",
-                 f"    const int sg_e = {ring}_at[sg_b];",
-                 "    if (sg_e >= 0) {"] + \
-                _indent(self._band_point(s, "sg_e"), "      ") + \
-                [f"      const {self.real} sg_v = {self._band_load(s)};",
-                 f"      if (sg_k < {s.depth}) sg_pl[sg_e] = sg_v; else {ring}_v[sg_b] = sg_v;",
-                 "    }", "  }", "}"]
+                 f"  if (sg_i < {s.depth} && sg_kind != 3) sg_pl[{own}] = sg_own;",
+                 f"  if (sg_i == {s.depth}) {q}_next = sg_own;"] + \
+                self._band_each(s, [f"const {self.real} sg_v = {self._band_load(s)};",
+                                    f"if (sg_i < {s.depth}) sg_pl[sg_e] = sg_v; "
+                                    f"else {ring}_v[sg_k] = sg_v;"], "  ") + ["}"]
         return out
 
     def _stage(self) -> list[str]:
@@ -315,19 +319,16 @@ class FusedKernel:
         and the points around, loaded an iteration ago; then the next plane's values loaded."""
         out = []
         for s in self.f.staged:
-            ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
+            ring, q = _ring(s), _column(s)
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
             slot = _mod(s.depth, s.ring)
             out += ["{", f"  {self.real} *const sg_pl = {ring} + ({slot})*{ring}_pl;",
                     f"  if (sg_kind != 3) sg_pl[{own}] = {q}_next;",
                     f"  const sg_int sg_X = sg_p + {s.reach[1] + 2};",
-                    f"  {q}_next = {self._column_load(s, 'sg_X')};", "  #pragma unroll",
-                    f"  for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
-                    f"    const int sg_e = {ring}_at[sg_k];", "    if (sg_e >= 0) {",
-                    f"      sg_pl[sg_e] = {ring}_v[sg_k];"]
-            out += _indent(self._band_point(s, "sg_e"), "      ")
-            out += [f"      {ring}_v[sg_k] = {self._band_load(s)};",
-                    "    }", "  }", "}"]
+                    f"  {q}_next = {self._column_load(s, 'sg_X')};"]
+            out += self._band_each(s, [f"sg_pl[sg_e] = {ring}_v[sg_k];",
+                                       f"{ring}_v[sg_k] = {self._band_load(s)};"], "  ")
+            out += ["}"]
         return out
 
     def _produce_point(self, body, temps, test) -> list[str]:

@@ -426,22 +426,14 @@ __device__ __forceinline__ float dbw(float m4, float m3, float m2, float m1, flo
                                      float p2, float p3)
 { return W1*(c0 - m1) + W2*(p1 - m2) + W3*(p2 - m3) + W4*(p3 - m4); }
 __device__ __forceinline__ float el(const float2 &v, int e) { return e ? v.y : v.x; }
-__device__ __forceinline__ float2 ld2(const float *s, int i) { return *reinterpret_cast<const float2 *>(s + i); }
 __device__ __forceinline__ void st2(float *s, int i, float2 v) { *reinterpret_cast<float2 *>(s + i) = v; }
 __device__ __forceinline__ float2 gl2(const float *g, int i) { return *reinterpret_cast<const float2 *>(g + i); }
 
-// the x-derivative (forward) at plane p-1 of a queue holding planes p-4..p+3 (slot (j+k)%8)
-__device__ __forceinline__ float dx(const float2 (&q)[8], int j, int e)
+// the x-derivative (forward) at plane p-1 of element e from the taps q[k] = plane p-4+k
+__device__ __forceinline__ float dx(const float2 (&q)[8], int e)
 {
-  return dfw(el(q[j % 8], e), el(q[(j + 1) % 8], e), el(q[(j + 2) % 8], e), el(q[(j + 3) % 8], e),
-             el(q[(j + 4) % 8], e), el(q[(j + 5) % 8], e), el(q[(j + 6) % 8], e), el(q[(j + 7) % 8], e));
-}
-// the z-derivative (forward) of the pair at sp, own values o
-__device__ __forceinline__ void dz(const float *s, int sp, float2 o, float ihz, float &d0, float &d1)
-{
-  const float2 l2 = ld2(s, sp - 4), l1 = ld2(s, sp - 2), r1 = ld2(s, sp + 2), r2 = ld2(s, sp + 4);
-  d0 = dfw(l2.y, l1.x, l1.y, o.x, o.y, r1.x, r1.y, r2.x)*ihz;
-  d1 = dfw(l1.x, l1.y, o.x, o.y, r1.x, r1.y, r2.x, r2.y)*ihz;
+  return dfw(el(q[0], e), el(q[1], e), el(q[2], e), el(q[3], e), el(q[4], e), el(q[5], e),
+             el(q[6], e), el(q[7], e));
 }
 
 struct Args {
@@ -539,7 +531,7 @@ __device__ __forceinline__ void rings_loop(const Args &a, float *sh, int r, int 
       }
       float g[3][2], h[3][2];
       #pragma unroll
-      for (int e = 0; e < 2; ++e) { g[0][e] = dx(qP, 0, e)*a.ihx; h[0][e] = dx(qM, 0, e)*a.ihx; }
+      for (int e = 0; e < 2; ++e) { g[0][e] = dx(qP, e)*a.ihx; h[0][e] = dx(qM, e)*a.ihx; }
       {
         float2 yP[8], yM[8];
         #pragma unroll
