@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from stencilgen import Eq, Function, Grid, TimeFunction, solve  # noqa: E402
+from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve  # noqa: E402
 from stencilgen.runtime import autotune  # noqa: E402
 from stencilgen.runtime.operator import Operator  # noqa: E402
 
@@ -106,6 +106,7 @@ def main(argv=None) -> int:
     p.add_argument("--first-shape", action="store_true", help="the default shape only")
     p.add_argument("--tol", type=float, default=1e-4)
     args = p.parse_args(argv)
+    configuration["fusion"] = True   # the CUDA operators fuse what they can
     worst = 0.0
     print(f"{'program':10s} {'launch shape':42s} {'max |cuda - c| / max |c| per field'}")
     for name in args.programs:
