@@ -16,9 +16,10 @@ runs the producer on every thread's point (the tile: every temporary; the halo: 
 temporaries read across it) from planes stored in earlier iterations; then the barrier. A
 shared temporary's ring holds one plane more than the consumer's reach for it, so the plane
 produced does not land where a slower thread's consumer still reads. The plane loop is not
-unrolled: a ring's slot is ``(sg_t + c) % depth`` for the iteration ``sg_t``, and the kernel's
-code stays small (the unrolled register queues of the previous form spilled and thrashed the
-instruction cache: docs/performance.md, issue 47). The tile is a template parameter, so every
+unrolled: a ring's slot offsets are registers rotated a step an iteration (rings of one depth
+and plane size share them), and the kernel's code stays small (the unrolled register queues
+of the previous form spilled and thrashed the instruction cache: docs/performance.md, issue
+47). The tile is a template parameter, so every
 extent and shared-memory offset is a constant.
 """
 from __future__ import annotations
@@ -63,11 +64,6 @@ def _column(s) -> str:
     return f"sg_col_{s.name}_{_tag(s.slot)}"
 
 
-def _mod(expr: int, depth: int) -> str:
-    """The ring slot ``(sg_t + expr) mod depth`` of iteration ``sg_t``."""
-    return f"(sg_t + {expr % depth}) % {depth}"
-
-
 class _Context:
     """What the fused printer needs: the fusion, the loop symbols and the phase printed."""
 
@@ -75,10 +71,41 @@ class _Context:
         self.dims = k.dims
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
+        # rings of one depth and plane turn together: one set of slot offsets for them all
+        self.families: dict = {}   # (depth, place, halo) -> (index, depth, plane size)
+        for st in k.fusion.staged:
+            self._family((st.ring, "st", st.halo), f"{_ring(st)}_pl")
+        for t in k.fusion.onchip:
+            plane = f"sg_sh_{t.name}_pl" if t.place == "shared" else "sg_ntile"
+            self._family((t.depth, t.place, t.halo if t.place == "shared" else None), plane)
         self.phase = "produce"     # or "consume": which plane the loop symbols stand for
         self.behind = k.fusion.lag + 1   # the consumer's plane, behind the producer's
         self.point = False         # printing the thread's own point: its global reads from
         self.loads: dict = {}      # registers loaded before the barrier, (phase, read) -> name
+
+    def _family(self, key, plane):
+        if key not in self.families:
+            self.families[key] = (len(self.families), key[0], plane)
+
+    def slot(self, key, c: int) -> str:
+        """The offset in its ring of the plane in slot ``c`` (from the iteration's first):
+        ``sg_so<family>_<c>`` hold ``((sg_t + c) mod depth)*plane`` for the iteration
+        ``sg_t``, rotated a step at its end (a move each, where the modulo and the product
+        cost every ring read several integer instructions)."""
+        i, depth, _ = self.families[key]
+        return f"sg_so{i}_{c % depth}"
+
+    def slot_lines(self) -> tuple[list[str], list[str]]:
+        """The slot offsets' declarations (before the plane loop) and their rotation (at the
+        end of an iteration)."""
+        decls, turn = [], []
+        for i, depth, plane in self.families.values():
+            decls.append("int " + ", ".join(f"sg_so{i}_{c} = {c}*{plane}" for c in range(depth))
+                         + ";")
+            turn.append(f"{{ const int sg_r = sg_so{i}_0; "
+                        + " ".join(f"sg_so{i}_{c} = sg_so{i}_{c + 1};" for c in range(depth - 1))
+                        + f" sg_so{i}_{depth - 1} = sg_r; }}")
+        return decls, turn
 
     def offsets(self, expr):
         n = len(self.dims)
@@ -112,15 +139,16 @@ def fused_printer(base, ctx):
             if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
                 return None   # the consumer's: the slot may be the one being stored into
             ring = _ring(s)
-            return f"{ring}[({_mod(o - s.reach[0], s.ring)})*{ring}_pl + " \
+            return f"{ring}[{ctx.slot((s.ring, 'st', s.halo), o - s.reach[0])} + " \
                    f"{_cell(inner, s.halo, f'{ring}_b')}]"
 
         def _temp(self, t, offs):
             o = offs[0] - ctx.behind    # the plane read, from the producer's
             if t.place == "queue":
-                return f"sg_pr_{t.name}[({_mod(o + t.depth - 1, t.depth)})*sg_ntile + sg_ti]"
+                slot = ctx.slot((t.depth, t.place, None), o + t.depth - 1)
+                return f"sg_pr_{t.name}[{slot} + sg_ti]"
             ring = f"sg_sh_{t.name}"
-            return f"{ring}[({_mod(o, t.depth)})*{ring}_pl + " \
+            return f"{ring}[{ctx.slot((t.depth, t.place, t.halo), o)} + " \
                    f"{_cell(offs[1:], t.halo, f'{ring}_b')}]"
 
     p = Fused.__new__(Fused)
@@ -247,8 +275,9 @@ class FusedKernel:
                f"({self.real})0"
 
     def _band_load(self, s) -> str:
-        """The value of staged ``s`` at plane ``sg_X`` at a point around (sg_g<j>)."""
-        return f"{self._band_test(s)} ? {self._load(s, 'sg_X', self._gnames())} : " \
+        """The value of staged ``s`` at plane ``sg_X`` at a point around (sg_g<j>), one its
+        reads reach along the inner dimensions."""
+        return f"{self._x_test(s, 'sg_X')} ? {self._load(s, 'sg_X', self._gnames())} : " \
                f"({self.real})0"
 
     def _x_test(self, s, x: str) -> str:
@@ -260,7 +289,7 @@ class FusedKernel:
 
     def _band_point(self, s, e: str) -> list[str]:
         """The tile-relative point (sg_r, sg_c) and inner coordinates (sg_g<j>) of element
-        ``e`` of staged ``s``'s plane (recomputed a plane rather than held in registers)."""
+        ``e`` of staged ``s``'s plane."""
         b = f"{_ring(s)}_b"
         if self.m == 1:
             return [f"const int sg_r = {e} - {s.halo[0][0]};",
@@ -271,23 +300,21 @@ class FusedKernel:
 
     def _band_each(self, s, body, indent="") -> list[str]:
         """``body`` (lines) for each point of staged ``s``'s plane this thread loads, with its
-        plane index ``sg_e``, its inner point (``_band_point``) and its slot ``sg_k`` in the
-        thread's band registers."""
+        plane index ``sg_e``, its inner point ``sg_g<j>`` and its slot ``sg_k`` in the
+        thread's band registers (all fixed for the block: found once, in ``_staged_setup``)."""
         ring, n = _ring(s), f"{_ring(s)}_n"
         lines = ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                  f"  const int sg_e = {ring}_at[sg_k];", "  if (sg_e >= 0) {"]
-        lines += _indent(self._band_point(s, "sg_e") + body, "    ") + ["  }", "}"]
+        point = [f"const sg_int sg_g{j} = {ring}_g{j}[sg_k];" for j in range(self.m)]
+        lines += _indent(point + body, "    ") + ["  }", "}"]
         return _indent(lines, indent)
 
-    def _band_test(self, s) -> str:
-        """The test that a point around (sg_g<j>, plane sg_X) holds a value of ``s``."""
-        return f"{self._reach_test(s, self._gnames())} && {self._x_test(s, 'sg_X')}"
-
     def _staged_setup(self) -> list[str]:
-        """Per staged input: its ring filled with the planes the first iteration's producer
-        reads (the thread's own point, and the points around that no thread owns, which this
-        thread loads: their inner points fixed for the block), and the values of the plane the
-        first iteration stores."""
+        """Per staged input: the points around the tile that no thread owns, which this
+        thread loads (their inner points fixed for the block; those the reads do not reach
+        along the inner dimensions are zero in every slot, stored once), then its ring filled
+        with the planes the first iteration's producer reads (the thread's own point and those
+        around), and the values of the plane the first iteration stores."""
         out = []
         names = [d.name for d in self.inner]
         for s in self.f.staged:
@@ -296,12 +323,18 @@ class FusedKernel:
             out += [f"const bool {q}_ok = sg_kind != 3 && {self._reach_test(s, names)};",
                     f"{self.real} {q}_next = 0;",
                     f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
-                    f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];", "#pragma unroll",
-                    f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
+                    f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];"]
+            out += [f"sg_int {ring}_g{j}[{n}];" for j in range(self.m)]
+            out += ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     "  const int sg_e = sg_tid + sg_k*sg_nt;"] + \
                 _indent(self._band_point(s, "sg_e")) + \
                 [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
-                 f"  {ring}_at[sg_k] = sg_mine ? sg_e : -1;", "}",
+                 f"  const bool sg_reached = {self._reach_test(s, self._gnames())};",
+                 f"  {ring}_at[sg_k] = sg_mine && sg_reached ? sg_e : -1;"] + \
+                [f"  {ring}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)] + \
+                ["  if (sg_mine && !sg_reached)",
+                 f"    for (int sg_i = 0; sg_i < {s.ring}; ++sg_i) "
+                 f"{ring}[sg_i*{ring}_pl + sg_e] = ({self.real})0;", "}",
                  f"for (int sg_i = 0; sg_i <= {s.depth}; ++sg_i) {{",
                  f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_i;",
                  f"  {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
@@ -321,8 +354,8 @@ class FusedKernel:
         for s in self.f.staged:
             ring, q = _ring(s), _column(s)
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            slot = _mod(s.depth, s.ring)
-            out += ["{", f"  {self.real} *const sg_pl = {ring} + ({slot})*{ring}_pl;",
+            slot = self.ctx.slot((s.ring, "st", s.halo), s.depth)
+            out += ["{", f"  {self.real} *const sg_pl = {ring} + {slot};",
                     f"  if (sg_kind != 3) sg_pl[{own}] = {q}_next;",
                     f"  const sg_int sg_X = sg_p + {s.reach[1] + 2};",
                     f"  {q}_next = {self._column_load(s, 'sg_X')};"]
@@ -340,12 +373,13 @@ class FusedKernel:
         for t in temps:
             oc = self.ctx.temps[t]
             if oc.place == "queue":
-                lines.append(f"sg_pr_{t}[({_mod(oc.depth - 1, oc.depth)})*sg_ntile + sg_ti] = "
-                             f"sg_v_{t};")
+                slot = self.ctx.slot((oc.depth, oc.place, None), oc.depth - 1)
+                lines.append(f"sg_pr_{t}[{slot} + sg_ti] = sg_v_{t};")
             else:
                 ring = f"sg_sh_{t}"
                 cell = _cell((0,) * self.m, oc.halo, f"{ring}_b")
-                lines.append(f"{ring}[({_mod(0, oc.depth)})*{ring}_pl + {cell}] = sg_v_{t};")
+                slot = self.ctx.slot((oc.depth, oc.place, oc.halo), 0)
+                lines.append(f"{ring}[{slot} + {cell}] = sg_v_{t};")
         return ["{"] + _indent(lines) + ["}"]
 
     def _producer(self) -> list[str]:
@@ -463,10 +497,10 @@ class FusedKernel:
         ctx.point = False
         lines += [f"{self.real} {name};" for name in ctx.loads.values()]
         plane = self._loads() + ["{"] + _indent(cons) + ["}"] + self._stage()
-        plane += ["{"] + _indent(prod) + ["}", "__syncthreads();"]
-        lines += ["__syncthreads();   // the staged rings filled",
-                  "int sg_t = 0;   // the iteration: ring slots turn with it", "#pragma unroll 1",
-                  f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {ctx.behind}; ++sg_p, ++sg_t) {{"]
+        decls, turn = ctx.slot_lines()
+        plane += ["{"] + _indent(prod) + ["}", "__syncthreads();"] + turn
+        lines += ["__syncthreads();   // the staged rings filled"] + decls + ["#pragma unroll 1",
+                  f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {ctx.behind}; ++sg_p) {{"]
         lines += _indent(plane) + ["}"]
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
