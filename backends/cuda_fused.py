@@ -71,6 +71,7 @@ class _Context:
         self.dims = k.dims
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
+        self.pair = k.fusion.pair   # points a thread along the innermost
         # rings of one depth and plane turn together: one set of slot offsets for them all
         self.families: dict = {}   # (depth, place, halo) -> (index, depth, plane size)
         for st in k.fusion.staged:
@@ -132,24 +133,34 @@ def fused_printer(base, ctx):
                 return ctx.loads[key]
             return super()._print_Indexed(expr)
 
+        def _read(self, ring, slot, offs, halo):
+            """The value at inner offsets ``offs`` from the thread's point in plane ``slot`` of
+            ``ring``; a pair: the aligned pair at an even offset, at an odd one the middle of
+            the pairs around it."""
+            b = f"{ring}_b"
+            if ctx.pair == 1:
+                return f"{ring}[{slot} + {_cell(offs, halo, b)}]"
+            if offs[-1] % 2:
+                return f"sg_pair_mid(&{ring}[{slot} + {_cell(offs[:-1] + (offs[-1] - 1,), halo, b)}])"
+            return f"sg_pair_ld(&{ring}[{slot} + {_cell(offs, halo, b)}])"
+
         def _staged(self, s, offs):
             """A producer's staged read from the ring (the planes it reads, at any inner offset
             its halo holds); None for other reads (from global memory)."""
             o, inner = offs[0], offs[1:]
             if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
                 return None   # the consumer's: the slot may be the one being stored into
-            ring = _ring(s)
-            return f"{ring}[{ctx.slot((s.ring, 'st', s.halo), o - s.reach[0])} + " \
-                   f"{_cell(inner, s.halo, f'{ring}_b')}]"
+            return self._read(_ring(s), ctx.slot((s.ring, "st", s.halo), o - s.reach[0]), inner,
+                              s.halo)
 
         def _temp(self, t, offs):
             o = offs[0] - ctx.behind    # the plane read, from the producer's
             if t.place == "queue":
                 slot = ctx.slot((t.depth, t.place, None), o + t.depth - 1)
-                return f"sg_pr_{t.name}[{slot} + sg_ti]"
-            ring = f"sg_sh_{t.name}"
-            return f"{ring}[{ctx.slot((t.depth, t.place, t.halo), o)} + " \
-                   f"{_cell(offs[1:], t.halo, f'{ring}_b')}]"
+                ring = f"sg_pr_{t.name}[{slot} + sg_ti]"
+                return ring if ctx.pair == 1 else f"sg_pair_ld(&{ring})"
+            return self._read(f"sg_sh_{t.name}", ctx.slot((t.depth, t.place, t.halo), o),
+                              offs[1:], t.halo)
 
     p = Fused.__new__(Fused)
     p.__dict__.update(base.__dict__)
@@ -172,12 +183,37 @@ def _indent(lines, by="  "):
 
 
 def thread_count(f, tile) -> int:
-    """Threads a block of ``tile``: one a producer point (the tile and its halo rows, whole;
-    then the halo columns of the tile's rows, rounded up to whole warps)."""
+    """Threads a block of ``tile``: one a producer point in 2D (the tile and its halo rows);
+    in 3D one a pair (``f.pair``) of producer points along the innermost, the tile and its
+    halo rows whole, then the halo columns of the tile's rows, rounded up to whole warps."""
     (l0, h0), (l1, h1) = f.bands
     if len(tile) == 1:
         return tile[0] + l0 + h0
-    return (tile[0] + l0 + h0) * tile[1] + (tile[0] * (l1 + h1) + 31) // 32 * 32
+    return (tile[0] + l0 + h0) * (tile[1] // f.pair) + \
+        (tile[0] * (l1 + h1) // f.pair + 31) // 32 * 32
+
+
+#: the pair type of fused nests computing two points a thread (``Fusion.pair``): the
+#: arithmetic of one point, component by component, and the aligned 8-byte shared accesses
+PAIR_PRELUDE = r"""
+struct __align__(8) sg_f2 { float x, y; };
+#define SG_F2 static __device__ __forceinline__ sg_f2
+SG_F2 operator-(sg_f2 a) { return {-a.x, -a.y}; }
+#define SG_F2_OP(op) \
+  SG_F2 operator op(sg_f2 a, sg_f2 b) { return {a.x op b.x, a.y op b.y}; } \
+  SG_F2 operator op(sg_f2 a, float b) { return {a.x op b, a.y op b}; } \
+  SG_F2 operator op(float a, sg_f2 b) { return {a op b.x, a op b.y}; }
+SG_F2_OP(+) SG_F2_OP(-) SG_F2_OP(*) SG_F2_OP(/)
+#define SG_F2_FN(fn) SG_F2 fn(sg_f2 a) { return {fn(a.x), fn(a.y)}; }
+SG_F2_FN(sqrtf) SG_F2_FN(sinf) SG_F2_FN(cosf) SG_F2_FN(tanf) SG_F2_FN(expf) SG_F2_FN(logf)
+SG_F2_FN(fabsf)
+SG_F2 powf(sg_f2 a, float b) { return {powf(a.x, b), powf(a.y, b)}; }
+SG_F2 powf(sg_f2 a, sg_f2 b) { return {powf(a.x, b.x), powf(a.y, b.y)}; }
+/* the pair at p (8-byte aligned); the pair across two (p: the first, aligned); a store */
+SG_F2 sg_pair_ld(const float *p) { return *(const sg_f2 *)p; }
+SG_F2 sg_pair_mid(const float *p) { const sg_f2 a = sg_pair_ld(p), b = sg_pair_ld(p + 2); return {a.y, b.x}; }
+static __device__ __forceinline__ void sg_pair_st(float *p, sg_f2 v) { *(sg_f2 *)p = v; }
+"""
 
 
 class FusedKernel:
@@ -191,12 +227,17 @@ class FusedKernel:
         self.inner = k.dims[1:]
         self.m = len(self.inner)
         (self.l0, self.h0), (self.l1, self.h1) = self.f.bands
+        self.q = self.f.pair
+        self.vt = "sg_f2" if self.q > 1 else self.real   # a thread's value at its points
+        self.zero = "sg_f2{0.0F, 0.0F}" if self.q > 1 else f"({self.real})0"
 
     # -- pieces ----------------------------------------------------------------------------
     def _bound(self, depth):
         return self.b.bounds(self.k, depth)
 
-    def _stmt(self, a, produce: bool) -> str:
+    def _stmt(self, a, produce: bool = False) -> str:
+        """A statement at the thread's point(s): a producer's temporary into its ``sg_v_*``
+        register, a local of the value type."""
         if produce and not a.is_local and a.lhs.base.name in self.ctx.temps:
             t = self.ctx.temps[a.lhs.base.name]
             value = self.b.expr(a.rhs)
@@ -204,7 +245,22 @@ class FusedKernel:
                 _, load, store = self.b.printer.FORMATS[t.store]
                 value = load.format(store.format(value))
             return f"sg_v_{t.name} = {value};"
+        if self.q > 1 and a.is_local:
+            return f"const sg_f2 {a.lhs.name} = {self.b.expr(a.rhs)};"
         return str(self.b.statement(a))
+
+    def _shift(self, names, c: int) -> list:
+        """Loop names with the innermost moved ``c`` points on (a pair's second point)."""
+        return list(names[:-1]) + [f"({names[-1]} + {c})" if c else names[-1]]
+
+    def _second(self, e):
+        """Access ``e`` at the second point of a pair (innermost index one on)."""
+        z = self.k.dims[-1]
+        return e.xreplace({z: z + 1})
+
+    def _parts(self, values: list[str]) -> str:
+        """A value of the thread's type from one text a point."""
+        return values[0] if self.q == 1 else f"sg_f2{{{values[0]}, {values[1]}}}"
 
     def _inside(self, names) -> str:
         """The test that the point (``names`` per dimension) lies in the nest's range."""
@@ -223,15 +279,20 @@ class FusedKernel:
             lines += [f"sg_i0 = sg_tid - {self.l0};",
                       "sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;"]
         else:
+            q = self.q
+            row = "sg_T1" if q == 1 else f"(sg_T1/{q})"
+            col = "sg_tid%sg_T1" if q == 1 else f"{q}*(sg_tid%{row})"
+            w //= q   # threads a halo row: a point each, or a pair
             lines += ["if (sg_tid < sg_main) {",
-                      f"  sg_i0 = sg_tid/sg_T1 - {self.l0};", "  sg_i1 = sg_tid%sg_T1;",
+                      f"  sg_i0 = sg_tid/{row} - {self.l0};", f"  sg_i1 = {col};",
                       "  sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;", "} else {"]
             if w:
+                first = "sg_c" if q == 1 else f"{q}*sg_c"
                 lines += ["  const int sg_e = sg_tid - sg_main;",
                           f"  const int sg_c = sg_e%{w};",
                           f"  sg_i0 = sg_e/{w};",
-                          f"  sg_i1 = sg_c < {self.l1} ? sg_c - {self.l1} : "
-                          f"sg_T1 + sg_c - {self.l1};",
+                          f"  sg_i1 = sg_c < {self.l1 // q} ? {first} - {self.l1} : "
+                          f"sg_T1 + {first} - {self.l1};",
                           f"  sg_kind = sg_e < sg_T0*{w} ? 2 : 3;",
                           "  if (sg_kind == 3) sg_i0 = sg_i1 = 0;"]
             else:
@@ -260,9 +321,11 @@ class FusedKernel:
             out += [f"{v} >= {lo} + {s.reads[j][0]}", f"{v} <= {hi} + {s.reads[j][1]}"]
         return " && ".join(out)
 
-    def _load(self, s, x: str, names) -> str:
-        """The global read of staged ``s`` at plane ``x`` and inner point ``names``."""
+    def _load(self, s, x: str, names, shift: int = 0) -> str:
+        """The global read of staged ``s`` at plane ``x`` and inner point ``names`` (the
+        innermost ``shift`` on)."""
         idx = [sympy.Symbol(x)] + [sympy.Symbol(n) for n in names]
+        idx[-1] += shift
         access = sympy.IndexedBase(s.name)[(s.slot,) + tuple(idx) if s.slot is not None
                                            else tuple(idx)]
         return self.base.doprint(access)
@@ -271,8 +334,9 @@ class FusedKernel:
         """The value of staged ``s`` at plane ``x`` in the thread's own column (zero where
         no read reaches it)."""
         names = [d.name for d in self.inner]
-        return f"{_column(s)}_ok && {self._x_test(s, x)} ? {self._load(s, x, names)} : " \
-               f"({self.real})0"
+        return self._parts([f"{_column(s)}_ok{c} && {self._x_test(s, x)} ? "
+                            f"{self._load(s, x, names, c)} : ({self.real})0"
+                            for c in range(self.q)])
 
     def _band_load(self, s) -> str:
         """The value of staged ``s`` at plane ``sg_X`` at a point around (sg_g<j>), one its
@@ -320,8 +384,9 @@ class FusedKernel:
         for s in self.f.staged:
             ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            out += [f"const bool {q}_ok = sg_kind != 3 && {self._reach_test(s, names)};",
-                    f"{self.real} {q}_next = 0;",
+            out += [f"const bool {q}_ok{c} = sg_kind != 3 && "
+                    f"{self._reach_test(s, self._shift(names, c))};" for c in range(self.q)]
+            out += [f"{self.vt} {q}_next = {self.zero};",
                     f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
                     f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];"]
             out += [f"sg_int {ring}_g{j}[{n}];" for j in range(self.m)]
@@ -338,8 +403,8 @@ class FusedKernel:
                  f"for (int sg_i = 0; sg_i <= {s.depth}; ++sg_i) {{",
                  f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_i;",
                  f"  {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
-                 f"  const {self.real} sg_own = {self._column_load(s, 'sg_X')};",
-                 f"  if (sg_i < {s.depth} && sg_kind != 3) sg_pl[{own}] = sg_own;",
+                 f"  const {self.vt} sg_own = {self._column_load(s, 'sg_X')};",
+                 f"  if (sg_i < {s.depth} && sg_kind != 3) {self._put('sg_pl', own, 'sg_own')}",
                  f"  if (sg_i == {s.depth}) {q}_next = sg_own;"] + \
                 self._band_each(s, [f"const {self.real} sg_v = {self._band_load(s)};",
                                     f"if (sg_i < {s.depth}) sg_pl[sg_e] = sg_v; "
@@ -356,7 +421,7 @@ class FusedKernel:
             own = _cell((0,) * self.m, s.halo, f"{ring}_b")
             slot = self.ctx.slot((s.ring, "st", s.halo), s.depth)
             out += ["{", f"  {self.real} *const sg_pl = {ring} + {slot};",
-                    f"  if (sg_kind != 3) sg_pl[{own}] = {q}_next;",
+                    f"  if (sg_kind != 3) {self._put('sg_pl', own, q + '_next')}",
                     f"  const sg_int sg_X = sg_p + {s.reach[1] + 2};",
                     f"  {q}_next = {self._column_load(s, 'sg_X')};"]
             out += self._band_each(s, [f"sg_pl[sg_e] = {ring}_v[sg_k];",
@@ -364,29 +429,43 @@ class FusedKernel:
             out += ["}"]
         return out
 
+    def _put(self, ring: str, index: str, value: str) -> str:
+        """The statement storing the thread's ``value`` at ``index`` of ``ring`` (a pair: an
+        aligned 8-byte store)."""
+        if self.q == 1:
+            return f"{ring}[{index}] = {value};"
+        return f"sg_pair_st(&{ring}[{index}], {value});"
+
     def _produce_point(self, body, temps, test) -> list[str]:
-        """The producer ``body`` at the thread's point: its temporaries into ``sg_v_*`` (zero
-        outside the nest's range), then into their queue slot or shared ring."""
-        lines = [f"{self.real} {', '.join(f'sg_v_{t} = 0' for t in temps)};"]
+        """The producer ``body`` at the thread's point(s): its temporaries into ``sg_v_*``
+        (zero outside the nest's range), then into their queue slot or shared ring. ``test``:
+        the loop names of the point, tested in turn for each of a pair (computed together)."""
+        lines = [f"{self.vt} {', '.join(f'sg_v_{t} = {self.zero}' for t in temps)};"]
         stmts = [self._stmt(a, True) for a in body]
-        lines += [f"if ({test}) {{"] + _indent(stmts) + ["}"]
+        tests = [self._inside(self._shift(test, c)) for c in range(self.q)]
+        if self.q == 1:
+            lines += [f"if ({tests[0]}) {{"] + _indent(stmts) + ["}"]
+        else:
+            for c, part in enumerate("xy"):
+                stmts += [f"if (!({tests[c]})) {{ " +
+                          " ".join(f"sg_v_{t}.{part} = 0.0F;" for t in temps) + " }"]
+            lines += [f"if (({tests[0]}) || ({tests[1]})) {{"] + _indent(stmts) + ["}"]
         for t in temps:
             oc = self.ctx.temps[t]
             if oc.place == "queue":
                 slot = self.ctx.slot((oc.depth, oc.place, None), oc.depth - 1)
-                lines.append(f"sg_pr_{t}[{slot} + sg_ti] = sg_v_{t};")
+                lines.append(self._put(f"sg_pr_{t}", f"{slot} + sg_ti", f"sg_v_{t}"))
             else:
                 ring = f"sg_sh_{t}"
                 cell = _cell((0,) * self.m, oc.halo, f"{ring}_b")
                 slot = self.ctx.slot((oc.depth, oc.place, oc.halo), 0)
-                lines.append(f"{ring}[{slot} + {cell}] = sg_v_{t};")
+                lines.append(self._put(ring, f"{slot} + {cell}", f"sg_v_{t}"))
         return ["{"] + _indent(lines) + ["}"]
 
     def _producer(self) -> list[str]:
         """The producer at plane sg_p by the thread's kind: the tile point every temporary,
         a halo point those of the halo parts whose box holds it."""
-        names = ["x"] + [d.name for d in self.inner]
-        test = self._inside(names)
+        test = ["x"] + [d.name for d in self.inner]
         temps = [t.name for t in self.f.onchip]
         lines = ["if (sg_kind == 0) {"]
         lines += _indent(self._produce_point(self.f.producer.body, temps, test))
@@ -405,7 +484,7 @@ class FusedKernel:
         return lines + ["}"]
 
     def _loads(self) -> list[str]:
-        """The global reads at the thread's own point of this iteration's producer and
+        """The global reads at the thread's own point(s) of this iteration's producer and
         consumer, issued first (zero outside the nest)."""
         out = []
         names = ["x"] + [d.name for d in self.inner]
@@ -414,12 +493,39 @@ class FusedKernel:
             reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
             if not reads:
                 continue
-            block = [f"const sg_int x = {x};",
-                     f"const bool sg_in = {who} && {self._inside(names)};"]
-            block += [f"{name} = sg_in ? {self.base.doprint(e)} : ({self.real})0;"
-                      for e, name in reads]
+            block = [f"const sg_int x = {x};"]
+            block += [f"const bool sg_in{c} = {who} && {self._inside(self._shift(names, c))};"
+                      for c in range(self.q)]
+            for e, name in reads:
+                at = [e, self._second(e)][:self.q]
+                block.append(f"{name} = " + self._parts(
+                    [f"sg_in{c} ? {self.base.doprint(a)} : ({self.real})0"
+                     for c, a in enumerate(at)]) + ";")
             out += ["{"] + _indent(block) + ["}"]
         return out
+
+    def _consumer(self) -> list[str]:
+        """The consumer at the tile thread's point(s), ``lag + 1`` planes behind, where the
+        point lies in the nest's range and the block's chunk (a pair: computed together, each
+        point stored where it lies in the range)."""
+        k = self.k
+        names = ["x"] + [d.name for d in self.inner]
+        out = [f"const sg_int x = sg_p - {self.ctx.behind};"]
+        if self.q == 1:
+            return out + [f"if (sg_kind == 0 && x >= sg_xs && {self._inside(names)}) {{"] + \
+                _indent([self._stmt(a) for a in k.body]) + ["}"]
+        body = []
+        for i, a in enumerate(k.body):
+            if a.is_local:
+                body.append(self._stmt(a))
+                continue
+            name = a.lhs.base.name
+            body.append(f"const sg_f2 sg_w{i} = {self.b.expr(a.rhs)};")
+            for c, part in enumerate("xy"):
+                target = self.b.printer.target(a.lhs if c == 0 else self._second(a.lhs))
+                body.append(f"if ({self._inside(self._shift(names, c))}) {target} = "
+                            f"{self.b.printer.rounded(name, f'sg_w{i}.{part}')};")
+        return out + ["if (sg_kind == 0 && x >= sg_xs) {"] + _indent(body) + ["}"]
 
     def _shared_decls(self) -> list[str]:
         """Constant extents of every ring and the pointers into dynamic shared memory: the
@@ -450,7 +556,10 @@ class FusedKernel:
         """The block's thread count, a constant expression of the tile."""
         if self.m == 1:
             return f"sg_T0 + {self.l0 + self.h0}"
-        return f"(sg_T0 + {self.l0 + self.h0})*sg_T1 + (sg_T0*{self.l1 + self.h1} + 31)/32*32"
+        q, w = self.q, self.l1 + self.h1
+        if q == 1:
+            return f"(sg_T0 + {self.l0 + self.h0})*sg_T1 + (sg_T0*{w} + 31)/32*32"
+        return f"(sg_T0 + {self.l0 + self.h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
 
     # -- the kernel ------------------------------------------------------------------------
     def text(self, args) -> str:
@@ -469,7 +578,8 @@ class FusedKernel:
         first = min(t.reach[0] for t in f.onchip)
         lines = [f"constexpr int sg_nt = {self._threads()};"]
         if self.m == 2:
-            lines.append(f"constexpr int sg_main = (sg_T0 + {self.l0 + self.h0})*sg_T1;")
+            row = "sg_T1" if self.q == 1 else f"(sg_T1/{self.q})"
+            lines.append(f"constexpr int sg_main = (sg_T0 + {self.l0 + self.h0})*{row};")
         lines += self._shared_decls()
         lines.append("const int sg_tid = (int)threadIdx.x;")
         axes = ["x", "y"] if self.m == 2 else ["x"]
@@ -490,12 +600,9 @@ class FusedKernel:
         ctx.phase, ctx.point = "produce", True
         prod = ["const sg_int x = sg_p;"] + self._producer()
         ctx.phase = "consume"
-        cons = [f"const sg_int x = sg_p - {ctx.behind};"]
-        inside = self._inside(["x"] + [d.name for d in self.inner])
-        cons += [f"if (sg_kind == 0 && x >= sg_xs && {inside}) {{"] + \
-            _indent([self._stmt(a, False) for a in k.body]) + ["}"]
+        cons = self._consumer()
         ctx.point = False
-        lines += [f"{self.real} {name};" for name in ctx.loads.values()]
+        lines += [f"{self.vt} {name};" for name in ctx.loads.values()]
         plane = self._loads() + ["{"] + _indent(cons) + ["}"] + self._stage()
         decls, turn = ctx.slot_lines()
         plane += ["{"] + _indent(prod) + ["}", "__syncthreads();"] + turn

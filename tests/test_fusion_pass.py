@@ -11,14 +11,16 @@ import pytest
 from backends.cuda import CudaBackend
 from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve
 from stencilgen.compiler.pipeline import compile_program
-from stencilgen.ir.fusion import Limits, fuse, producer_points, shared_bytes
+from stencilgen.ir.fusion import (Limits, _pair_halo, fuse, producer_points, producer_threads,
+                                  shared_bytes)
 
-CUDA = Limits(**CudaBackend.FUSION)
+CUDA = Limits(**CudaBackend.FUSION)   # two points a thread along the innermost in 3D
+SINGLE = replace(CUDA, pair=1)        # one: the geometry of most tests below
 
 
-def _variable_density(shape=(24, 20, 28), so=8):
+def _variable_density(shape=(24, 20, 28), so=8, dtype=np.float32):
     """m p_tt = sum over axes of (b p_d(x0=d+h/2))_d(x0=d-h/2): three flux temporaries."""
-    grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+    grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=dtype)
     p = TimeFunction(name="p", grid=grid, time_order=2, space_order=so)
     m = Function(name="m", grid=grid, space_order=so)
     b = Function(name="b", grid=grid, space_order=so)
@@ -36,7 +38,7 @@ def _sa_tti(shape=(20, 18, 22)):
     return sa_tti_equations(P, M, medium)
 
 
-def _program(eqs, limits=CUDA):
+def _program(eqs, limits=SINGLE):
     prog, _ = compile_program(eqs, "Fuse", narrow_index=True, flops_per_byte=14, fusion=limits)
     return prog
 
@@ -251,3 +253,51 @@ def test_recompute_counts_the_halo_parts_statements(tile):
     expected = 1 + statements / (ty * tz * len(f.producer.body))
     assert f.recompute[f.tiles.index(tile)] == pytest.approx(expected, rel=1e-12)
     assert f.recompute[f.tiles.index((8, 32))] > f.recompute[f.tiles.index((16, 32))]
+
+
+def test_pairs_widen_the_innermost_halos_to_aligned_pairs():
+    """Two points a thread along z (CUDA's limits): the z-fluxes' ring holds the columns the
+    tile's pairs touch (reads at -4..+3, an odd offset reading the two pairs around it:
+    (4, 4)); P and M hold those the producer's pairs over that band touch (reads at -3..+4:
+    (8, 8)); nothing changes along y. Every ring row has an even length, so every pair is an
+    aligned 8-byte access."""
+    f = _program(_sa_tti(), CUDA).steps[0].fusion
+    assert f.pair == 2
+    shared = sorted(t.halo for t in f.onchip if t.place == "shared")
+    assert shared == [((0, 0), (4, 4))] * 2 + [((4, 3), (0, 0))] * 2
+    for s in f.staged:
+        assert s.halo == ((7, 7), (8, 8)) and s.reads == ((-3, 4), (-3, 4))
+    assert f.bands == ((4, 3), (4, 4))
+    for tile, nbytes in zip(f.tiles, f.shared):
+        ty, tz = tile
+        staged = 2 * 9 * (ty + 14) * (tz + 16)
+        rings = 2 * 5 * (ty + 7) * tz + 2 * 5 * ty * (tz + 8)
+        private = 2 * 8 * ty * tz
+        assert nbytes == 4 * (staged + rings + private)
+    # a thread a pair: 23 rows of 16 pairs, and on the tile's 16 rows 4 pairs of columns
+    assert producer_threads((16, 32), f.bands, f.pair) == 23 * 16 + 16 * 4
+
+
+def test_pair_halo_counts_the_pairs_reads_touch():
+    """Pairs start at even columns 0..T-2 (plus ``around`` beyond); a read at an even offset
+    is one pair, at an odd one the two around it; the halo is rounded up to even."""
+    assert _pair_halo((0, 0), (-4, 2)) == (4, 2)
+    assert _pair_halo((0, 0), (-3, 3)) == (4, 4)
+    assert _pair_halo((4, 4), (-3, 4)) == (8, 8)
+    assert _pair_halo((0, 0), (-1, 1)) == (2, 2)
+    assert _pair_halo((0, 0), (0, 0)) == (0, 0)
+
+
+def test_pairs_only_where_the_pair_type_computes_everything():
+    """One point a thread in 2D, in float64, and where a statement uses what the pair type
+    lacks (here an arctangent)."""
+    import sympy
+    assert _program(_variable_density(), CUDA).steps[0].fusion.pair == 2
+    assert _program(_variable_density((30, 26)), CUDA).steps[0].fusion.pair == 1
+    assert _program(_variable_density(dtype=np.float64), CUDA).steps[0].fusion.pair == 1
+    prog = _program(_variable_density(), None)
+    k1, k2 = prog.steps
+    i = next(i for i, a in enumerate(k1.body) if not a.is_local)
+    body = k1.body[:i] + (replace(k1.body[i], rhs=sympy.atan(k1.body[i].rhs)),) + k1.body[i + 1:]
+    out = fuse(replace(prog, steps=(replace(k1, body=body), k2)), CUDA)
+    assert len(out.steps) == 1 and out.steps[0].fusion.pair == 1

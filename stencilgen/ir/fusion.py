@@ -92,6 +92,7 @@ class Fusion:
     shared: tuple[int, ...]               # shared-memory bytes a block, per tile
     recompute: tuple[float, ...]          # producer statements run a point, per tile (1: none
                                           # recomputed)
+    pair: int = 1                         # points a thread along the innermost (``_pairable``)
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,51 @@ class Limits:
 
     shared_bytes: int
     tiles: dict
-    points: int = 1024
+    points: int = 1024    # threads a block
+    pair: int = 1         # points a thread may compute along the innermost of a 3D nest
 
 
 def _span(offsets) -> tuple[int, int]:
     return min(offsets), max(offsets)
+
+
+#: what a pair of points may compute: sums, products, powers and these functions (the
+#: printer's pair type has them); anything else (conditions, 16-bit rounding...) runs singly
+_PAIR_FUNCTIONS = (sympy.sin, sympy.cos, sympy.tan, sympy.exp, sympy.log, sympy.Abs)
+
+
+def _pairable(prog: Program, k1, k2, limits: Limits) -> int:
+    """Points a thread computes along the innermost: ``limits.pair`` in 3D float32 nests whose
+    statements use only what the pair type has, else 1. A pair reads its neighbours as aligned
+    pairs of values (an odd offset: the middle of two), so the halos along the innermost grow
+    (``_pair_halo``)."""
+    if limits.pair < 2 or len(k2.dims) != 3 or np.dtype(prog.dtype) != np.float32:
+        return 1
+    if any(t[-1] % limits.pair for t in limits.tiles.get(2, ())):
+        return 1
+    if any(prog.array(t).store for t in k1.writes):
+        return 1   # temporaries rounded to a 16-bit format: the rounding is a point's
+    from .optimize import Literal, Local
+    for a in k1.body + k2.body:
+        if a.is_local and np.dtype(a.dtype) != np.float32:
+            return 1
+        for node in sympy.preorder_traversal(a.rhs):
+            if isinstance(node, (sympy.Indexed, sympy.IndexedBase, sympy.Idx, Local, Literal)) \
+                    or node.is_Atom or isinstance(node, (sympy.Add, sympy.Mul, sympy.Pow,
+                                                         sympy.Tuple) + _PAIR_FUNCTIONS):
+                continue
+            return 1
+    return limits.pair
+
+
+def _pair_halo(around: tuple[int, int], reads: tuple[int, int]) -> tuple[int, int]:
+    """The halo along the innermost that pairs (first point at an even column, from
+    ``-around[0]`` to past the tile by ``around[1]``) reading at offsets ``reads`` touch: a
+    read at an even offset is one pair, at an odd one the two pairs around it; rounded up to
+    even, so every pair in the ring is aligned."""
+    lo = around[0] - reads[0] + (reads[0] % 2)
+    hi = around[1] + reads[1] + (reads[1] % 2)
+    return max(0, lo + lo % 2), max(0, hi + hi % 2)
 
 
 def _slice(body, temps) -> tuple[Assign, ...]:
@@ -153,8 +194,10 @@ def _refusal(prog: Program, k1, k2, others) -> str | None:
     return None
 
 
-def _onchip(k1, k2, arrays) -> tuple[tuple[OnChip, ...], int]:
-    """Where each temporary lives, and the lag: the farthest streamed offset read ahead."""
+def _onchip(k1, k2, arrays, pair: int = 1) -> tuple[tuple[OnChip, ...], int]:
+    """Where each temporary lives, and the lag: the farthest streamed offset read ahead. With
+    pairs, a shared temporary read along the innermost holds the columns the tile's pairs
+    touch (``_pair_halo``), all computed by the producer."""
     ndim = len(k2.dims)
     found = []
     for t in sorted(k1.writes):
@@ -162,6 +205,9 @@ def _onchip(k1, k2, arrays) -> tuple[tuple[OnChip, ...], int]:
         reach = _span([o[0] for o in offs])
         halo = tuple((max(0, -min(o[j] for o in offs)), max(0, max(o[j] for o in offs)))
                      for j in range(1, ndim))
+        if pair > 1 and any(halo[-1]):
+            reads = _span([o[-1] for o in offs])
+            halo = halo[:-1] + (_pair_halo((0, 0), reads),)
         place = "queue" if all(h == (0, 0) for h in halo) else "shared"
         found.append((t, place, reach, halo))
     lag = max(0, max(r[1] for _, _, r, _ in found))
@@ -171,9 +217,10 @@ def _onchip(k1, k2, arrays) -> tuple[tuple[OnChip, ...], int]:
                  for t, p, r, h in found), lag
 
 
-def _staged(k1, onchip, arrays) -> tuple[Staged, ...] | str:
+def _staged(k1, onchip, arrays, pair: int = 1) -> tuple[Staged, ...] | str:
     """The producer's inputs read at neighbours, with the halo its computation needs: the
-    widest halo of a shared temporary plus the reads' own offsets."""
+    widest halo of a shared temporary plus the reads' own offsets (with pairs, along the
+    innermost, the columns the pairs touch: ``_pair_halo``)."""
     ndim = len(k1.dims)
     around = [(max((t.halo[j][0] for t in onchip), default=0),
                max((t.halo[j][1] for t in onchip), default=0)) for j in range(ndim - 1)]
@@ -197,6 +244,8 @@ def _staged(k1, onchip, arrays) -> tuple[Staged, ...] | str:
                           around[j][1] + max(0, max(s[j + 1] for s in space)))
                          for j in range(ndim - 1))
             reads = tuple(_span([s[j + 1] for s in space]) for j in range(ndim - 1))
+            if pair > 1:
+                halo = halo[:-1] + (_pair_halo(around[-1], reads[-1]),)
             out.append(Staged(name, slot, _span([0] + [s[0] for s in space]), halo, reads))
     return tuple(out)
 
@@ -239,10 +288,17 @@ def producer_bands(parts, m: int) -> tuple[tuple[int, int], tuple[int, int]]:
 def producer_points(tile, parts) -> int:
     """Points the producer runs on a plane: the tile with its halo rows, whole, plus (in 3D)
     the halo columns of the tile's rows."""
-    (l0, h0), (l1, h1) = producer_bands(parts, len(tile))
+    return producer_threads(tile, producer_bands(parts, len(tile)))
+
+
+def producer_threads(tile, bands, pair: int = 1) -> int:
+    """Threads the producer runs on a plane with halo ``bands`` (``producer_bands``): one a
+    point, in 3D one a ``pair`` of points along the innermost (the bands then hold whole
+    pairs)."""
+    (l0, h0), (l1, h1) = bands
     if len(tile) == 1:
         return tile[0] + l0 + h0
-    return (tile[0] + l0 + h0) * tile[1] + tile[0] * (l1 + h1)
+    return (tile[0] + l0 + h0) * (tile[1] // pair) + tile[0] * (l1 + h1) // pair
 
 
 def _recompute(tile, k1, parts) -> float:
@@ -267,21 +323,23 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     arrays = {a.name: a for a in prog.arrays}
     if any(np.dtype(arrays[n].dtype).kind == "c" for n in k1.writes):
         return "its producer computes complex values (the rings hold real ones)"
-    onchip, lag = _onchip(k1, k2, arrays)
-    staged = _staged(k1, onchip, arrays)
+    pair = _pairable(prog, k1, k2, limits)
+    onchip, lag = _onchip(k1, k2, arrays, pair)
+    staged = _staged(k1, onchip, arrays, pair)
     if isinstance(staged, str):
         return staged
     parts = _parts(k1, onchip)
     across = [p for p in parts if sum(1 for h in p.halo if any(h)) > 1]
     if across:
         return f"{', '.join(across[0].temps)} would be read across two inner dimensions"
+    bands = producer_bands(parts, inner)
     size = np.dtype(real_type(prog.dtype)).itemsize   # rings hold values widened
     fit = [(t, shared_bytes(t, onchip, staged, size)) for t in limits.tiles[inner]]
-    fit = [(t, b) for t, b in fit if producer_points(t, parts) <= limits.points]
+    fit = [(t, b) for t, b in fit if producer_threads(t, bands, pair) <= limits.points]
     if not fit:
-        fewest = min(producer_points(t, parts) for t in limits.tiles[inner])
-        return f"its producer would run on {fewest} points a plane for the smallest tile, " \
-               f"more than the {limits.points} threads a block may have"
+        fewest = min(producer_threads(t, bands, pair) for t in limits.tiles[inner])
+        return f"its producer would run on {fewest} threads a plane for the smallest tile, " \
+               f"more than the {limits.points} a block may have"
     fit = [(t, b) for t, b in fit if b <= limits.shared_bytes]
     if not fit:
         smallest = min(shared_bytes(t, onchip, staged, size) for t in limits.tiles[inner])
@@ -292,9 +350,9 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
         if n not in k1.writes:
             reads.setdefault(n, set()).update(o)
     sizes = {a.name: (element_size(a), len(k2.dims)) for a in prog.arrays}
-    fusion = Fusion(k1, lag, onchip, staged, parts, producer_bands(parts, inner),
-                    tuple(t for t, _ in fit),
-                    tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit))
+    fusion = Fusion(k1, lag, onchip, staged, parts, bands, tuple(t for t, _ in fit),
+                    tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit),
+                    pair)
     return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes),
                    flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))
 
@@ -330,7 +388,9 @@ def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
                  f"{k2.dims[0]} {f.lag} planes ahead ({places}; staged in shared rings: "
                  f"{', '.join(s.name for s in f.staged) or 'none'}; tiles "
                  f"{', '.join('x'.join(map(str, t)) for t in f.tiles)}, producer run "
-                 f"{f.recompute[0]:.2f}x a point on the first)")
+                 f"{f.recompute[0]:.2f}x a point on the first"
+                 + (f", {f.pair} points a thread along {k2.dims[-1]}" if f.pair > 1 else "")
+                 + ")")
         fused_temps |= set(k1.writes)
         out.append(fused)
         i += 2
