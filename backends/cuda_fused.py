@@ -362,71 +362,114 @@ class FusedKernel:
                 f"const int sg_c = {e}%{b} - {s.halo[1][0]};",
                 "const sg_int sg_g0 = sg_o0 + sg_r;", "const sg_int sg_g1 = sg_o1 + sg_c;"]
 
-    def _band_each(self, s, body, indent="") -> list[str]:
-        """``body`` (lines) for each point of staged ``s``'s plane this thread loads, with its
-        plane index ``sg_e``, its inner point ``sg_g<j>`` and its slot ``sg_k`` in the
-        thread's band registers (all fixed for the block: found once, in ``_staged_setup``)."""
-        ring, n = _ring(s), f"{_ring(s)}_n"
+    def _band_each(self, lead, body, indent="") -> list[str]:
+        """``body`` (lines) for each point of the staged planes of ``lead``'s group this
+        thread loads, with its plane index ``sg_e``, its inner point ``sg_g<j>`` and its slot
+        ``sg_k`` in the thread's band registers (all fixed for the block: found once, in
+        ``_staged_setup``)."""
+        ring, n = _ring(lead), f"{_ring(lead)}_n"
         lines = ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                  f"  const int sg_e = {ring}_at[sg_k];", "  if (sg_e >= 0) {"]
         point = [f"const sg_int sg_g{j} = {ring}_g{j}[sg_k];" for j in range(self.m)]
         lines += _indent(point + body, "    ") + ["  }", "}"]
         return _indent(lines, indent)
 
+    def _groups(self) -> list[list]:
+        """The staged inputs by geometry (halo, reads, reach): one group's planes have the same
+        band points, found and loaded in one loop (SA-TTI's P and M)."""
+        groups: dict = {}
+        for s in self.f.staged:
+            groups.setdefault((s.halo, s.reads, s.reach), []).append(s)
+        return list(groups.values())
+
+    def _needed(self, s, r: str, c: str) -> str:
+        """The test that tile-relative point (r, c) of staged ``s``'s plane is one a producer
+        point reads: along the first inner dimension from the rows (and in 3D the halo
+        columns) the producer runs on, along the innermost across them (a pair: the pairs
+        its reads touch)."""
+        (ry0, ry1) = s.reads[0]
+        rows = f"{r} >= {-self.l0 + ry0} && {r} <= sg_T0 + {self.h0 - 1 + ry1}"
+        if self.m == 1:
+            return rows
+        rz0, rz1 = s.reads[1]
+        e0, e1 = (rz0 % 2, rz1 % 2) if self.q > 1 else (0, 0)
+        L, H = self.l1, self.h1
+        return " || ".join([
+            f"({c} >= 0 && {c} < sg_T1 && {rows})",
+            f"({c} >= {-L} && {c} < sg_T1 + {H} && {r} >= {ry0} && {r} <= sg_T0 + {ry1 - 1})",
+            f"({r} >= {-self.l0} && {r} < sg_T0 + {self.h0} && {c} >= {rz0 - e0} && "
+            f"{c} <= sg_T1 + {rz1 + e1 - 1})",
+            f"({r} >= 0 && {r} < sg_T0 && {c} >= {-L + rz0 - e0} && "
+            f"{c} <= sg_T1 + {H + rz1 + e1 - 1})"])
+
     def _staged_setup(self) -> list[str]:
-        """Per staged input: the points around the tile that no thread owns, which this
-        thread loads (their inner points fixed for the block; those the reads do not reach
-        along the inner dimensions are zero in every slot, stored once), then its ring filled
-        with the planes the first iteration's producer reads (the thread's own point and those
-        around), and the values of the plane the first iteration stores."""
+        """Per group of staged inputs (``_groups``): the points around the tile that no thread
+        owns and a producer point reads, which this thread loads (their inner points fixed
+        for the block; those the reads do not reach along the inner dimensions are zero in
+        every slot, stored once), then each ring filled with the planes the first iteration's
+        producer reads (the thread's own point(s) and those around), and the values of the
+        plane the first iteration stores."""
         out = []
         names = [d.name for d in self.inner]
-        for s in self.f.staged:
-            ring, q, n = _ring(s), _column(s), f"{_ring(s)}_n"
-            own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            out += [f"const bool {q}_ok{c} = sg_kind != 3 && "
-                    f"{self._reach_test(s, self._shift(names, c))};" for c in range(self.q)]
-            out += [f"{self.vt} {q}_next = {self.zero};",
-                    f"constexpr int {n} = ({ring}_pl + sg_nt - 1)/sg_nt;",
-                    f"int {ring}_at[{n}];", f"{self.real} {ring}_v[{n}];"]
-            out += [f"sg_int {ring}_g{j}[{n}];" for j in range(self.m)]
+        for group in self._groups():
+            lead = group[0]
+            lr, n = _ring(lead), f"{_ring(lead)}_n"
+            for s in group:
+                q = _column(s)
+                out += [f"const bool {q}_ok{c} = sg_kind != 3 && "
+                        f"{self._reach_test(s, self._shift(names, c))};" for c in range(self.q)]
+                out += [f"{self.vt} {q}_next = {self.zero};"]
+            out += [f"constexpr int {n} = ({lr}_pl + sg_nt - 1)/sg_nt;", f"int {lr}_at[{n}];"]
+            out += [f"sg_int {lr}_g{j}[{n}];" for j in range(self.m)]
+            out += [f"{self.real} {_ring(s)}_v[{n}];" for s in group]
+            zero = [f"    for (int sg_i = 0; sg_i < {s.ring}; ++sg_i) "
+                    f"{_ring(s)}[sg_i*{_ring(s)}_pl + sg_e] = ({self.real})0;" for s in group]
             out += ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     "  const int sg_e = sg_tid + sg_k*sg_nt;"] + \
-                _indent(self._band_point(s, "sg_e")) + \
-                [f"  const bool sg_mine = sg_e < {ring}_pl && !({self._owned('sg_r', 'sg_c')});",
-                 f"  const bool sg_reached = {self._reach_test(s, self._gnames())};",
-                 f"  {ring}_at[sg_k] = sg_mine && sg_reached ? sg_e : -1;"] + \
-                [f"  {ring}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)] + \
-                ["  if (sg_mine && !sg_reached)",
-                 f"    for (int sg_i = 0; sg_i < {s.ring}; ++sg_i) "
-                 f"{ring}[sg_i*{ring}_pl + sg_e] = ({self.real})0;", "}",
-                 f"for (int sg_i = 0; sg_i <= {s.depth}; ++sg_i) {{",
-                 f"  const sg_int sg_X = sg_pa + {s.reach[0]} + sg_i;",
-                 f"  {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
-                 f"  const {self.vt} sg_own = {self._column_load(s, 'sg_X')};",
-                 f"  if (sg_i < {s.depth} && sg_kind != 3) {self._put('sg_pl', own, 'sg_own')}",
-                 f"  if (sg_i == {s.depth}) {q}_next = sg_own;"] + \
-                self._band_each(s, [f"const {self.real} sg_v = {self._band_load(s)};",
-                                    f"if (sg_i < {s.depth}) sg_pl[sg_e] = sg_v; "
-                                    f"else {ring}_v[sg_k] = sg_v;"], "  ") + ["}"]
+                _indent(self._band_point(lead, "sg_e")) + \
+                [f"  const bool sg_mine = sg_e < {lr}_pl && !({self._owned('sg_r', 'sg_c')}) "
+                 f"&& ({self._needed(lead, 'sg_r', 'sg_c')});",
+                 f"  const bool sg_reached = {self._reach_test(lead, self._gnames())};",
+                 f"  {lr}_at[sg_k] = sg_mine && sg_reached ? sg_e : -1;"] + \
+                [f"  {lr}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)] + \
+                ["  if (sg_mine && !sg_reached) {"] + zero + ["  }", "}"]
+            fill, band = [], []
+            for i, s in enumerate(group):
+                ring, q = _ring(s), _column(s)
+                own = _cell((0,) * self.m, s.halo, f"{ring}_b")
+                fill += [f"  {{ {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
+                         f"    const {self.vt} sg_own = {self._column_load(s, 'sg_X')};",
+                         f"    if (sg_i < {s.depth} && sg_kind != 3) "
+                         f"{self._put('sg_pl', own, 'sg_own')}",
+                         f"    if (sg_i == {s.depth}) {q}_next = sg_own; }}"]
+                band += [f"{{ const {self.real} sg_v = {self._band_load(s)};",
+                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{ring}_pl + sg_e] = sg_v; "
+                         f"else {ring}_v[sg_k] = sg_v; }}"]
+            out += [f"for (int sg_i = 0; sg_i <= {lead.depth}; ++sg_i) {{",
+                    f"  const sg_int sg_X = sg_pa + {lead.reach[0]} + sg_i;"] + fill + \
+                self._band_each(lead, band, "  ") + ["}"]
         return out
 
     def _stage(self) -> list[str]:
         """Each staged input's plane after the farthest the producer reads at sg_p into its
-        ring slot (the one the previous iteration's producer read last): the thread's own point
-        and the points around, loaded an iteration ago; then the next plane's values loaded."""
+        ring slot (the one the previous iteration's producer read last): the thread's own
+        point(s) and the points around, loaded an iteration ago; then the next plane's values
+        loaded (a group's band points in one loop)."""
         out = []
-        for s in self.f.staged:
-            ring, q = _ring(s), _column(s)
-            own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-            slot = self.ctx.slot((s.ring, "st", s.halo), s.depth)
-            out += ["{", f"  {self.real} *const sg_pl = {ring} + {slot};",
-                    f"  if (sg_kind != 3) {self._put('sg_pl', own, q + '_next')}",
-                    f"  const sg_int sg_X = sg_p + {s.reach[1] + 2};",
-                    f"  {q}_next = {self._column_load(s, 'sg_X')};"]
-            out += self._band_each(s, [f"sg_pl[sg_e] = {ring}_v[sg_k];",
-                                       f"{ring}_v[sg_k] = {self._band_load(s)};"], "  ")
-            out += ["}"]
+        for group in self._groups():
+            lead = group[0]
+            slot = self.ctx.slot((lead.ring, "st", lead.halo), lead.depth)
+            out += ["{", f"  const sg_int sg_X = sg_p + {lead.reach[1] + 2};"]
+            band = []
+            for i, s in enumerate(group):
+                ring, q = _ring(s), _column(s)
+                own = _cell((0,) * self.m, s.halo, f"{ring}_b")
+                out += [f"  {self.real} *const sg_pl{i} = {ring} + {slot};",
+                        f"  if (sg_kind != 3) {self._put(f'sg_pl{i}', own, q + '_next')}",
+                        f"  {q}_next = {self._column_load(s, 'sg_X')};"]
+                band += [f"sg_pl{i}[sg_e] = {ring}_v[sg_k];",
+                         f"{ring}_v[sg_k] = {self._band_load(s)};"]
+            out += self._band_each(lead, band, "  ") + ["}"]
         return out
 
     def _put(self, ring: str, index: str, value: str) -> str:
@@ -483,26 +526,24 @@ class FusedKernel:
                 lines += ["  }"]
         return lines + ["}"]
 
-    def _loads(self) -> list[str]:
-        """The global reads at the thread's own point(s) of this iteration's producer and
-        consumer, issued first (zero outside the nest)."""
-        out = []
+    def _loads(self, phase: str, x: str) -> list[str]:
+        """The global reads at the thread's own point(s) of ``phase`` (the producer's or the
+        consumer's) at plane ``x`` (zero outside the nest). Each is issued right after the
+        last use of its register, an iteration ahead of its own: the loop hides its latency."""
         names = ["x"] + [d.name for d in self.inner]
-        for phase, x, who in (("produce", "sg_p", "sg_kind != 3"),
-                              ("consume", f"sg_p - {self.ctx.behind}", "sg_kind == 0")):
-            reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
-            if not reads:
-                continue
-            block = [f"const sg_int x = {x};"]
-            block += [f"const bool sg_in{c} = {who} && {self._inside(self._shift(names, c))};"
-                      for c in range(self.q)]
-            for e, name in reads:
-                at = [e, self._second(e)][:self.q]
-                block.append(f"{name} = " + self._parts(
-                    [f"sg_in{c} ? {self.base.doprint(a)} : ({self.real})0"
-                     for c, a in enumerate(at)]) + ";")
-            out += ["{"] + _indent(block) + ["}"]
-        return out
+        who = "sg_kind != 3" if phase == "produce" else "sg_kind == 0"
+        reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
+        if not reads:
+            return []
+        block = [f"const sg_int x = {x};"]
+        block += [f"const bool sg_in{c} = {who} && {self._inside(self._shift(names, c))};"
+                  for c in range(self.q)]
+        for e, name in reads:
+            at = [e, self._second(e)][:self.q]
+            block.append(f"{name} = " + self._parts(
+                [f"sg_in{c} ? {self.base.doprint(a)} : ({self.real})0"
+                 for c, a in enumerate(at)]) + ";")
+        return ["{"] + _indent(block) + ["}"]
 
     def _consumer(self) -> list[str]:
         """The consumer at the tile thread's point(s), ``lag + 1`` planes behind, where the
@@ -603,9 +644,13 @@ class FusedKernel:
         cons = self._consumer()
         ctx.point = False
         lines += [f"{self.vt} {name};" for name in ctx.loads.values()]
-        plane = self._loads() + ["{"] + _indent(cons) + ["}"] + self._stage()
+        behind = ctx.behind
+        plane = ["{"] + _indent(cons) + ["}"] + \
+            self._loads("consume", f"sg_p + 1 - {behind}") + self._stage()
         decls, turn = ctx.slot_lines()
-        plane += ["{"] + _indent(prod) + ["}", "__syncthreads();"] + turn
+        plane += ["{"] + _indent(prod) + ["}"] + self._loads("produce", "sg_p + 1") + \
+            ["__syncthreads();"] + turn
+        lines += self._loads("produce", "sg_pa") + self._loads("consume", f"sg_pa - {behind}")
         lines += ["__syncthreads();   // the staged rings filled"] + decls + ["#pragma unroll 1",
                   f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {ctx.behind}; ++sg_p) {{"]
         lines += _indent(plane) + ["}"]
