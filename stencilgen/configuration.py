@@ -26,6 +26,14 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected 0/1, true/false or yes/no, got {value!r}")
 
 
+def _fusion(value: Any) -> str:
+    """``auto`` (fused; the autotuner may keep the nests apart), ``on`` (fused) or ``off``;
+    a boolean is on or off."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return "on" if _bool(value) else "off"
+
+
 def _flags(value: Any) -> list[str]:
     """Compiler flags from a shell-quoted string or a list of strings."""
     import shlex
@@ -125,12 +133,14 @@ _SETTINGS: dict[str, _Setting] = {
                     "unset): 0 (off), 1/basic "
                     "(exchange halos, then compute), overlap (compute the interior while "
                     "the halos travel)"),
-    # off by default: the fused SA-TTI kernel is correct but slower than the two nests on an
-    # H100 (15.6 against 19.7 GPts/s, docs/performance.md)
-    "fusion": _Setting("STENCILGEN_FUSION", _bool, lambda: False,
+    # on by default: the autotuner times the fused nests against the nests apart and keeps
+    # the faster per size (fused where nothing is remembered: docs/performance.md, issue 47)
+    "fusion": _Setting("STENCILGEN_FUSION", _fusion, lambda: "auto",
                        "CUDA: fuse a nest that only computes temporaries into the nest that "
-                       "reads them, the temporaries kept on chip (1); 0: two nests, the "
-                       "temporaries in global memory"),
+                       "reads them, the temporaries kept on chip; auto (default): the "
+                       "autotuner keeps the nests apart for a size where they ran faster; "
+                       "1/on: always fused; 0/off: two nests, the temporaries in global "
+                       "memory"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

@@ -46,7 +46,7 @@ class Target:
     def fusion(self):
         """The limits of the nests the backend fuses (``ir/fusion.Limits``), or None."""
         figures = getattr(self.emitter, "FUSION", None)
-        return Limits(**figures) if figures and configuration["fusion"] else None
+        return Limits(**figures) if figures and configuration["fusion"] != "off" else None
 
 
 def select(name: str | None = None) -> Target:

@@ -290,7 +290,9 @@ def _subsampled_sizes(prog, args):
                     f"is {factor}: it needs {need}; build it with shape {need} there")
 
 
-def _bounds(prog, grid, kwargs, args):
+def bounds(prog, grid, kwargs, args):
+    """The points and the first and last index of every dimension in ``args`` (kwargs's
+    ``x_m``, ``x_M``... or the whole grid)."""
     for d, n in zip(prog.dims, grid.shape):
         lo, hi = (as_int(_given(kwargs, key, default), f"apply: {key}",
                          f"pass a grid index from 0 to {n - 1}, e.g. {key}={default}")
@@ -382,7 +384,7 @@ def _scalar(s, bindings, geometry, kwargs, overrides, op_name):
     return kwargs["dt"]
 
 
-def _dimension_names(prog, kwargs, op_name, stepping: str = "t") -> dict:
+def dimension_names(prog, kwargs, op_name, stepping: str = "t") -> dict:
     """Devito's shorthands: a dimension's name stands for its last index (``time=100`` is
     ``time_M=100``, ``x=10`` is ``x_M=10``), and the stepping dimension's bounds for the time
     loop's (``t_M=100`` is ``time_M=100``), where no Function or Constant has that name."""
@@ -409,7 +411,7 @@ def _dimension_names(prog, kwargs, op_name, stepping: str = "t") -> dict:
 def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     """Every argument of the entry point by C name, and what to keep alive meanwhile.
     ``attach`` turns [(array, storage, halo)] into the pointers the entry point reads."""
-    kwargs = _dimension_names(prog, kwargs, op_name, bindings.grid.stepping_dim.name)
+    kwargs = dimension_names(prog, kwargs, op_name, bindings.grid.stepping_dim.name)
     unknown = set(kwargs) - _accepted(prog)
     if unknown:
         raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "
@@ -420,7 +422,7 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     overrides = {k: v for k, v in kwargs.items() if k not in steering}
     args, keep = {prog.control: None}, []   # no stop flag or step count: apply sets one
     lengths = _array_args(prog, bindings, overrides, temps, args, keep, attach)
-    _bounds(prog, bindings.grid, kwargs, args)
+    bounds(prog, bindings.grid, kwargs, args)
     _factors(prog, bindings, overrides, args)
     _subsampled_sizes(prog, args)
     if prog.has_time_loop:

@@ -33,6 +33,22 @@ def wanted(asked, setting: str, remembered: bool, updates: float) -> bool:
     return setting == "on" or updates >= AUTO_FROM
 
 
+#: a fused nest keeps running fused unless its nests apart ran faster by more than this
+#: fraction (fused moves fewer bytes and needs no temporaries in global memory)
+FUSION_MARGIN = 0.02
+
+
+def apart_key(key: str) -> str:
+    """The remembered entry of the choice between fused nests and the nests apart."""
+    return f"apart {key}"
+
+
+def keep_apart(fused: float, apart: float) -> bool:
+    """Whether the nests apart run instead of fused: ``apart`` seconds against ``fused`` for
+    the same trial steps, each at its own tuned launch shapes."""
+    return apart < (1.0 - FUSION_MARGIN) * fused
+
+
 def size_key(prog, args) -> str:
     """What tuning depends on besides the code: the sizes and iteration bounds."""
     values = [args[d.size] for d in prog.dims]

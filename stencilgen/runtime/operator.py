@@ -11,6 +11,7 @@ import numpy as np
 import jitcache
 
 from .. import logger as log
+from . import arguments
 from . import autotune as tuning
 from . import finite
 from . import longrun
@@ -27,6 +28,9 @@ from ..distributed.halo_exchange import HaloExchange, SparseSums, ranks_timed
 from ..distributed import mpi
 from .profiling import PerformanceSummary, summarize
 
+#: ``_launch_shapes``'s answer where a fused Operator's nests apart ran faster
+_APART = object()
+
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
            "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "control": ctypes.c_void_p,
            "index": ctypes.c_long, "exchange": ctypes.c_void_p,
@@ -41,7 +45,8 @@ class Operator:
     """
 
     def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
-                 check_finite=None, *, language=None, platform=None, opt=None, subs=None):
+                 check_finite=None, *, language=None, platform=None, opt=None, subs=None,
+                 _apart=False):
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
         if check_finite not in (None, True, False):
@@ -62,9 +67,12 @@ class Operator:
         self._target = targets.select(backend)
         self._cflags = cflags
         start = _time.perf_counter()
+        # _apart: the twin of a fused Operator, its nests apart (``_fusion_twin``)
         self.program, self._bindings = compile_program(
             expressions, name, self._target.narrow_index, self._target.flops_per_byte,
-            self._target.fusion)
+            None if _apart else self._target.fusion)
+        self._twin = None
+        self._apart_sizes: dict = {}   # size key -> the nests apart run (remembered choice)
         self.grid = self._bindings.grid
         self._bindings.spacings = options.spacing_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(
@@ -212,6 +220,9 @@ class Operator:
             return variant.apply(autotune=autotune, **kwargs)
         t0 = _time.perf_counter()
         compiled = self._ensure_built()
+        if autotune is not True and self._runs_apart(kwargs):
+            return self._fusion_twin().apply(autotune=autotune, **kwargs)
+        asked = dict(kwargs)
         if self._emitter.openmp_threads:
             longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
         prog, check = self.program, self._check_finite
@@ -229,7 +240,10 @@ class Operator:
             fields = self._written_fields(kwargs)
             checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
             args[prog.checks_param] = None if checks is None else checks.ctypes.data
-            shapes = self._launch_shapes(args, written, autotune, bound)
+            shapes = self._launch_shapes(args, written, autotune, bound, asked)
+            if shapes is _APART:
+                del keep
+                return self._fusion_twin().apply(autotune=False, **asked)
             args[prog.tuning] = None if shapes is None else shapes.ctypes.data
             keep.append(shapes)
             split = self._split(args, bound, kwargs) if prog.split else None
@@ -323,10 +337,75 @@ class Operator:
         written = finite.last_written(prog, span) if span else {}
         return longrun.interrupted(run, summary, fields, written)
 
-    def _launch_shapes(self, args, written, asked, bound):
+    # -- fused nests or apart: the autotuner's choice ------------------------------------------
+    def _fused(self) -> bool:
+        return any(k.fusion is not None for k in self.program.steps)
+
+    def _fusion_twin(self):
+        """This fused Operator's twin with its nests apart, built once (on first use)."""
+        if self._twin is None:
+            self._twin = Operator(self._expressions, **self._settings, _apart=True)
+        return self._twin
+
+    def _runs_apart(self, kwargs) -> bool:
+        """Whether the autotuner measured the nests apart faster than fused for this run's
+        sizes (remembered beside the build); fused where nothing is remembered."""
+        if not self._fused() or configuration["fusion"] != "auto":
+            return False
+        args = {}
+        names = arguments.dimension_names(self.program, kwargs, self.name,
+                                          self._bindings.grid.stepping_dim.name)
+        arguments.bounds(self.program, self._bindings.grid, names, args)
+        key = tuning.size_key(self.program, args)
+        if key not in self._apart_sizes:
+            found = tuning.Remembered(self._build.source_path.parent).get(tuning.apart_key(key))
+            if found is None:
+                return False
+            self._apart_sizes[key] = bool(found[0])
+        return self._apart_sizes[key]
+
+    def _trial_seconds(self, kwargs) -> float:
+        """Tunes the launch shapes for the run ``kwargs`` describes (kept as any tuning's) and
+        returns the seconds the sections take for the trial steps at the shapes kept, the
+        best of two runs (the run's arrays put back)."""
+        self._ensure_built()
+        prog = self.program
+        kwargs, _ = sparse_arrays(prog, self._bindings, kwargs)
+        with self._temps.borrow() as temps:
+            bound = {}
+            args, keep = bind(prog, self._bindings, kwargs, temps, self.name,
+                              self._attacher(bound))
+            written = [bound[n] for n in prog.checks]
+            args[prog.checks_param] = None
+            shapes = self._launch_shapes(args, written, True, bound)
+            if shapes is None:
+                shapes = np.zeros(max(len(prog.kernels), 1), dtype=np.int64)
+            run = self._trial(args, written, bound)
+            seconds = min(float(np.sum(run(shapes))) for _ in range(2))
+            del keep
+        return seconds
+
+    def _choose_fusion(self, args, written, bound, choice, key, kwargs) -> bool:
+        """Times the fused nests (at the launch shapes just tuned) against the twin with the
+        nests apart (at its own), keeps the faster for this size and says which; True: apart."""
+        run = self._trial(args, written, bound)
+        fused = min(float(np.sum(run(choice))) for _ in range(2))
+        apart = self._fusion_twin()._trial_seconds(kwargs)
+        chosen = tuning.keep_apart(fused, apart)
+        tuning.Remembered(self._build.source_path.parent).put(tuning.apart_key(key),
+                                                              [int(chosen)])
+        self._apart_sizes[key] = chosen
+        log.info(f"Operator `{self.name}`: fused nests {1e3 * fused:.2f} ms, apart "
+                 f"{1e3 * apart:.2f} ms for {tuning.TRIAL_STEPS} steps of size {key}: "
+                 f"{'apart' if chosen else 'fused'} kept")
+        return chosen
+
+    def _launch_shapes(self, args, written, asked, bound, kwargs=None):
         """The tuning argument: the launch shapes kept for this size or tuned now (None:
-        the backend's defaults). On a split grid every rank tunes or none does, with the
-        slowest rank's trial times, and all keep rank 0's shapes (trials exchange halos)."""
+        the backend's defaults; ``_APART``: a fused Operator tuned now whose nests apart ran
+        faster, given the run's ``kwargs``). On a split grid every rank tunes or none does,
+        with the slowest rank's trial times, and all keep rank 0's shapes (trials exchange
+        halos)."""
         offered = self._emitter.launch_shapes()
         if not offered:
             return None
@@ -355,6 +434,10 @@ class Operator:
                                for k in prog.kernels if k.section.timer in offered)
             log.info(f"Operator `{self.name}` autotuned for size {key} in "
                      f"{_time.perf_counter() - start:.2f} s: {picked}")
+            auto = configuration["fusion"] == "auto"
+            if kwargs is not None and auto and self._fused() and \
+                    self._choose_fusion(args, written, bound, choice, key, kwargs):
+                return _APART
         if choice is None or len(choice) != max(len(prog.kernels), 1):
             return None
         return choice
