@@ -157,7 +157,8 @@ def test_the_footprint_check_says_what_is_resident():
     hold = cupy.empty(free - 32 * 2 ** 20, dtype=np.uint8)
     try:
         with pytest.raises(places.DeviceMemoryError,
-                           match=r"need (\d+\.\d) MiB more on the GPU .* resident fields: u "):
+                           match=r"need (\d+\.\d) MiB on the GPU \((\d+\.\d) MiB of it not "
+                                 r"there yet.* resident fields: u "):
             big.apply(time_m=1, time_M=1, dt=0.1)
     finally:
         del hold
