@@ -353,12 +353,15 @@ class CBackend:
                                   f"{i * (1 + arr.support)}]") for i in range(n)]
         for i, sym in enumerate(k.dims):
             d, pos, cell = self.dims[sym], loc.position[i], loc.cell[i]
-            # a staggered target's values sit half a cell ahead of the nodes
-            ahead = f" - {k.stagger[i]!r}" if k.stagger and k.stagger[i] else ""
+            # a staggered target's values sit half a cell ahead of the nodes; the position in
+            # the arithmetic's type, the half cell taken off before dividing, as Devito's (in
+            # float32 a point on a node then lies on it: 0.5/0.1 rounds to 5, not below)
+            ahead = f" - ({real}){k.stagger[i]!r}*{d.spacing}" if k.stagger and k.stagger[i] \
+                else ""
             out += [
-                c.Initializer(c.Value("const double", pos),
-                              f"({lay.coords}[{k.point}*{n} + {i}] - {d.origin})/{d.spacing}"
-                              f"{ahead}"),
+                c.Initializer(c.Value(f"const {real}", pos),
+                              f"(({real}){lay.coords}[{k.point}*{n} + {i}] - {d.origin}{ahead})/"
+                              f"{d.spacing}"),
                 c.Initializer(c.Value(f"const {self.index}", cell),
                               f"({self.index})floor({pos})"),
                 c.Initializer(c.Value(f"const {real}", loc.fraction[i]), f"({real})({pos} - {cell})"),

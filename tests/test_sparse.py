@@ -198,3 +198,26 @@ def test_sparse_function_ignores_nt_as_devito_does(staggered):
         assert a.data[5, 5, 5] == pytest.approx(2.0, rel=1e-6)
     q = SparseTimeFunction(name="q", grid=grid, npoint=1, nt=10)
     assert q.data.shape == (10, 1)
+
+
+def test_injections_add_what_devito_adds():
+    """tests/reference/injection_program.py under Devito 4.8.23 (stored) and stencilgen: an
+    expression injected into fields staggered along x, z and x and y is evaluated where their
+    values sit (the node function in it averaged onto them); a function staggered along y in
+    the expression of a node field is averaged onto the nodes; in float32 a point on a node
+    puts all of its value there (the same nodes written: none leaks 1e-7 to its neighbours)."""
+    import sys
+    from pathlib import Path
+    import stencilgen
+    reference = Path(__file__).resolve().parent / "reference"
+    sys.path.insert(0, str(reference))
+    try:
+        import injection_program
+    finally:
+        sys.path.remove(str(reference))
+    ref = np.load(reference / "injection_program.npz")
+    got = injection_program.run(stencilgen)
+    for key in ref.files:
+        scale = np.abs(ref[key]).max()
+        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * scale, key   # float32 round-off
+        assert np.array_equal(got[key] != 0, ref[key] != 0), key

@@ -576,8 +576,10 @@ def expand_derivatives(eqs, grid, names) -> list[Eq]:
     out = []
     for eq in eqs:
         ex = _Expander(grid, names)
+        # an interpolation reads its expression at the nodes; an injection adds its
+        # expression where the field's values sit, as any equation (Devito's)
         rhs = ex(at_nodes(eq.rhs, grid) if getattr(eq, "kind", None) == "interpolate" else
-                 eq.rhs if isinstance(eq, SparseEq) else at_place(eq.rhs, eq.lhs))
+                 at_place(eq.rhs, eq.lhs))
         out.extend(ex.new_eqs)
         out.append(eq.with_rhs(rhs))
     return out
