@@ -4,7 +4,7 @@ from sympy import (Abs, And, Ge, Gt, Le, Lt, Max, Min, Ne, Not, Or, acos, asin, 
 
 from . import devito_names
 from .symbolic.builtins import (gaussian_smooth, initialize_function, inner, mmax, mmin, norm,
-                                sum, sumall)
+                                smooth, sum, sumall)
 from .symbolic.calculus import curl, diag, div, grad, laplace
 from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
@@ -88,7 +88,7 @@ __all__ = [
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
     "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]
-__all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "switchconfig"]
+__all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "smooth", "switchconfig"]
 
 
 def _devito_module_paths():

@@ -12,7 +12,6 @@ class UnsupportedFeature(StencilgenError, ImportError):
 
 _CALCULUS = ("the rotated (45-degree) vector calculus operators are not supported: write the "
              "sums of rotated derivatives (u.dx45 + u.dy45) or use grad, div, curl")
-_REDUCTIONS = "compute it with NumPy on f.data (norm(f) is provided)"
 _OPERATORS = "use Operator(eqs, backend='c' | 'openacc' | 'cuda') for every target"
 _CHECKPOINT = ("checkpointing (pyrevolve) is not supported; save the forward wavefield with "
                "TimeFunction(save=nt)")
@@ -23,7 +22,6 @@ ADVICE = {
     "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
 
     "Buffer": "Buffer is not supported: pass time_order= (or save=) to TimeFunction",
-    "smooth": _REDUCTIONS,
     "assign": "assign is not supported: set f.data with NumPy, or run an Operator of Eq(f, ...)",
     "switchenv": "switchenv is not supported: set stencilgen.configuration[...] directly",
     "info": "Devito's logging helpers are not provided: use the logging module",

@@ -298,3 +298,23 @@ def test_the_stepping_dimensions_bounds_stand_for_the_time_loops():
     np.testing.assert_array_equal(u.data, by_alias)
     with pytest.raises(InvalidArgument, match="t_M= and time_M= both given"):
         op.apply(t_M=2, time_M=2)
+
+
+def test_smooth_averages_as_devitos():
+    """tests/reference/smooth_program.py under Devito 4.8.23 (stored) and stencilgen: the
+    moving average at space orders 1 and 4 along the default axis, x, and x and y (the halo's
+    own values read), and of a Constant: float32 round-off apart."""
+    import sys
+    from pathlib import Path
+    import stencilgen
+    reference = Path(__file__).resolve().parent / "reference"
+    sys.path.insert(0, str(reference))
+    try:
+        import smooth_program
+    finally:
+        sys.path.remove(str(reference))
+    ref = np.load(reference / "smooth_program.npz")
+    got = smooth_program.run(stencilgen)
+    assert sorted(got) == sorted(ref.files)
+    for key in ref.files:
+        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key

@@ -308,8 +308,16 @@ def test_bad_side_and_weights_are_invalid_arguments():
         u.dx(x0=x + x.spacing / 2, weights=[1, 0, -1])
     with pytest.raises(InvalidArgument, match="at least 3"):
         u.dx2(weights=[1])
+    cross = Derivative(u, x, y, side=right)   # Devito's: the side of every dimension
+    assert cross.side == "right" and cross.expr.side == "right" and cross.expr.cross
     with pytest.raises(InvalidArgument, match="one dimension"):
-        Derivative(u, x, y, side=right)
+        Derivative(u, x, y, weights=[1, 0, -1])
+    with pytest.raises(InvalidArgument, match=r"fd_order=2 for the cross derivative along x, "
+                                              r"y: give one order a dimension"):
+        u.dxdy(fd_order=2)
+    f = Function(name="f", grid=u.grid, space_order=4, staggered=x)
+    with pytest.raises(UnsupportedDerivative, match="dx45 of f, staggered"):
+        f.dx45  # noqa: B018
 
 
 # -- Devito's own numbers -----------------------------------------------------------------------
@@ -399,3 +407,51 @@ def test_derivatives_print_and_answer_sympys_questions():
     assert eq._repr_latex_() == f"$\\displaystyle {tex}$"
     art = sp.pretty(eq, use_unicode=True)
     assert "=" in art and "dt" in art and "Derivative" not in art
+
+
+def test_derivative_arguments_give_devitos_numbers():
+    """tests/reference/derivative_arguments_program.py under Devito 4.8.23 (stored) and
+    stencilgen: cross derivatives with an order per dimension, a side or an x0 (every
+    dimension of the cross derivative takes them), of a function staggered along x (taken
+    where the equation's left-hand side sits, every dimension), nested ones (the inner where
+    the function's values sit), rotated ones of a node function: float32 round-off apart."""
+    import sys
+    from pathlib import Path
+    import stencilgen
+    reference = Path(__file__).resolve().parent / "reference"
+    sys.path.insert(0, str(reference))
+    try:
+        import derivative_arguments_program
+    finally:
+        sys.path.remove(str(reference))
+    ref = np.load(reference / "derivative_arguments_program.npz")
+    got = derivative_arguments_program.run(stencilgen)
+    assert sorted(got) == sorted(ref.files)
+    for key in ref.files:
+        scale = np.abs(ref[key]).max()
+        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * scale, key
+
+
+def test_x0_reads_back_as_devitos_dict():
+    """``.x0``: the points given by dimension, a cross derivative's every dimension's; {} where
+    none was given (Devito 4.8.23's frozendicts compare equal)."""
+    _, u = _grid2(4)
+    x, y = u.grid.dimensions
+    hx, hy = x.spacing, y.spacing
+    assert u.dx.x0 == {} and u.dxdy.x0 == {}
+    assert u.dx(x0=x + hx / 2).x0 == {x: x + hx / 2}
+    assert u.dxdy(x0={x: x + hx / 2, y: y - hy / 2}).x0 == {x: x + hx / 2, y: y - hy / 2}
+    assert Derivative(u, x, y, x0={y: y + hy / 2}).x0 == {y: y + hy / 2}
+    assert u.dx.dy(x0=y + hy / 2).x0 == {y: y + hy / 2}   # nested: the outer's own only
+
+
+def test_time_derivative_x0_in_either_time_dimension():
+    """``u.dt(x0=time - dt/2)`` (Devito's self-adjoint example) is ``u.dt(x0=t - dt/2)``:
+    the stepping dimension's x0 given in the time dimension it steps."""
+    grid = Grid(shape=(6, 6), extent=(1.0, 1.0), dtype=np.float32)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=2)
+    t, time = grid.stepping_dim, grid.time_dim
+    a = u.dt(x0=time - time.spacing / 2)
+    b = u.dt(x0=t - t.spacing / 2)
+    assert a == b and a.x0 == {t: t - t.spacing / 2}
+    assert evaluate(a) == evaluate(b) != evaluate(u.dt)

@@ -9,6 +9,7 @@ import builtins as _python
 import numpy as np
 
 from ..errors import InvalidArgument
+from .functions import Constant
 
 
 def norm(f, order=2):
@@ -106,6 +107,42 @@ def gaussian_smooth(f, sigma=1, truncate=4.0, mode="reflect"):
         f.data[:] = out
     else:
         f[...] = out
+    return f
+
+
+def smooth(f, g, axis=None):
+    """Devito's ``smooth``: ``f`` (a Function) set to the simple moving average of ``g``
+    along ``axis`` (a Dimension or a list of them; default ``g``'s innermost), as Devito's
+    ``Eq(f, g.avg(dims=axis))``: along each axis the points from as many before as ``g``'s
+    halo is wide to as many after less one (``g[x - 1] + g[x]`` at space order 1), read from
+    ``g``'s halo where they lie beyond the domain, a point named twice counted once in the
+    divisor (Devito divides by the terms of its sum). A Constant ``g`` gives 0.9 of its
+    value. Returns ``f``."""
+    if isinstance(g, Constant):
+        f.data[...] = 0.9 * np.asarray(g.data)
+        return f
+    dims = list(g.dimensions)
+    space = [d for d in dims if not d.is_Time]
+    axes = [space[-1]] if axis is None else list(axis) if isinstance(axis, (list, tuple)) \
+        else [axis]
+    for a in axes:
+        if a not in space:
+            raise InvalidArgument(f"smooth: axis {a} is not a space dimension of {g.name} "
+                                  f"({', '.join(d.name for d in space)})")
+    halo = dict(zip(dims, g.halo))
+    values = np.asarray(g.data_with_halo, dtype=np.float64)
+    terms: dict = {}
+    for a in axes:
+        before, after = halo[a]
+        for k in range(-before, after):
+            key = tuple(k if d is a else 0 for d in dims)
+            terms[key] = terms.get(key, 0) + 1
+    inner = tuple(slice(lo, values.shape[i] - hi) for i, (lo, hi) in enumerate(g.halo))
+    total = np.zeros(np.asarray(g.data).shape)
+    for offsets, count in terms.items():
+        moved = tuple(slice(s.start + o, s.stop + o) for s, o in zip(inner, offsets))
+        total += count * values[moved]
+    f.data[...] = total / len(terms)
     return f
 
 

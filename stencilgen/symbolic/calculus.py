@@ -13,9 +13,16 @@ from .tensors import Tensor
 
 
 def _d(expr, dim, shift, order, side):
-    """The first derivative of ``expr`` along ``dim``, at ``dim + shift*h`` if shift is given."""
+    """The first derivative of ``expr`` along ``dim``, at ``dim + shift*h`` if shift is given
+    (a tuple or list: one shift a dimension of the grid, Devito's)."""
     if expr == 0:
         return sympy.S.Zero
+    if isinstance(shift, (tuple, list)):
+        dims = list(_grid_of(expr, "shift").dimensions)
+        if len(shift) != len(dims):
+            raise InvalidArgument(f"shift={tuple(shift)!r}: give one shift a dimension of the "
+                                  f"grid ({', '.join(d.name for d in dims)}), or one for all")
+        shift = shift[dims.index(dim)]
     x0 = None if shift is None else dim + sympy.nsimplify(shift) * dim.spacing
     return Derivative(expr, dim, fd_order=order, x0=x0, side=side)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
 import sympy
 from sympy.core.decorators import call_highest_priority
 from sympy.core.function import AppliedUndef
@@ -174,6 +175,25 @@ class Differentiable:
     def laplace(self):
         return DAdd(*[self._d(d, 2) for d in self.grid.dimensions])
 
+    # Devito's calculus as methods (``f.laplacian()``, ``f.grad()``, ``f.div()``)
+    def laplacian(self, shift=None, order=None, method="FD", w=None, side=None):
+        """The Laplacian (``calculus.laplace``); ``w=`` (Devito's weights) is refused."""
+        from .calculus import laplace
+        if w is not None:
+            raise InvalidArgument("laplacian: w= (custom weights) is not supported; give "
+                                  "weights to each second derivative, u.dx2(weights=...)")
+        return laplace(self, shift, order, method, side)
+
+    def grad(self, shift=None, order=None, method="FD", side=None):
+        """The gradient (``calculus.grad``)."""
+        from .calculus import grad
+        return grad(self, shift, order, method, side)
+
+    def div(self, shift=None, order=None, method="FD", side=None):
+        """The divergence of a scalar: the sum of its first derivatives (``calculus.div``)."""
+        from .calculus import div
+        return div(self, shift, order, method, side)
+
     @property
     def dxl(self):
         return self._sided("x", "left")
@@ -235,15 +255,15 @@ def _shorthand(expr, name):
     except InvalidEquation:
         raise UnsupportedDerivative(f"{name}: {expr} involves no Function, so it has no grid "
                                     "to differentiate on") from None
-    result = expr
+    specs = []
     for letter, suffix in tokens:
         dim = _shorthand_dim(grid, name, letter)
         if suffix == "45":
             return _rotated(expr, dim, name)
         if suffix in _SIDES:
             return Derivative(expr, dim, side=_SIDES[suffix])
-        result = Derivative(result, (dim, _shorthand_order(expr, name, dim, suffix)))
-    return result
+        specs.append((dim, _shorthand_order(expr, name, dim, suffix)))
+    return Derivative(expr, *specs)   # several dimensions: one cross derivative
 
 
 def _shorthand_dim(grid, name, letter):
@@ -282,6 +302,15 @@ def _rotated(expr, dim, name):
     if len(dims) < 2:
         raise UnsupportedDerivative(f"{name}: a rotated derivative needs a grid of 2 or 3 "
                                     f"dimensions; on a 1D grid write u.d{dim}")
+    staggered = sorted({f.name for f in expr.atoms(sympy.Function)
+                        if any(getattr(getattr(f, "field", None), "staggered", ()) or ())})
+    if staggered:
+        # Devito 4.8.23 moves a staggered function's diagonal taps by half a spacing along
+        # its staggered dimensions only: its own exactness test (test_fd_space_45) fails
+        raise UnsupportedDerivative(
+            f"{name} of {', '.join(staggered)}, staggered: Devito's rotated derivative of a "
+            f"staggered function is not exact (it fails Devito's own test_fd_space_45); take "
+            f"it of a function on the nodes, or average onto them first")
     offsets, weights = centred_weights(1, expr.space_order, 0)
     inner = evaluate(expr)
     terms = []
@@ -293,7 +322,9 @@ def _rotated(expr, dim, name):
                 moved = shift(moved, d, sign * o)
             if w != 0:
                 terms.append(DMul(direction[dim] * w, moved))
-    return DMul(DAdd(*terms), sympy.Rational(1, 2 ** (len(dims) - 1)),
+    # its values sit where the function's do: an equation takes them as they are (Devito's
+    # dx45 is an expression already evaluated), not averaged onto its left-hand side
+    return DMul(Evaluated(*terms), sympy.Rational(1, 2 ** (len(dims) - 1)),
                 DPow(dim.spacing, sympy.S.NegativeOne))
 
 
@@ -352,8 +383,9 @@ def _as_spec(spec):
         return spec, 1
     if isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], Dimension):
         order = spec[1]
-        if isinstance(order, bool) or not isinstance(order, (int, sympy.Integer)) or int(order) < 1:
-            raise InvalidArgument(f"Derivative: derivative order must be a positive integer, "
+        if isinstance(order, bool) or not isinstance(order, (int, np.integer, sympy.Integer)) \
+                or int(order) < 0:
+            raise InvalidArgument(f"Derivative: derivative order must be an integer from 0, "
                                   f"got {order!r} for {spec[0]}")
         return spec[0], int(order)
     raise InvalidArgument(f"Derivative: expected a dimension or (dimension, order), got {spec!r}")
@@ -376,32 +408,55 @@ class Derivative(Differentiable, sympy.Expr):
     can materialise inner derivatives as temporaries. Args are ``(expr, dim, n, fd_order, x0)``
     and, for a side, user weights or a transpose, a sixth ``(side, transposed, weights)``;
     the user forms ``Derivative(u, x)``, ``Derivative(u, (x, 2))``, ``Derivative(u, x, y)`` and
-    ``Derivative(u, (x, 1), (y, 1))`` nest one Derivative per dimension.
+    ``Derivative(u, (x, 1), (y, 1))`` nest one Derivative per dimension. Those inner levels
+    are ``cross``: parts of one cross derivative, as Devito's single Derivative over several
+    dimensions (``u.dxdy``), so an argument given to the whole (``fd_order={x: 2, y: 2}``,
+    ``side=``, ``x0={...}``) reaches every level, and in an equation every level is taken
+    where the left-hand side sits; ``u.dx.dy`` nests two derivatives of their own.
     """
 
     is_commutative = True
 
-    def __new__(cls, expr, *specs, fd_order=None, x0=None, side=None, weights=None):
+    def __new__(cls, expr, *specs, fd_order=None, x0=None, side=None, weights=None,
+                deriv_order=None):
         if (len(specs) in (4, 5) and fd_order is None and x0 is None and side is None
-                and weights is None and isinstance(specs[0], Dimension)
+                and weights is None and deriv_order is None and isinstance(specs[0], Dimension)
                 and isinstance(specs[1], sympy.Integer) and isinstance(specs[2], sympy.Integer)):
             return sympy.Expr.__new__(cls, sympy.sympify(expr), *specs)
         if not specs:
             raise InvalidArgument("Derivative: give at least one dimension, e.g. Derivative(u, x)")
+        if deriv_order is not None:   # Devito's Derivative(u, x, y, deriv_order=(2, 1))
+            orders = tuple(deriv_order) if isinstance(deriv_order, (tuple, list)) else \
+                (deriv_order,) * len(specs)
+            if len(orders) != len(specs) or not all(isinstance(d, Dimension) for d in specs):
+                raise InvalidArgument(
+                    f"Derivative: deriv_order={deriv_order!r} for {specs!r}: give the "
+                    f"dimensions alone and one order each (or one for all)")
+            specs = tuple(zip(specs, orders))
         merged: dict = {}
         for spec in specs:
             dim, n = _as_spec(spec)
             merged[dim] = merged.get(dim, 0) + n
-        if len(merged) > 1 and (side is not None or weights is not None):
-            raise InvalidArgument("Derivative: side= and weights= apply to one dimension; "
-                                  "nest one Derivative per dimension instead")
-        result = expr
-        for dim, n in merged.items():
-            result = cls._build(result, dim, n, fd_order, x0, side, weights)
+        merged = {d: n for d, n in merged.items() if n}   # order 0: the expression itself
+        if not merged:
+            return sympy.sympify(expr)
+        if len(merged) > 1 and weights is not None:
+            raise InvalidArgument("Derivative: weights= apply to one dimension; nest one "
+                                  "Derivative per dimension instead")
+        if len(merged) > 1 and fd_order is not None and not isinstance(fd_order, dict):
+            raise InvalidArgument(
+                f"Derivative: fd_order={fd_order!r} for a derivative along "
+                f"{', '.join(d.name for d in merged)}: give one order a dimension, e.g. "
+                f"fd_order={{{', '.join(f'{d.name}: {fd_order}' for d in merged)}}} (Devito "
+                f"4.8 stops on an integer there)")
+        result, last = expr, len(merged) - 1
+        for i, (dim, n) in enumerate(merged.items()):
+            result = cls._build(result, dim, n, fd_order, x0, side, weights, cross=i < last)
         return result
 
     @classmethod
-    def _build(cls, expr, dim, n, fd_order, x0, side=None, weights=None, transposed=False):
+    def _build(cls, expr, dim, n, fd_order, x0, side=None, weights=None, transposed=False,
+               cross=False):
         expr = sympy.sympify(expr)
         if isinstance(fd_order, dict):
             fd_order = fd_order.get(dim)
@@ -409,6 +464,10 @@ class Derivative(Differentiable, sympy.Expr):
             x0 = x0.get(dim)
         explicit = x0 is not None
         x0 = dim if x0 is None else sympy.sympify(x0)
+        if dim.is_Time:   # x0 in the other time dimension (u.dt(x0=time - dt/2)): the same time
+            x0 = x0.xreplace({s: dim for s in x0.free_symbols
+                              if isinstance(s, Dimension) and s.is_Time and s != dim
+                              and getattr(s, "root", s) == getattr(dim, "root", dim)})
         shift = _shift_of(dim, x0)
         side, weights = _check_scheme(dim, n, shift, side, weights)
         if weights:
@@ -418,9 +477,10 @@ class Derivative(Differentiable, sympy.Expr):
                 fd_order = _default_order(expr, dim, n)
             _check_fd_order(expr, dim, n, fd_order, dim.is_Time)
         args = [expr, dim, sympy.Integer(n), sympy.Integer(fd_order), dim + shift * dim.spacing]
-        if side or weights or transposed or explicit:
+        if side or weights or transposed or explicit or cross:
             args.append(sympy.Tuple(Str(side or ""), sympy.Integer(bool(transposed)),
-                                    sympy.Tuple(*weights), sympy.Integer(explicit)))
+                                    sympy.Tuple(*weights), sympy.Integer(explicit),
+                                    sympy.Integer(bool(cross))))
         return sympy.Expr.__new__(cls, *args)
 
     # -- accessors -------------------------------------------------------------------------
@@ -441,12 +501,24 @@ class Derivative(Differentiable, sympy.Expr):
         return int(self.args[3])
 
     @property
-    def x0(self):
+    def point(self):
+        """Where it is evaluated: ``dim + s*h``."""
         return self.args[4]
 
     @property
+    def x0(self) -> dict:
+        """Devito's: the points given, by dimension, those of a cross derivative's other
+        dimensions included ({} where none was: it sits where its operand's values do, or
+        in an equation where the left-hand side's do)."""
+        out = dict(self.expr.x0) if isinstance(self.expr, Derivative) and self.expr.cross \
+            else {}
+        if self.explicit_x0:
+            out[self.dim] = self.point
+        return out
+
+    @property
     def shift(self) -> sympy.Rational:
-        return _shift_of(self.dim, self.x0)
+        return _shift_of(self.dim, self.point)
 
     @property
     def explicit_x0(self) -> bool:
@@ -458,6 +530,11 @@ class Derivative(Differentiable, sympy.Expr):
     def side(self):
         """'left', 'right', 'centered' or None (the default stencil)."""
         return (str(self.args[5][0]) or None) if len(self.args) > 5 else None
+
+    @property
+    def cross(self) -> bool:
+        """Whether this is an inner level of a cross derivative (see the class)."""
+        return len(self.args) > 5 and len(self.args[5]) > 4 and bool(self.args[5][4])
 
     @property
     def transposed(self) -> bool:
@@ -473,13 +550,13 @@ class Derivative(Differentiable, sympy.Expr):
         """The adjoint (transpose) of this derivative, as Devito defines ``.T``: the stencil read
         mirrored, so that <D u, v> = <u, D.T v> for fields vanishing near the boundary."""
         return Derivative._build(self.expr, self.dim, self.deriv_order, self.fd_order,
-                                 self.x0 if self.explicit_x0 else None, self.side,
-                                 self.weights or None, not self.transposed)
+                                 self.point if self.explicit_x0 else None, self.side,
+                                 self.weights or None, not self.transposed, self.cross)
 
     def __call__(self, x0=None, fd_order=None, side=None, weights=None):
         """A copy evaluated at ``x0``, with accuracy ``fd_order``, on a ``side`` or with custom
         ``weights`` (Devito's ``u.dx(x0=...)``, ``u.dx(weights=...)``)."""
-        own_x0 = self.x0 if self.explicit_x0 else None
+        own_x0 = self.point if self.explicit_x0 else None
         new_x0 = x0.get(self.dim, own_x0) if isinstance(x0, dict) else (
             x0 if x0 is not None else own_x0)
         new_order = fd_order.get(self.dim, self.fd_order) if isinstance(fd_order, dict) else (
@@ -489,11 +566,32 @@ class Derivative(Differentiable, sympy.Expr):
         elif weights is not None:
             new_order = None
         inner = self.expr
-        if isinstance(x0, dict) and isinstance(inner, Derivative):
+        if isinstance(inner, Derivative) and inner.cross:
+            # the other dimensions of one cross derivative (Devito's u.dxdy(...))
+            if fd_order is not None and not isinstance(fd_order, dict):
+                dims = [d.name for d in self._cross_dims()]
+                example = ", ".join(f"{d}: {fd_order}" for d in dims)
+                raise InvalidArgument(
+                    f"fd_order={fd_order!r} for the cross derivative along {', '.join(dims)}: "
+                    f"give one order a dimension, e.g. fd_order={{{example}}} (Devito 4.8 "
+                    f"stops on an integer there)")
+            inner = inner(x0=x0 if isinstance(x0, dict) else None,
+                          fd_order=fd_order if isinstance(fd_order, dict) else None, side=side)
+        elif isinstance(x0, dict) and isinstance(inner, Derivative):
             inner = inner(x0=x0)
         return Derivative._build(inner, self.dim, self.deriv_order, new_order, new_x0,
                                  side if side is not None else self.side, weights,
-                                 self.transposed)
+                                 self.transposed, self.cross)
+
+    def _cross_dims(self) -> list:
+        """The dimensions of the cross derivative this is the outer level of, innermost first."""
+        inner = self.expr
+        dims = [inner.dim] if isinstance(inner, Derivative) and inner.cross else []
+        while isinstance(inner, Derivative) and inner.cross and \
+                isinstance(inner.expr, Derivative) and inner.expr.cross:
+            inner = inner.expr
+            dims.insert(0, inner.dim)
+        return dims + [self.dim]
 
     @property
     def variables(self) -> tuple:
@@ -526,7 +624,7 @@ class Derivative(Differentiable, sympy.Expr):
         return printer._print(self._as_sympy())
 
     def _sympystr(self, printer):
-        extra = f", x0={printer.doprint(self.x0)}" if self.explicit_x0 else ""
+        extra = f", x0={printer.doprint(self.point)}" if self.explicit_x0 else ""
         if self.side:
             extra += f", side={self.side}"
         if self.weights:

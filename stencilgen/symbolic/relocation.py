@@ -50,6 +50,8 @@ def _interpolated(expr, target: dict):
     if _is_field(expr):
         return _averaged(expr, target)
     if isinstance(expr, Derivative):
+        if expr.cross:   # a level of one cross derivative: taken where the equation sits
+            return _derivative_at(expr, target, None)
         rest = {d: t for d, t in target.items() if d != expr.dim}
         return expr.func(_interpolated(expr.expr, rest), *expr.args[1:])
     if isinstance(expr, sympy.Mul):
@@ -101,8 +103,8 @@ def _derivative_at(d, target: dict, lhs_field):
             f"{d}: its operand multiplies functions staggered differently along {d.dim}; "
             "differentiate each function separately, or store the product in a Function first")
     return Derivative._build(inner, d.dim, d.deriv_order, d.fd_order,
-                             d.dim + target.get(d.dim, 0) * d.dim.spacing, None,
-                             d.weights or None, d.transposed)
+                             d.dim + target.get(d.dim, 0) * d.dim.spacing, d.side,
+                             d.weights or None, d.transposed, d.cross)
 
 
 def at_place(expr, lhs):
