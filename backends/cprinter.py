@@ -237,6 +237,14 @@ class CPrinter(C99CodePrinter):
             return f"{name}({', '.join(self._print(a) for a in expr.args)})"
         return super()._print_Function(expr)
 
+    def _print_SafeInv(self, expr):
+        """Devito's safe inverse (``relocation.SafeInv``): 0 where the value or its base lies
+        below the threshold, else one over the value."""
+        value, base = (self._print(a) for a in expr.args)
+        eps, one = self.literal(expr.EPS), "1.0F" if self.single else "1.0"
+        return f"((({value}) < {eps} || ({base}) < {eps}) ? {self.literal(0)} : " \
+               f"{one}/({value}))"
+
     def _print_INT(self, expr):
         """Devito's INT(e): the value truncated toward zero, an int in the expression."""
         return f"(int)({self._print(expr.args[0])})"

@@ -289,3 +289,26 @@ def test_vectors_take_matrices_and_diag_takes_vectors_and_tensors():
     assert kept[0, 0] == tau[0, 0] and kept[1, 1] == tau[1, 1] and kept[0, 1] == 0
     with pytest.raises(InvalidArgument, match=r"matrix of shape \(3, 1\)"):
         v + sp.Matrix([1, 2, 3])
+
+
+def test_avg_mode_averages_as_devitos():
+    """tests/reference/average_program.py under Devito 4.8.23 (stored) and stencilgen: a node
+    function averaged onto points staggered along x, y and both, as the mean, the harmonic
+    mean and the safe harmonic mean (zeros and a negative value there: their inverses taken
+    as zero, the points next to them 0 as Devito's); an unknown mode is an error."""
+    import stencilgen
+    reference = Path(__file__).resolve().parent / "reference"
+    sys.path.insert(0, str(reference))
+    try:
+        import average_program
+    finally:
+        sys.path.remove(str(reference))
+    ref = np.load(reference / "average_program.npz")
+    got = average_program.run(stencilgen)
+    assert sorted(got) == sorted(ref.files)
+    for key in ref.files:
+        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key
+        assert np.array_equal(got[key] == 0, ref[key] == 0), key
+    grid = stencilgen.Grid(shape=(4, 4))
+    with pytest.raises(InvalidArgument, match="avg_mode='geometric'; give one of"):
+        Function(name="b", grid=grid, avg_mode="geometric")

@@ -19,12 +19,13 @@ from ..errors import InvalidEquation
 from ..symbolic.differentiable import Derivative
 from ..symbolic.expressions import INT, ComplexPart
 from ..symbolic.functions import DiscreteFunction
+from ..symbolic.relocation import SafeInv
 
 #: the math functions every backend prints (C99 <math.h>, CUDA's device library)
 MATH = (sympy.sin, sympy.cos, sympy.tan, sympy.asin, sympy.acos, sympy.atan, sympy.atan2,
         sympy.sinh, sympy.cosh, sympy.tanh, sympy.exp, sympy.log, sympy.Abs, sympy.Min,
         sympy.Max, sympy.sign, sympy.floor, sympy.ceiling, sympy.erf, sympy.gamma, sympy.Mod,
-        INT)
+        INT, SafeInv)
 _NAMES = ", ".join(f.__name__ for f in MATH)
 #: the math functions of complex arguments too (C99 <complex.h>: cexp, csin, cabs...)
 COMPLEX_MATH = (sympy.sin, sympy.cos, sympy.tan, sympy.sinh, sympy.cosh, sympy.tanh, sympy.exp,

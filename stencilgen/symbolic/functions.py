@@ -43,6 +43,8 @@ class FieldData:
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
     stagger_cell: bool = False     # staggered=CELL: Devito's f.staggered is 1 on every axis
+    avg_mode: str = "arithmetic"   # how its values are averaged onto a staggered point
+                                   # (Devito's: arithmetic, harmonic, safe_harmonic)
     time_dim: object = None        # a ConditionalDimension the time axis counts (snapshots)
     store: str | None = None       # 16-bit storage format ("float16", "bfloat16"), None: dtype
     scale: float | None = None     # stored = value / scale (a power of two); None: not chosen
@@ -172,6 +174,11 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         return tuple(a if isinstance(a, Dimension) else
                      next(s for s in a.free_symbols if isinstance(s, Dimension))
                      for a in self.origin.args)
+
+    @property
+    def avg_mode(self) -> str:
+        """How its values are averaged onto a point between them (Devito's)."""
+        return self.field.avg_mode
 
     @property
     def staggered(self) -> Staggering:
@@ -331,14 +338,23 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         return f"{self.name}({', '.join(printer.doprint(a) for a in self.args)})"
 
 
+#: Devito's ways of averaging a function's values onto a point between them (``avg_mode``):
+#: the mean; the inverse of the mean of the inverses; the same with an inverse of a value
+#: below 1e-12 (zero, negative) taken as zero (``relocation.SafeInv``)
+AVERAGES = ("arithmetic", "harmonic", "safe_harmonic")
+
+
 class Function(DiscreteFunction):
     """A field on the grid, constant in time (velocity, density...), Devito's ``Function``."""
 
     @classmethod
     def _make_record(cls, name=None, grid=None, space_order=1, dtype=None, shape=None,
                      dimensions=None, staggered=None, storage=None, storage_scale=None,
-                     **unknown) -> FieldData:
+                     avg_mode="arithmetic", **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
+        if avg_mode not in AVERAGES:
+            raise InvalidArgument(f"{owner}: avg_mode={avg_mode!r}; give one of "
+                                  f"{', '.join(repr(m) for m in AVERAGES)}")
         dtype, store = precision.storage_format(storage, dtype, owner)
         grid = _on_subdomain(grid, owner)
         extra, shape, dimensions = _extra_dimensions(owner, grid, shape, dimensions)
@@ -356,7 +372,7 @@ class Function(DiscreteFunction):
                          halo=tuple(0 if d.is_Batch else so for d in grid.dimensions),
                          staggered=staggered_dims(grid, staggered, owner),
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
-                         store=store,
+                         avg_mode=avg_mode, store=store,
                          scale=precision.check_scale(storage_scale, store, owner))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sympy
 from sympy.core.function import AppliedUndef
 
-from .differentiable import DAdd, DMul, Derivative, Evaluated, location
+from .differentiable import DAdd, DMul, DPow, Derivative, Evaluated, location
 from ..errors import InvalidEquation
 from .shifts import shift
 from .staggering import HALF, natural_index
@@ -24,15 +24,40 @@ def target_of(lhs) -> dict:
     return {d: lhs.field.stagger(d) for d in lhs.grid.dimensions}
 
 
+class SafeInv(sympy.Function):
+    """``1/value``, or 0 where ``value`` or ``base`` lies below 1e-12 (zero, negative): the
+    inverse of Devito's safe harmonic average (``avg_mode='safe_harmonic'``); printed by the
+    backends as a test and a division."""
+
+    nargs = 2
+    EPS = 1e-12   # numpy.finfo(float32).resolution**2, Devito's threshold
+
+
+def _inverse(value, base, safe: bool):
+    return SafeInv(value, base) if safe else DPow(value, sympy.S.NegativeOne)
+
+
 def _mean_onto(expr, rec, dims, target: dict, keep=()):
     """``expr``, whose values sit where ``rec``'s do, averaged from its two neighbours along
-    every dimension of ``dims`` (but ``keep``) where ``target`` sits half a spacing away."""
-    for d in dims:
-        delta = target.get(d, rec.stagger(d)) - rec.stagger(d)
-        if delta != 0 and d not in keep:
-            lo = delta - HALF
-            expr = DAdd(DMul(HALF, shift(expr, d, lo)), DMul(HALF, shift(expr, d, lo + 1)))
-    return expr
+    every dimension of ``dims`` (but ``keep``) where ``target`` sits half a spacing away: the
+    mean, or with ``rec.avg_mode`` harmonic the inverse of the mean of the inverses (Devito's:
+    each inverse safe with ``safe_harmonic``, the last one tested against the value at the
+    first neighbour)."""
+    moves = [(d, target.get(d, rec.stagger(d)) - rec.stagger(d)) for d in dims]
+    moves = [(d, delta) for d, delta in moves if delta != 0 and d not in keep]
+    if not moves:
+        return expr
+    harmonic = getattr(rec, "avg_mode", "arithmetic") != "arithmetic"
+    safe = getattr(rec, "avg_mode", "arithmetic") == "safe_harmonic"
+    base = expr
+    for d, delta in moves:
+        base = shift(base, d, delta - HALF)
+    if harmonic:
+        expr = _inverse(expr, expr, safe)
+    for d, delta in moves:
+        lo = delta - HALF
+        expr = DAdd(DMul(HALF, shift(expr, d, lo)), DMul(HALF, shift(expr, d, lo + 1)))
+    return _inverse(expr, base, safe) if harmonic else expr
 
 
 def _averaged(f, target: dict):
