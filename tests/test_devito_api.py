@@ -318,3 +318,23 @@ def test_smooth_averages_as_devitos():
     assert sorted(got) == sorted(ref.files)
     for key in ref.files:
         assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key
+
+
+def test_vector_calculus_methods_as_devitos():
+    """tests/reference/vector_calculus_program.py under Devito 4.8.23 (stored) and
+    stencilgen: ``v.div()`` is the scalar divergence (not the entries' own), ``v.grad()`` a
+    tensor, ``v.curl()`` and ``v.laplacian()`` vectors: float32 round-off apart."""
+    import sys
+    from pathlib import Path
+    import stencilgen
+    reference = Path(__file__).resolve().parent / "reference"
+    sys.path.insert(0, str(reference))
+    try:
+        import vector_calculus_program
+    finally:
+        sys.path.remove(str(reference))
+    ref = np.load(reference / "vector_calculus_program.npz")
+    got = vector_calculus_program.run(stencilgen)
+    assert sorted(got) == sorted(ref.files)
+    for key in ref.files:
+        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key

@@ -151,6 +151,27 @@ class Tensor:
         except AttributeError as e:
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}: {e}") from None
 
+    # -- Devito's calculus as methods: a vector's ``v.div()`` is its (scalar) divergence ------
+    def div(self, shift=None, order=None, method="FD", side=None):
+        """The divergence (``calculus.div``)."""
+        from .calculus import div
+        return div(self, shift, order, method, side)
+
+    def grad(self, shift=None, order=None, method="FD", side=None):
+        """The gradient, a tensor of a vector (``calculus.grad``)."""
+        from .calculus import grad
+        return grad(self, shift, order, method, side)
+
+    def curl(self, shift=None, order=None, method="FD", side=None):
+        """The curl of a vector of three components (``calculus.curl``)."""
+        from .calculus import curl
+        return curl(self, shift, order, method, side)
+
+    def laplacian(self, shift=None, order=None, method="FD", side=None):
+        """The Laplacian, entry by entry (``calculus.laplace``)."""
+        from .calculus import laplace
+        return laplace(self, shift, order, method, side)
+
     def __call__(self, *args, **kwargs):
         """Call every entry (``v.dx(x0=...)``)."""
         return self.applyfunc(lambda e: e(*args, **kwargs))
