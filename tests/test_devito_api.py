@@ -16,6 +16,7 @@ from stencilgen import (Eq, Function, Grid, InvalidArgument, Operator, TimeFunct
                         sin, sqrt)
 from stencilgen.exceptions import (CompilationError, DevitoError, ExecutionError,
                                    InvalidOperator)
+from devito_reference import assert_matches_devito
 
 
 def _heat(name="Heat", **options):
@@ -304,37 +305,11 @@ def test_smooth_averages_as_devitos():
     """tests/reference/smooth_program.py under Devito 4.8.23 (stored) and stencilgen: the
     moving average at space orders 1 and 4 along the default axis, x, and x and y (the halo's
     own values read), and of a Constant: float32 round-off apart."""
-    import sys
-    from pathlib import Path
-    import stencilgen
-    reference = Path(__file__).resolve().parent / "reference"
-    sys.path.insert(0, str(reference))
-    try:
-        import smooth_program
-    finally:
-        sys.path.remove(str(reference))
-    ref = np.load(reference / "smooth_program.npz")
-    got = smooth_program.run(stencilgen)
-    assert sorted(got) == sorted(ref.files)
-    for key in ref.files:
-        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key
+    assert_matches_devito("smooth_program")
 
 
 def test_vector_calculus_methods_as_devitos():
     """tests/reference/vector_calculus_program.py under Devito 4.8.23 (stored) and
     stencilgen: ``v.div()`` is the scalar divergence (not the entries' own), ``v.grad()`` a
     tensor, ``v.curl()`` and ``v.laplacian()`` vectors: float32 round-off apart."""
-    import sys
-    from pathlib import Path
-    import stencilgen
-    reference = Path(__file__).resolve().parent / "reference"
-    sys.path.insert(0, str(reference))
-    try:
-        import vector_calculus_program
-    finally:
-        sys.path.remove(str(reference))
-    ref = np.load(reference / "vector_calculus_program.npz")
-    got = vector_calculus_program.run(stencilgen)
-    assert sorted(got) == sorted(ref.files)
-    for key in ref.files:
-        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key
+    assert_matches_devito("vector_calculus_program")

@@ -19,6 +19,7 @@ from stencilgen.symbolic.derivatives import centered, evaluate, first_derivative
 from stencilgen.symbolic.differentiable import plain
 from stencilgen.errors import InvalidArgument, UnsupportedDerivative
 from stencilgen.symbolic.fd_weights import fornberg_weights
+from devito_reference import assert_matches_devito
 
 R = sp.Rational
 
@@ -415,21 +416,7 @@ def test_derivative_arguments_give_devitos_numbers():
     dimension of the cross derivative takes them), of a function staggered along x (taken
     where the equation's left-hand side sits, every dimension), nested ones (the inner where
     the function's values sit), rotated ones of a node function: float32 round-off apart."""
-    import sys
-    from pathlib import Path
-    import stencilgen
-    reference = Path(__file__).resolve().parent / "reference"
-    sys.path.insert(0, str(reference))
-    try:
-        import derivative_arguments_program
-    finally:
-        sys.path.remove(str(reference))
-    ref = np.load(reference / "derivative_arguments_program.npz")
-    got = derivative_arguments_program.run(stencilgen)
-    assert sorted(got) == sorted(ref.files)
-    for key in ref.files:
-        scale = np.abs(ref[key]).max()
-        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * scale, key
+    assert_matches_devito("derivative_arguments_program")
 
 
 def test_x0_reads_back_as_devitos_dict():

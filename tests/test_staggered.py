@@ -18,6 +18,7 @@ from stencilgen import (CELL, NODE, Eq, Function, Grid, InvalidArgument, Invalid
 from stencilgen.symbolic.differentiable import plain
 
 from test_cuda import needs_gpu
+from devito_reference import assert_matches_devito
 from test_devito_ports import TOLERANCE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -296,19 +297,7 @@ def test_avg_mode_averages_as_devitos():
     function averaged onto points staggered along x, y and both, as the mean, the harmonic
     mean and the safe harmonic mean (zeros and a negative value there: their inverses taken
     as zero, the points next to them 0 as Devito's); an unknown mode is an error."""
-    import stencilgen
-    reference = Path(__file__).resolve().parent / "reference"
-    sys.path.insert(0, str(reference))
-    try:
-        import average_program
-    finally:
-        sys.path.remove(str(reference))
-    ref = np.load(reference / "average_program.npz")
-    got = average_program.run(stencilgen)
-    assert sorted(got) == sorted(ref.files)
-    for key in ref.files:
-        assert np.abs(got[key] - ref[key]).max() <= 1e-6 * np.abs(ref[key]).max(), key
-        assert np.array_equal(got[key] == 0, ref[key] == 0), key
-    grid = stencilgen.Grid(shape=(4, 4))
+    assert_matches_devito("average_program", same_zeros=True)
+    grid = Grid(shape=(4, 4))
     with pytest.raises(InvalidArgument, match="avg_mode='geometric'; give one of"):
         Function(name="b", grid=grid, avg_mode="geometric")

@@ -7,7 +7,7 @@ import numpy as np
 import sympy
 
 from .derivatives import Derivative
-from .differentiable import DAdd
+from .differentiable import CALCULUS, DAdd
 from ..errors import InvalidArgument
 from .tensors import Tensor
 
@@ -119,3 +119,6 @@ def diag(func, size=None):
     for i in range(n):
         arr[i, i] = func
     return Tensor.like(arr)
+
+
+CALCULUS.update(grad=grad, div=div, curl=curl, laplace=laplace)   # f.grad(), v.div()...

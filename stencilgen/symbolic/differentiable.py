@@ -178,21 +178,18 @@ class Differentiable:
     # Devito's calculus as methods (``f.laplacian()``, ``f.grad()``, ``f.div()``)
     def laplacian(self, shift=None, order=None, method="FD", w=None, side=None):
         """The Laplacian (``calculus.laplace``); ``w=`` (Devito's weights) is refused."""
-        from .calculus import laplace
         if w is not None:
             raise InvalidArgument("laplacian: w= (custom weights) is not supported; give "
                                   "weights to each second derivative, u.dx2(weights=...)")
-        return laplace(self, shift, order, method, side)
+        return CALCULUS["laplace"](self, shift, order, method, side)
 
     def grad(self, shift=None, order=None, method="FD", side=None):
         """The gradient (``calculus.grad``)."""
-        from .calculus import grad
-        return grad(self, shift, order, method, side)
+        return CALCULUS["grad"](self, shift, order, method, side)
 
     def div(self, shift=None, order=None, method="FD", side=None):
         """The divergence of a scalar: the sum of its first derivatives (``calculus.div``)."""
-        from .calculus import div
-        return div(self, shift, order, method, side)
+        return CALCULUS["div"](self, shift, order, method, side)
 
     @property
     def dxl(self):
@@ -399,6 +396,12 @@ def _shift_of(dim, x0) -> sympy.Rational:
             f"Derivative: x0={x0} is not a node or midpoint along {dim}; write it as "
             f"{dim} + k*{dim}.spacing/2 with an integer k")
     return sympy.Rational(s)
+
+
+#: Devito's vector calculus by name (``grad``, ``div``, ``curl``, ``laplace``), registered by
+#: ``calculus``: the methods of expressions and tensors (``f.grad()``, ``v.div()``) call it
+#: from here, without importing the module that builds on this one
+CALCULUS: dict = {}
 
 
 class Derivative(Differentiable, sympy.Expr):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from .differentiable import DAdd
+from .differentiable import CALCULUS, DAdd
 from ..errors import InvalidArgument
 from .functions import Function, TimeFunction, _on_subdomain
 from .staggering import NODE
@@ -154,23 +154,19 @@ class Tensor:
     # -- Devito's calculus as methods: a vector's ``v.div()`` is its (scalar) divergence ------
     def div(self, shift=None, order=None, method="FD", side=None):
         """The divergence (``calculus.div``)."""
-        from .calculus import div
-        return div(self, shift, order, method, side)
+        return CALCULUS["div"](self, shift, order, method, side)
 
     def grad(self, shift=None, order=None, method="FD", side=None):
         """The gradient, a tensor of a vector (``calculus.grad``)."""
-        from .calculus import grad
-        return grad(self, shift, order, method, side)
+        return CALCULUS["grad"](self, shift, order, method, side)
 
     def curl(self, shift=None, order=None, method="FD", side=None):
         """The curl of a vector of three components (``calculus.curl``)."""
-        from .calculus import curl
-        return curl(self, shift, order, method, side)
+        return CALCULUS["curl"](self, shift, order, method, side)
 
     def laplacian(self, shift=None, order=None, method="FD", side=None):
         """The Laplacian, entry by entry (``calculus.laplace``)."""
-        from .calculus import laplace
-        return laplace(self, shift, order, method, side)
+        return CALCULUS["laplace"](self, shift, order, method, side)
 
     def __call__(self, *args, **kwargs):
         """Call every entry (``v.dx(x0=...)``)."""
