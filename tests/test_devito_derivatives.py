@@ -442,3 +442,25 @@ def test_time_derivative_x0_in_either_time_dimension():
     b = u.dt(x0=t - t.spacing / 2)
     assert a == b and a.x0 == {t: t - t.spacing / 2}
     assert evaluate(a) == evaluate(b) != evaluate(u.dt)
+
+
+def test_zero_order_derivatives():
+    """Order 0 is the expression itself (Devito's, tests/reference); at an x0 it is Devito's
+    interpolation there, refused rather than silently the value at the point."""
+    _, u = _grid2(4)
+    x, y = u.grid.dimensions
+    assert Derivative(u, (x, 0)) == u
+    assert Derivative(u, (x, 0), (y, 1)) == Derivative(u, y)
+    with pytest.raises(UnsupportedDerivative, match="order 0 along x with x0= is Devito's "
+                                                    "interpolation"):
+        Derivative(u, (x, 0), x0={x: x + x.spacing / 2})
+
+
+
+def test_devitos_cross_derivative_identities():
+    """Devito's test_issue_2442 and test_cross_newnest: a centred cross derivative is the
+    centred derivatives nested, and u.dxdy - u.dx.dy evaluates to zero on a node function."""
+    grid = Grid(shape=(11, 11))
+    f = Function(name="f", grid=grid, space_order=2)
+    assert f.dxdy(side=centered).evaluate == f.dxc.dyc.evaluate
+    assert sp.simplify((f.dxdy - f.dx.dy).evaluate) == 0

@@ -440,6 +440,12 @@ class Derivative(Differentiable, sympy.Expr):
         for spec in specs:
             dim, n = _as_spec(spec)
             merged[dim] = merged.get(dim, 0) + n
+        zero = [d for d, n in merged.items() if not n]
+        if zero and x0 is not None and (not isinstance(x0, dict) or set(x0) & set(zero)):
+            raise UnsupportedDerivative(
+                f"Derivative: order 0 along {', '.join(d.name for d in zero)} with x0= is "
+                f"Devito's interpolation to that point, which is not offered; average the "
+                f"function onto it in the equation (as a staggered left-hand side does)")
         merged = {d: n for d, n in merged.items() if n}   # order 0: the expression itself
         if not merged:
             return sympy.sympify(expr)
