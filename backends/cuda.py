@@ -352,7 +352,7 @@ class CudaBackend(CBackend):
     #: a block; a thread per producer point, at most 1024 a block less the 31 its halo columns'
     #: rounding to a warp may add; tiles of the inner dimensions (innermost last, a warp along
     #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most
-    FUSION = dict(shared_bytes=227 * 1024, points=1024 - 31, pair=2,
+    FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))})
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):

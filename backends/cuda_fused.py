@@ -183,14 +183,9 @@ def _indent(lines, by="  "):
 
 
 def thread_count(f, tile) -> int:
-    """Threads a block of ``tile``: one a producer point in 2D (the tile and its halo rows);
-    in 3D one a pair (``f.pair``) of producer points along the innermost, the tile and its
-    halo rows whole, then the halo columns of the tile's rows, rounded up to whole warps."""
-    (l0, h0), (l1, h1) = f.bands
-    if len(tile) == 1:
-        return tile[0] + l0 + h0
-    return (tile[0] + l0 + h0) * (tile[1] // f.pair) + \
-        (tile[0] * (l1 + h1) // f.pair + 31) // 32 * 32
+    """Threads a block of ``tile``, as the pass counted them (``Fusion.threads``: the halo
+    columns rounded up to whole warps; ``_threads`` prints the same count for the template)."""
+    return f.threads[f.tiles.index(tile)]
 
 
 #: the pair type of fused nests computing two points a thread (``Fusion.pair``): the
@@ -280,14 +275,13 @@ class FusedKernel:
                       "sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;"]
         else:
             q = self.q
-            row = "sg_T1" if q == 1 else f"(sg_T1/{q})"
-            col = "sg_tid%sg_T1" if q == 1 else f"{q}*(sg_tid%{row})"
+            row, col = f"(sg_T1/{q})", f"{q}*(sg_tid%(sg_T1/{q}))"
             w //= q   # threads a halo row: a point each, or a pair
             lines += ["if (sg_tid < sg_main) {",
                       f"  sg_i0 = sg_tid/{row} - {self.l0};", f"  sg_i1 = {col};",
                       "  sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;", "} else {"]
             if w:
-                first = "sg_c" if q == 1 else f"{q}*sg_c"
+                first = f"{q}*sg_c"
                 lines += ["  const int sg_e = sg_tid - sg_main;",
                           f"  const int sg_c = sg_e%{w};",
                           f"  sg_i0 = sg_e/{w};",
@@ -598,8 +592,6 @@ class FusedKernel:
         if self.m == 1:
             return f"sg_T0 + {self.l0 + self.h0}"
         q, w = self.q, self.l1 + self.h1
-        if q == 1:
-            return f"(sg_T0 + {self.l0 + self.h0})*sg_T1 + (sg_T0*{w} + 31)/32*32"
         return f"(sg_T0 + {self.l0 + self.h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
 
     # -- the kernel ------------------------------------------------------------------------
@@ -619,8 +611,8 @@ class FusedKernel:
         first = min(t.reach[0] for t in f.onchip)
         lines = [f"constexpr int sg_nt = {self._threads()};"]
         if self.m == 2:
-            row = "sg_T1" if self.q == 1 else f"(sg_T1/{self.q})"
-            lines.append(f"constexpr int sg_main = (sg_T0 + {self.l0 + self.h0})*{row};")
+            lines.append(f"constexpr int sg_main = (sg_T0 + {self.l0 + self.h0})*"
+                         f"(sg_T1/{self.q});")
         lines += self._shared_decls()
         lines.append("const int sg_tid = (int)threadIdx.x;")
         axes = ["x", "y"] if self.m == 2 else ["x"]

@@ -11,8 +11,7 @@ import pytest
 from backends.cuda import CudaBackend
 from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve
 from stencilgen.compiler.pipeline import compile_program
-from stencilgen.ir.fusion import (Limits, _pair_halo, fuse, producer_points, producer_threads,
-                                  shared_bytes)
+from stencilgen.ir.fusion import Limits, _pair_halo, fuse, producer_threads, shared_bytes
 
 CUDA = Limits(**CudaBackend.FUSION)   # two points a thread along the innermost in 3D
 SINGLE = replace(CUDA, pair=1)        # one: the geometry of most tests below
@@ -140,8 +139,11 @@ def test_producer_points_count_the_halo_rows_and_columns():
     """A thread a producer point: the 16x32 tile with 7 rows of y-fluxes and, on its 16 rows,
     7 columns of z-fluxes (SA-TTI so 8); too few threads a block refuses."""
     f = _program(_sa_tti()).steps[0].fusion
-    assert producer_points((16, 32), f.parts) == 23 * 32 + 16 * 7
-    assert producer_points((8, 32), f.parts) == 15 * 32 + 8 * 7
+    assert producer_threads((16, 32), f.bands) == 23 * 32 + 16 * 7
+    assert producer_threads((8, 32), f.bands) == 15 * 32 + 8 * 7
+    # CUDA's blocks round the halo columns' threads up to whole warps: 112 -> 128
+    g = _program(_sa_tti(), replace(SINGLE, warp=32)).steps[0].fusion
+    assert g.threads[g.tiles.index((16, 32))] == 23 * 32 + 128
     limits = Limits(shared_bytes=CUDA.shared_bytes, tiles=CUDA.tiles,
                     points=15 * 32 + 8 * 7)
     assert _program(_sa_tti(), limits).steps[0].fusion.tiles == ((8, 32),)
@@ -276,6 +278,7 @@ def test_pairs_widen_the_innermost_halos_to_aligned_pairs():
         assert nbytes == 4 * (staged + rings + private)
     # a thread a pair: 23 rows of 16 pairs, and on the tile's 16 rows 4 pairs of columns
     assert producer_threads((16, 32), f.bands, f.pair) == 23 * 16 + 16 * 4
+    assert f.threads[f.tiles.index((16, 32))] == 23 * 16 + 64   # whole warps already
 
 
 def test_pair_halo_counts_the_pairs_reads_touch():

@@ -24,7 +24,7 @@ import sympy
 
 from .. import logger as log
 from .nodes import Assign, Kernel, Program, element_size, real_type
-from .optimize import count_bytes
+from .optimize import Literal, Local, count_bytes
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,7 @@ class Fusion:
     recompute: tuple[float, ...]          # producer statements run a point, per tile (1: none
                                           # recomputed)
     pair: int = 1                         # points a thread along the innermost (``_pairable``)
+    threads: tuple[int, ...] = ()         # threads a block, per tile (``producer_threads``)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class Limits:
     tiles: dict
     points: int = 1024    # threads a block
     pair: int = 1         # points a thread may compute along the innermost of a 3D nest
+    warp: int = 1         # the halo columns' threads are rounded up to a multiple of it
 
 
 def _span(offsets) -> tuple[int, int]:
@@ -127,7 +129,6 @@ def _pairable(prog: Program, k1, k2, limits: Limits) -> int:
         return 1
     if any(prog.array(t).store for t in k1.writes):
         return 1   # temporaries rounded to a 16-bit format: the rounding is a point's
-    from .optimize import Literal, Local
     for a in k1.body + k2.body:
         if a.is_local and np.dtype(a.dtype) != np.float32:
             return 1
@@ -285,20 +286,16 @@ def producer_bands(parts, m: int) -> tuple[tuple[int, int], tuple[int, int]]:
     return widest(rows), widest(cols)
 
 
-def producer_points(tile, parts) -> int:
-    """Points the producer runs on a plane: the tile with its halo rows, whole, plus (in 3D)
-    the halo columns of the tile's rows."""
-    return producer_threads(tile, producer_bands(parts, len(tile)))
-
-
-def producer_threads(tile, bands, pair: int = 1) -> int:
+def producer_threads(tile, bands, pair: int = 1, warp: int = 1) -> int:
     """Threads the producer runs on a plane with halo ``bands`` (``producer_bands``): one a
     point, in 3D one a ``pair`` of points along the innermost (the bands then hold whole
-    pairs)."""
+    pairs): the tile with its halo rows, whole, then the halo columns of the tile's rows,
+    rounded up to a multiple of ``warp``."""
     (l0, h0), (l1, h1) = bands
     if len(tile) == 1:
         return tile[0] + l0 + h0
-    return (tile[0] + l0 + h0) * (tile[1] // pair) + tile[0] * (l1 + h1) // pair
+    columns = tile[0] * (l1 + h1) // pair
+    return (tile[0] + l0 + h0) * (tile[1] // pair) + -(-columns // warp) * warp
 
 
 def _recompute(tile, k1, parts) -> float:
@@ -335,9 +332,11 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     bands = producer_bands(parts, inner)
     size = np.dtype(real_type(prog.dtype)).itemsize   # rings hold values widened
     fit = [(t, shared_bytes(t, onchip, staged, size)) for t in limits.tiles[inner]]
-    fit = [(t, b) for t, b in fit if producer_threads(t, bands, pair) <= limits.points]
+    def threads(tile):
+        return producer_threads(tile, bands, pair, limits.warp)
+    fit = [(t, b) for t, b in fit if threads(t) <= limits.points]
     if not fit:
-        fewest = min(producer_threads(t, bands, pair) for t in limits.tiles[inner])
+        fewest = min(threads(t) for t in limits.tiles[inner])
         return f"its producer would run on {fewest} threads a plane for the smallest tile, " \
                f"more than the {limits.points} a block may have"
     fit = [(t, b) for t, b in fit if b <= limits.shared_bytes]
@@ -352,7 +351,7 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     sizes = {a.name: (element_size(a), len(k2.dims)) for a in prog.arrays}
     fusion = Fusion(k1, lag, onchip, staged, parts, bands, tuple(t for t, _ in fit),
                     tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit),
-                    pair)
+                    pair, tuple(threads(t) for t, _ in fit))
     return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes),
                    flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))
 

@@ -31,6 +31,12 @@ from .profiling import PerformanceSummary, summarize
 #: ``_launch_shapes``'s answer where a fused Operator's nests apart ran faster
 _APART = object()
 
+
+def _best_of_two(run, choice) -> float:
+    """The seconds of the sections of the faster of two trial runs at launch shapes
+    ``choice`` (``Operator._trial``)."""
+    return min(float(np.sum(run(choice))) for _ in range(2))
+
 _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes.c_void_p,
            "checks": ctypes.c_void_p, "tuning": ctypes.c_void_p, "control": ctypes.c_void_p,
            "index": ctypes.c_long, "exchange": ctypes.c_void_p,
@@ -357,11 +363,9 @@ class Operator:
                                           self._bindings.grid.stepping_dim.name)
         arguments.bounds(self.program, self._bindings.grid, names, args)
         key = tuning.size_key(self.program, args)
-        if key not in self._apart_sizes:
+        if key not in self._apart_sizes:   # read once a size (an apply is a hot path)
             found = tuning.Remembered(self._build.source_path.parent).get(tuning.apart_key(key))
-            if found is None:
-                return False
-            self._apart_sizes[key] = bool(found[0])
+            self._apart_sizes[key] = found is not None and bool(found[0])
         return self._apart_sizes[key]
 
     def _trial_seconds(self, kwargs) -> float:
@@ -380,16 +384,14 @@ class Operator:
             shapes = self._launch_shapes(args, written, True, bound)
             if shapes is None:
                 shapes = np.zeros(max(len(prog.kernels), 1), dtype=np.int64)
-            run = self._trial(args, written, bound)
-            seconds = min(float(np.sum(run(shapes))) for _ in range(2))
+            seconds = _best_of_two(self._trial(args, written, bound), shapes)
             del keep
         return seconds
 
     def _choose_fusion(self, args, written, bound, choice, key, kwargs) -> bool:
         """Times the fused nests (at the launch shapes just tuned) against the twin with the
         nests apart (at its own), keeps the faster for this size and says which; True: apart."""
-        run = self._trial(args, written, bound)
-        fused = min(float(np.sum(run(choice))) for _ in range(2))
+        fused = _best_of_two(self._trial(args, written, bound), choice)
         apart = self._fusion_twin()._trial_seconds(kwargs)
         chosen = tuning.keep_apart(fused, apart)
         tuning.Remembered(self._build.source_path.parent).put(tuning.apart_key(key),

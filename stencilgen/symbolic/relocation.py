@@ -47,17 +47,18 @@ def _mean_onto(expr, rec, dims, target: dict, keep=()):
     moves = [(d, delta) for d, delta in moves if delta != 0 and d not in keep]
     if not moves:
         return expr
-    harmonic = getattr(rec, "avg_mode", "arithmetic") != "arithmetic"
-    safe = getattr(rec, "avg_mode", "arithmetic") == "safe_harmonic"
-    base = expr
-    for d, delta in moves:
-        base = shift(base, d, delta - HALF)
-    if harmonic:
-        expr = _inverse(expr, expr, safe)
+    mode = getattr(rec, "avg_mode", "arithmetic")
+    harmonic, safe = mode != "arithmetic", mode == "safe_harmonic"
+    mean = _inverse(expr, expr, safe) if harmonic else expr
     for d, delta in moves:
         lo = delta - HALF
-        expr = DAdd(DMul(HALF, shift(expr, d, lo)), DMul(HALF, shift(expr, d, lo + 1)))
-    return _inverse(expr, base, safe) if harmonic else expr
+        mean = DAdd(DMul(HALF, shift(mean, d, lo)), DMul(HALF, shift(mean, d, lo + 1)))
+    if not harmonic:
+        return mean
+    base = expr   # the value at the first neighbour: Devito's test of the last inverse
+    for d, delta in moves:
+        base = shift(base, d, delta - HALF)
+    return _inverse(mean, base, safe)
 
 
 def _averaged(f, target: dict):
