@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import cgen as c
 import numpy as np
+import sympy
 
 from . import c_blocking, c_fusion, split, interrupt
 from .c_rows import RowPointers
@@ -388,24 +389,38 @@ class CBackend:
         else:
             body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
                 f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
-        # nodes r/2 beyond the domain for precomputed weights; with functions on a
-        # subdomain, nodes in it and as far beyond it as the weights reach (one for the
-        # multilinear ones: the functions' halos), as Devito's
-        near = max(reach, 1) if k.region else reach
+        # nodes as far beyond the domain (or a subdomain of the functions) as the weights
+        # reach, into the halos, as Devito's: one for the multilinear weights (a staggered
+        # field's point within half a cell of the edge), r/2 for precomputed ones; no
+        # further than the halos of the arrays read or written there
+        halos = [self.program.array(n).halo for n in self._grid_arrays(k)]
+        near = [min([max(reach, 1)] + [h[i] for h in halos]) for i in range(len(dims))]
         cut = k.region or ((0, 0),) * len(dims)
-        inside = " && ".join(f"{d.name} >= {d.lower}{left - near:+d} && "
-                             f"{d.name} <= {d.upper}{near - right:+d}"
-                             if near or left or right else
+        inside = " && ".join(f"{d.name} >= {d.lower}{left - w:+d} && "
+                             f"{d.name} <= {d.upper}{w - right:+d}"
+                             if w or left or right else
                              f"{d.name} >= {d.lower} && {d.name} <= {d.upper}"
-                             for d, (left, right) in zip(dims, cut))
-        if self.program.split:   # a rank adds or gathers only at the points of its block
-            inside += "".join(f" && {d.name} >= {lo} && {d.name} <= {hi}" for d, (lo, hi) in
-                              zip(dims, (split.owned(self.program, d.symbol) for d in dims)))
+                             for d, (left, right), w in zip(dims, cut, near))
+        if self.program.split:
+            # a rank adds or gathers only at the points of its block, and the one at the
+            # domain's edge at those beyond it
+            for d in dims:
+                lo, hi = split.owned(self.program, d.symbol)
+                inside += (f" && ({d.name} >= {lo} || ({d.name} < {d.lower} && {lo} <= "
+                           f"{d.lower})) && ({d.name} <= {hi} || ({d.name} > {d.upper} && "
+                           f"{hi} >= {d.upper}))")
         inner = c.Block(body + [c.If(inside, c.Block(action))])
         for corner in reversed(loc.corner):
             inner = c.Module(self.corner_pragmas() + [
                 c.For(f"int {corner} = 0", f"{corner} <= {last}", f"{corner} += 1", inner)])
         return inner
+
+    def _grid_arrays(self, k) -> list:
+        """The grid arrays sparse kernel ``k`` reads or writes at a point's nodes."""
+        names = {a.base.name for a in sympy.sympify(k.expr).atoms(sympy.Indexed)}
+        if k.kind == "inject":
+            names.add(k.target.base.name)
+        return sorted(n for n in names if not self.program.array(n).sparse)
 
     def sparse_body(self, k):
         """The statements for one point: locate it, visit its corners, add or gather."""

@@ -227,8 +227,10 @@ class FusedKernel:
         self.zero = "sg_f2{0.0F, 0.0F}" if self.q > 1 else f"({self.real})0"
 
     # -- pieces ----------------------------------------------------------------------------
-    def _bound(self, depth):
-        return self.b.bounds(self.k, depth)
+    def _bound(self, depth, produce: bool = False):
+        """First and last point of loop ``depth`` of the consumer, or of the producer (wider
+        where its temporaries are computed past the domain's edges)."""
+        return self.b.bounds(self.f.producer if produce else self.k, depth)
 
     def _stmt(self, a, produce: bool = False) -> str:
         """A statement at the thread's point(s): a producer's temporary into its ``sg_v_*``
@@ -257,11 +259,12 @@ class FusedKernel:
         """A value of the thread's type from one text a point."""
         return values[0] if self.q == 1 else f"sg_f2{{{values[0]}, {values[1]}}}"
 
-    def _inside(self, names) -> str:
-        """The test that the point (``names`` per dimension) lies in the nest's range."""
+    def _inside(self, names, produce: bool = False) -> str:
+        """The test that the point (``names`` per dimension) lies in the consumer's range,
+        or the producer's."""
         parts = []
         for depth, v in enumerate(names):
-            lo, hi = self._bound(depth)
+            lo, hi = self._bound(depth, produce)
             parts.append(f"{v} >= {lo} && {v} <= {hi}")
         return " && ".join(parts)
 
@@ -311,7 +314,7 @@ class FusedKernel:
         elsewhere are never used and may lie beyond the array: zero there)."""
         out = []
         for j, v in enumerate(names):
-            lo, hi = self._bound(j + 1)
+            lo, hi = self._bound(j + 1, True)
             out += [f"{v} >= {lo} + {s.reads[j][0]}", f"{v} <= {hi} + {s.reads[j][1]}"]
         return " && ".join(out)
 
@@ -339,7 +342,7 @@ class FusedKernel:
                f"({self.real})0"
 
     def _x_test(self, s, x: str) -> str:
-        lo, hi = self._bound(0)
+        lo, hi = self._bound(0, True)
         return f"{x} >= {lo} + {s.reach[0]} && {x} <= {hi} + {s.reach[1]}"
 
     def _gnames(self) -> list[str]:
@@ -475,11 +478,12 @@ class FusedKernel:
 
     def _produce_point(self, body, temps, test) -> list[str]:
         """The producer ``body`` at the thread's point(s): its temporaries into ``sg_v_*``
-        (zero outside the nest's range), then into their queue slot or shared ring. ``test``:
-        the loop names of the point, tested in turn for each of a pair (computed together)."""
+        (zero outside the producer's range), then into their queue slot or shared ring.
+        ``test``: the loop names of the point, tested in turn for each of a pair (computed
+        together)."""
         lines = [f"{self.vt} {', '.join(f'sg_v_{t} = {self.zero}' for t in temps)};"]
         stmts = [self._stmt(a, True) for a in body]
-        tests = [self._inside(self._shift(test, c)) for c in range(self.q)]
+        tests = [self._inside(self._shift(test, c), True) for c in range(self.q)]
         if self.q == 1:
             lines += [f"if ({tests[0]}) {{"] + _indent(stmts) + ["}"]
         else:
@@ -530,7 +534,8 @@ class FusedKernel:
         if not reads:
             return []
         block = [f"const sg_int x = {x};"]
-        block += [f"const bool sg_in{c} = {who} && {self._inside(self._shift(names, c))};"
+        block += [f"const bool sg_in{c} = {who} && "
+                  f"{self._inside(self._shift(names, c), phase == 'produce')};"
                   for c in range(self.q)]
         for e, name in reads:
             at = [e, self._second(e)][:self.q]

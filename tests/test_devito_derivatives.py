@@ -446,15 +446,23 @@ def test_time_derivative_x0_in_either_time_dimension():
 
 def test_zero_order_derivatives():
     """Order 0 is the expression itself (Devito's, tests/reference); at an x0 it is Devito's
-    interpolation there, refused rather than silently the value at the point."""
+    interpolation there, Fornberg's weights of order 0 on fd_order nodes (Devito's
+    test_zero_fd_interp, test_zero_spec); an x0 along a dimension a derivative does not take
+    interpolates its operand there first, on two nodes (the cases' numbers are Devito's in
+    tests/reference/derivative_arguments_program.py)."""
     _, u = _grid2(4)
     x, y = u.grid.dimensions
+    hx, hy = x.spacing, y.spacing
     assert Derivative(u, (x, 0)) == u
-    assert Derivative(u, (x, 0), (y, 1)) == Derivative(u, y)
-    with pytest.raises(UnsupportedDerivative, match="order 0 along x with x0= is Devito's "
-                                                    "interpolation"):
-        Derivative(u, (x, 0), x0={x: x + x.spacing / 2})
-
+    assert evaluate(Derivative(u, (x, 0), (y, 1))) == evaluate(Derivative(u, y))
+    at = Derivative(u, (x, 0), x0={x: x + hx / 2})
+    want = (-u.subs(x, x - hx) + 9 * u + 9 * u.subs(x, x + hx) - u.subs(x, x + 2 * hx)) / 16
+    assert sp.simplify(plain(evaluate(at)) - plain(want)) == 0
+    f = Function(name="f", grid=u.grid, space_order=2)
+    mean = (f + f.subs(y, y + hy)) / 2
+    spec = Derivative(f, (x, 2), (y, 0))(x0={y: y + hy / 2})
+    assert sp.simplify(plain(evaluate(mean.dx2)) - plain(evaluate(spec))) == 0
+    assert spec.x0 == {y: y + hy / 2} and f.dx(x0={y: y + hy / 2}).x0 == {y: y + hy / 2}
 
 
 def test_devitos_cross_derivative_identities():

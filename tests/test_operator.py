@@ -170,27 +170,61 @@ def _matrix(op, src, dst):
     return out
 
 
+def _flux_fields(so):
+    """A 9x8 grid, b with random values in its halo too, u and out."""
+    grid = Grid(shape=(9, 8), extent=(1.2, 1.0), dtype=np.float64)
+    b, u, out = (Function(name=n, grid=grid, space_order=so) for n in ("b", "u", "out"))
+    b.data_with_halo[:] = np.random.default_rng(so).uniform(1, 2, b.data_with_halo.shape)
+    return grid, b, u, out
+
+
+def _flux_form(b, u, out, nested):
+    dims = u.grid.dimensions
+    return Operator([Eq(out, sum((b * u.diff(d, x0=d + d.spacing / 2))
+                                 .diff(d, x0=d - d.spacing / 2) for d in dims))], nested=nested)
+
+
 @pytest.mark.parametrize("so", [2, 4, 8])
 def test_nested_staggered_derivative_is_minus_gradient_transpose(so):
-    """(b u.dx(+h/2)).dx(-h/2) summed over axes is exactly -sum G_d^T B G_d on the domain at
-    every order, with G_d the forward-staggered derivative, even when b's halo holds non-zero
-    values: the inner expression is a zero-halo temporary, never inlined over b's halo."""
-    grid = Grid(shape=(9, 8), extent=(1.2, 1.0), dtype=np.float64)
-    x, y = grid.dimensions
-    b = Function(name="b", grid=grid, space_order=so)
-    u = Function(name="u", grid=grid, space_order=so)
-    out = Function(name="out", grid=grid, space_order=so)
-    rng = np.random.default_rng(so)
-    b.data_with_halo[:] = rng.uniform(1, 2, b.data_with_halo.shape)
-    dims = (x, y)
-    L = _matrix(Operator([Eq(out, sum((b * u.diff(d, x0=d + d.spacing / 2))
-                                      .diff(d, x0=d - d.spacing / 2) for d in dims))]), u, out)
+    """With nested="domain", (b u.dx(+h/2)).dx(-h/2) summed over axes is exactly
+    -sum G_d^T B G_d on the domain at every order, G_d the forward-staggered derivative onto
+    the domain's points, even when b's halo holds non-zero values: the inner expression is a
+    zero-halo temporary, never computed over b's halo."""
+    grid, b, u, out = _flux_fields(so)
+    L = _matrix(_flux_form(b, u, out, "domain"), u, out)
     B = np.diag(b.data.ravel())
     ref = np.zeros_like(L)
-    for d in dims:
+    for d in grid.dimensions:
         G = _matrix(Operator([Eq(out, u.diff(d, x0=d + d.spacing / 2))]), u, out)
         ref -= G.T @ B @ G
     np.testing.assert_allclose(L, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("so", [2, 4, 8])
+def test_nested_staggered_derivative_by_default_reaches_past_the_edges(so):
+    """By default (Devito's expansion) the same form is -sum G_d^T B G_d with G_d reaching
+    the staggered points past the domain the outer stencil reads (so/2 of them) and B holding
+    b's halo there: G_d and B taken on a grid wider by so/2 a side, u zero beyond the domain
+    (its halo). Symmetric, so the operator is still exactly self-adjoint."""
+    grid, b, u, out = _flux_fields(so)
+    shape, w = grid.shape, so // 2
+    L = _matrix(_flux_form(b, u, out, "extended"), u, out)
+    wide = Grid(shape=tuple(n + 2 * w for n in shape),
+                extent=tuple(e + 2 * w * h for e, h in zip(grid.extent, grid.spacing)),
+                dtype=np.float64)
+    wu, wout = (Function(name=n, grid=wide, space_order=so) for n in ("wu", "wout"))
+    inside = tuple(slice(w, w + n) for n in shape)
+    domain = np.zeros(wide.shape, dtype=bool)
+    domain[inside] = True
+    B = np.diag(np.array(b.data_with_halo)[tuple(slice(so - w, so - w + n + 2 * w)
+                                                 for n in shape)].ravel())
+    ref = np.zeros_like(L)
+    for d in wide.dimensions:
+        G = _matrix(Operator([Eq(wout, wu.diff(d, x0=d + d.spacing / 2))]), wu, wout)
+        G = G[:, domain.ravel()]
+        ref -= G.T @ B @ G
+    np.testing.assert_allclose(L, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_allclose(L, L.T, rtol=0, atol=1e-12 * np.abs(L).max())
 
 
 def test_diff_spells_the_same_derivatives_as_the_shorthands():

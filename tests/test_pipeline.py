@@ -15,9 +15,9 @@ from stencilgen.compiler.pipeline import compile_program
 from stencilgen.ir.names import NameRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
-PASSES = ["derivative expansion", "indexing", "complex calls", "scale folding", "classification",
-          "invariant hoisting", "temporary sizing", "scheduling", "kernel optimisation", "counting",
-          "fusion", "halo exchanges", "layout",
+PASSES = ["derivative expansion", "indexing", "temporary widening", "complex calls",
+          "scale folding", "classification", "invariant hoisting", "temporary sizing",
+          "scheduling", "kernel optimisation", "counting", "fusion", "halo exchanges", "layout",
           "index types", "sections"]
 
 

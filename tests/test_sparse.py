@@ -206,5 +206,7 @@ def test_injections_add_what_devito_adds():
     expression injected into fields staggered along x, z and x and y is evaluated where their
     values sit (the node function in it averaged onto them); a function staggered along y in
     the expression of a node field is averaged onto the nodes; in float32 a point on a node
-    puts all of its value there (the same nodes written: none leaks 1e-7 to its neighbours)."""
+    puts all of its value there (the same nodes written: none leaks 1e-7 to its neighbours);
+    a point within half a cell of a staggered field's edge adds to its halo, and an
+    interpolation from a staggered function reads its halo there, as Devito's."""
     assert_matches_devito("injection_program", same_zeros=True)

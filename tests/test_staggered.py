@@ -189,10 +189,10 @@ def test_errors_say_what_to_write():
     with pytest.raises(InvalidArgument, match="staggered="):
         Function(name="a", grid=grid, staggered=other.dimensions[0].func("w"))
     v = Function(name="v", grid=grid, staggered=x)
-    ro = Function(name="ro", grid=grid)
+    w = Function(name="w", grid=grid, staggered=y)
     p = Function(name="p", grid=grid)
-    with pytest.raises(InvalidEquation, match="staggered differently"):
-        Eq(p, (ro * v).dx).evaluate()
+    with pytest.raises(InvalidEquation, match="staggered differently .* none of them first"):
+        Eq(p, (w * v).dx).evaluate()
     with pytest.raises(InvalidEquation, match="one Eq per entry"):
         Eq(p, grad(p))
     with pytest.raises(InvalidArgument, match="shapes"):
@@ -301,3 +301,84 @@ def test_avg_mode_averages_as_devitos():
     grid = Grid(shape=(4, 4))
     with pytest.raises(InvalidArgument, match="avg_mode='geometric'; give one of"):
         Function(name="b", grid=grid, avg_mode="geometric")
+
+
+def test_products_and_sums_of_differently_placed_functions_give_devitos_numbers():
+    """tests/reference/staggered_products_program.py under Devito 4.8.23 (stored) and
+    stencilgen: derivatives of products of node and staggered functions (a TimeFunction's
+    place first, then a node function's), of sums of them, on left-hand sides on the nodes
+    (staggered=NODE given or not), staggered along x, y or both, at space orders 2 and 4;
+    Devito's test_param_stagg_inner, test_param_stagg_add and test_deriv_stagg_plain among
+    them: float32 round-off apart."""
+    assert_matches_devito("staggered_products_program")
+
+
+def test_a_product_of_two_functions_first_by_priority_at_different_places_is_refused():
+    """Two staggered Functions (one priority) staggered differently: Devito takes the one
+    sympy orders first, so the result would hang on the functions' names; ours says so."""
+    grid = Grid(shape=(6, 5))
+    x, y = grid.dimensions
+    a = Function(name="a", grid=grid, space_order=2, staggered=x)
+    b = Function(name="b", grid=grid, space_order=2, staggered=y)
+    g = Function(name="g", grid=grid, space_order=2, staggered=NODE)
+    with pytest.raises(InvalidEquation, match="none of them first by Devito's priority"):
+        Operator(Eq(g, (a * b).dx), backend="c")
+
+
+def test_functions_staggered_behind_give_devitos_numbers():
+    """tests/reference/backward_staggered_program.py under Devito 4.8.23 (stored) and
+    stencilgen: ``staggered=-x`` (values half a spacing behind the nodes), its derivatives
+    and values taken on the nodes and at points staggered either way, a node function's
+    derivative taken behind, Devito's test_fd_space_staggered for the left staggering, and an
+    interpolation: float32 round-off apart; and the polynomials differentiated exactly, as
+    that test asserts."""
+    assert_matches_devito("backward_staggered_program")
+    sys.path.insert(0, str(ROOT / "tests" / "reference"))
+    try:
+        program = importlib.import_module("backward_staggered_program")
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "reference"))
+    import stencilgen
+    xx = np.linspace(-1, 1, 101)
+    dx = xx[1] - xx[0]
+    for so in (4, 8):
+        for where, at in (("left", xx), ("right", xx), ("centered", xx + dx / 2)):
+            got = program.polynomial(stencilgen, so, {"backend": "c"}, where)
+            exact = sum(i * at ** (i - 1) for i in range(1, so - 1))
+            assert np.abs(got - exact)[so:-so].max() < 1e-3 * np.abs(exact).max(), (so, where)
+
+
+def test_staggered_behind_reads_back_and_injects_where_its_values_sit():
+    """``f.staggered`` is Devito's -1 where the values sit behind; an injection into such a
+    function spreads each point over the values around it by the linear weights of their
+    own places, x_i - h/2 (Devito 4.8.23's puts them half a cell ahead, as for staggered=x:
+    a point on node 5 into indices 4 and 5, not 5 and 6)."""
+    from stencilgen import SparseFunction
+    grid = Grid(shape=(11, 10), extent=(1.0, 0.9), dtype=np.float64)
+    x, y = grid.dimensions
+    f = Function(name="f", grid=grid, space_order=2, staggered=-x)
+    assert tuple(f.staggered) == (-1, 0) and f.staggered[x] == -1
+    assert f.args == (x - x.spacing / 2, y)
+    points = np.array([(0.5, 0.5), (0.53, 0.47), (0.02, 0.85), (0.91, 0.1)])
+    values = np.random.default_rng(9).random(4)
+    src = SparseFunction(name="src", grid=grid, npoint=4)
+    src.coordinates.data[:] = points
+    src.data[:] = values
+    Operator(src.inject(f, expr=src), backend="c").apply()
+    hx, hy = grid.spacing
+    hat = lambda t: np.maximum(0, 1 - np.abs(t))   # noqa: E731
+    i, j = np.meshgrid(np.arange(11), np.arange(10), indexing="ij")
+    want = sum(v * hat(px / hx - (i - 0.5)) * hat(py / hy - j)
+               for v, (px, py) in zip(values, points))
+    assert np.abs(f.data - want).max() < 1e-12
+
+
+def test_a_second_derivative_from_two_points_is_refused():
+    """At space order 2 a function staggered along x has two points around a node for
+    ``f.dx2`` there: Devito gives zero, stencilgen says what to give."""
+    grid = Grid(shape=(6, 5))
+    x, _ = grid.dimensions
+    f = Function(name="f", grid=grid, space_order=2, staggered=-x)
+    g = Function(name="g", grid=grid, space_order=2, staggered=NODE)
+    with pytest.raises(InvalidArgument, match="would sample only 2 points.*fd_order >= 4"):
+        Operator(Eq(g, f.dx2), backend="c")

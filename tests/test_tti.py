@@ -81,7 +81,7 @@ def test_isotropic_limit_is_variable_density_acoustics():
                for d in grid.dimensions)
     dt = grid.stepping_dim.spacing
     acoustic = Operator([Eq(u.forward, 2 * u - u.backward + dt ** 2 * V ** 2 / b * flux)],
-                        name="VDAcoustic")
+                        name="VDAcoustic", nested="domain")   # SA-TTI's form
     start = _gaussian(grid)
     for f in (P, u):
         f.data[0] = start

@@ -56,18 +56,23 @@ def parser() -> argparse.ArgumentParser:
                         "of nt/K steps (the fields stay on the GPU between them), and print "
                         "the kernel and with-setup figures of the K")
     cli.add_storage(p, "P, M and the medium's parameters")
+    p.add_argument("--nested", choices=("extended", "domain"), default="domain",
+                   help="where the fluxes of the nested derivatives are computed: on the "
+                        "domain only, zero beyond (default), or past the domain's edges too, "
+                        "from the halos (Devito's)")
     return p
 
 
 def setup(shape, space_order=8, dtype=np.float32, backend=None, storage=None,
-          compensated=False):
+          compensated=False, nested="domain"):
     """(op, P, M, medium, dt): the benchmark's Operator, fields and time step; the fields
-    and the medium stored as ``storage`` (None: dtype; numpy.float16 or "bfloat16")."""
+    and the medium stored as ``storage`` (None: dtype; numpy.float16 or "bfloat16");
+    ``nested``: the Operator's."""
     shape = tuple(int(n) for n in shape)
     grid = Grid(shape=shape, extent=tuple(SPACING * (n - 1) for n in shape), dtype=dtype)
     medium = tti_medium(grid, space_order, storage=storage, **DUMMY_MEDIUM)
     op, P, M = sa_tti_operator(medium, space_order, backend=backend, name="SATTIBenchmark",
-                               compensated=compensated)
+                               compensated=compensated, nested=nested)
     bump(P, grid)
     return op, P, M, medium, tti_critical_dt(medium, space_order)
 
@@ -124,10 +129,11 @@ def main(argv=None) -> int:
     shape = tuple(args.shape)
     dtype = cli.DTYPES[args.dtype]
     print(f"SA-TTI dummy benchmark: shape {shape}, spacing {SPACING:g} m, space order "
-          f"{args.space_order}, {args.nt} time steps, {cli.storage_label(args)}")
+          f"{args.space_order}, {args.nt} time steps, {cli.storage_label(args)}, "
+          f"nested derivatives {args.nested}")
     t0 = time.perf_counter()
     op, P, M, medium, dt = setup(shape, args.space_order, dtype, args.backend,
-                                 cli.storage(args), args.compensated)
+                                 cli.storage(args), args.compensated, args.nested)
     limit = tti_stability_limit(medium.grid.spacing, medium.vmax, medium.epsmax, args.space_order)
     print(f"Medium: V = {DUMMY_MEDIUM['V']} km/s, epsilon = {DUMMY_MEDIUM['epsilon']}, delta = "
           f"{DUMMY_MEDIUM['delta']}, f = {DUMMY_MEDIUM['f']}, theta = pi/6, phi = pi/4, b = 1")

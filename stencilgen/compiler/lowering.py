@@ -36,10 +36,10 @@ class TempFunction(Function):
     """A grid array the compiler introduces (gradient temporaries, hoisted invariants)."""
 
     @classmethod
-    def _make_record(cls, name=None, grid=None, dtype=None, staggered=(),
+    def _make_record(cls, name=None, grid=None, dtype=None, staggered=(), backward=(),
                      storage=None) -> FieldData:
         return FieldData(name=name, grid=grid, space_order=2, dtype=dtype, store=storage,
-                         halo=(0,) * grid.dim, staggered=staggered)
+                         halo=(0,) * grid.dim, staggered=staggered, backward=backward)
 
 
 def check_equations(eqs) -> tuple:
@@ -439,7 +439,7 @@ def _check_lhs(eq: Eq):
                               f"access such as u.forward, got {lhs}")
     dims = lhs.grid.dimensions
     for d, a in zip(dims, lhs.args[-len(dims):]):
-        if a != natural_index(d, lhs.field.staggered) and \
+        if a != natural_index(d, lhs.field) and \
                 not (isinstance(a, GridIndex) and a.dim == d):
             raise InvalidEquation(f"{eq}: the left-hand side must be written at the grid point "
                                   f"{dims} (or at a fixed index along some, u[t + 1, 0, y]), not "
@@ -472,7 +472,8 @@ def _computed(arg, dim) -> bool:
 
 
 def _has_space_derivative(expr) -> bool:
-    return any(not d.dim.is_Time for d in expr.atoms(Derivative))
+    """Whether ``expr`` differentiates along space (an interpolation, order 0, does not)."""
+    return any(not d.dim.is_Time and d.deriv_order for d in expr.atoms(Derivative))
 
 
 class _Expander:
@@ -489,9 +490,10 @@ class _Expander:
         """A temporary for ``expr``, its values sitting where ``expr``'s do."""
         places = {d: location(expr, d) for d in self.grid.dimensions}
         staggered = tuple(d for d, p in places.items() if p is not None and p[0] != 0)
+        backward = tuple(d for d in staggered if places[d][0] < 0)
         temp = TempFunction(name=self.names.counted("r"), grid=self.grid,
                             dtype=value_dtype(expr, self.grid.dtype),
-                            staggered=staggered, storage=_temp_store(expr))
+                            staggered=staggered, backward=backward, storage=_temp_store(expr))
         self.names.bind(temp.field, temp.name)
         return temp
 

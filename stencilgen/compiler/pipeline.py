@@ -14,7 +14,8 @@ from ..ir.dtypes import complex_calls
 from ..ir.fusion import fuse
 from ..ir.pretty import show
 from ..ir.schedule import classify, schedule
-from ..ir.transforms import count_kernels, hoist_invariants, optimize_kernels, size_temporaries
+from ..ir.transforms import (count_kernels, hoist_invariants, optimize_kernels, size_temporaries,
+                             widen_temporaries)
 from ..ir.scaling import fold_scales
 from .lowering import (check_equations, compensate, compensation_stores, expand_derivatives,
                        index_equations, register_names)
@@ -28,13 +29,16 @@ def _logged(step: str, name: str, ir):
 
 
 def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: float = 0,
-                    fusion=None):
+                    fusion=None, nested: str = "extended"):
     """The Program of ``expressions`` and the Bindings of its parameters to user objects.
 
     The target's choices: ``narrow_index``, also instantiate 32-bit index arithmetic;
     ``flops_per_byte``, its arithmetic per byte of memory traffic (0: store every costly
     invariant in an array; else only those cheaper to read than to recompute); ``fusion``,
-    the ``ir/fusion.Limits`` of its fused nests (None: it fuses none).
+    the ``ir/fusion.Limits`` of its fused nests (None: it fuses none). The user's:
+    ``nested``, where an inner derivative of a nested one is evaluated ("extended": wherever
+    the outer stencil reaches, past the domain's edges too, as Devito; "domain": on the
+    domain, zero beyond).
     """
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
@@ -42,6 +46,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     eqs = _logged("derivative expansion", name, compensation_stores(eqs))
     stencils, bindings = index_equations(eqs, grid, names)
     stencils = _logged("indexing", name, stencils)
+    if nested == "extended":
+        stencils = _logged("temporary widening", name, widen_temporaries(stencils))
     stencils = _logged("complex calls", name, complex_calls(stencils))
     stencils = _logged("scale folding", name, fold_scales(stencils))
     stencils = _logged("classification", name, classify(stencils))

@@ -171,8 +171,11 @@ def _refusal(prog: Program, k1, k2, others) -> str | None:
             return f"{k.name} is {'a sparse loop' if k.is_sparse else 'sequential'}"
         if k.when is not None or k.guard is not None:
             return f"{k.name} runs under a condition"
+        # a producer may be widened (its temporaries past the domain's edges, Devito's
+        # nested derivatives): the fused kernel computes them there too
         if any(f is not None for f in k.fixed) or any(k.anchors or ()) or \
-                any(lo or hi for lo, hi in k.widened):
+                (k is k2 and any(lo or hi for lo, hi in k.widened)) or \
+                any(lo < 0 or hi < 0 for lo, hi in k.widened):
             return f"{k.name} does not run over the whole domain"
     if k1.dims != k2.dims:
         return "the nests loop over different dimensions"

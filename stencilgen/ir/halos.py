@@ -28,14 +28,26 @@ def _reach(prog: Program, split) -> tuple[dict, dict]:
             continue
         for name, accesses in k.reads.items():
             for acc in accesses:
-                d = _direction(acc[-n:], split)
-                if any(d):
-                    time = acc[0] if len(acc) > n else None
+                time = acc[0] if len(acc) > n else None
+                for offsets in _extremes(acc[-n:], k.widened):
+                    d = _direction(offsets, split)
+                    if not any(d):
+                        continue
                     out.setdefault(name, {}).setdefault(time, {}).setdefault(k.name, set()).add(d)
                     w = width.get(name, (0,) * n)
                     width[name] = tuple(max(a, abs(o)) if s else 0
-                                        for a, o, s in zip(w, acc[-n:], split))
+                                        for a, o, s in zip(w, offsets, split))
     return out, width
+
+
+def _extremes(offsets, widened) -> list[tuple[int, ...]]:
+    """The offsets a read at ``offsets`` reaches from the corners of a nest widened by
+    ``widened`` ((lo, hi) per dimension; the point itself where not widened)."""
+    out = [()]
+    for o, (lo, hi) in zip(offsets, widened):
+        ends = {o - max(lo, 0), o + max(hi, 0)}
+        out = [prev + (e,) for prev in out for e in sorted(ends)]
+    return out
 
 
 def _self_filled(prog: Program, name: str, split) -> bool:

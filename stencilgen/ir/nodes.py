@@ -216,6 +216,15 @@ class IndexedEq:
     when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
     guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
 
+    def beyond(self, ndim: int) -> tuple[tuple[int, int], ...]:
+        """Points past the domain's (lo, hi) ends the equation computes, per dimension: its
+        widening where positive; an extent anchored to one end stays inside the domain."""
+        if not self.extent:
+            return ((0, 0),) * ndim
+        anchors = self.anchors or (None,) * ndim
+        return tuple((0, 0) if a else (max(lo, 0), max(hi, 0))
+                     for (lo, hi), a in zip(self.extent, anchors))
+
 
 @dataclass(frozen=True)
 class Stencils:

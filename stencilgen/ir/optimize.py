@@ -229,26 +229,29 @@ class InvariantHoister:
             groups.setdefault(key, []).append(f)
         return [sympy.Mul(*fs) for _, fs in sorted(groups.items(), key=lambda kv: str(kv[1]))]
 
-    def scan(self, exprs):
+    def scan(self, exprs, beyond=None):
         """First pass: every candidate, its factors' signatures, the offsets each cluster is
-        needed at."""
+        needed at, from the points each expression is computed at (``beyond``: per expression
+        the points past the domain's ends, a widened nest's)."""
         found = []
-        for expr in exprs:
-            self._candidates(expr, found)
-        for c in found:
+        for i, expr in enumerate(exprs):
+            here = []
+            self._candidates(expr, here)
+            found += [(c, beyond[i] if beyond else ((0, 0),) * len(self.dims)) for c in here]
+        for c, _ in found:
             canon = self._canonical(c)[0]
             for f in self._factors(c):
                 self.signature.setdefault(self._canonical(f)[0], set()).add(canon)
         self.signature = {k: frozenset(v) for k, v in self.signature.items()}
-        for c in found:
+        for c, wide in found:
             for cluster in self._clusters(c):
                 if not self._costly(cluster):
                     continue
                 canon, shift = self._canonical(cluster)
                 rng = self.found.setdefault(canon, [[0, 0] for _ in self.dims])
-                for r, s in zip(rng, shift):
-                    r[0] = max(r[0], -s)
-                    r[1] = max(r[1], s)
+                for r, s, (lo, hi) in zip(rng, shift, wide):
+                    r[0] = max(r[0], lo - s)
+                    r[1] = max(r[1], hi + s)
 
     def feasible(self):
         """Clusters whose widened evaluation stays inside the halos of what they read."""

@@ -7,6 +7,7 @@ from dataclasses import replace
 import sympy
 
 from . import dtypes
+from ..errors import HaloError
 from .names import NameRegistry
 from .nodes import ArrayParam, Assign, IndexedEq, Program, Stencils, element_size, real_type
 from .accesses import access_map, shift_accesses
@@ -107,7 +108,7 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
                else sympy.Symbol(s.name, real=True, positive=True) for s in st.scalars}
     dims = st.loop_symbols
     hoister = InvariantHoister(dims, invariant, {a.name: a.halo for a in st.arrays}, scalars)
-    hoister.scan([e.rhs for e in steps])
+    hoister.scan([e.rhs for e in steps], [e.beyond(len(dims)) for e in steps])
     clusters = hoister.feasible()
     if not clusters:
         return st
@@ -133,6 +134,74 @@ def hoist_invariants(st: Stencils, names: NameRegistry, flops_per_byte: float = 
     return replace(st, eqs=eqs + tuple(new_eqs), arrays=st.arrays + tuple(arrays))
 
 
+def widen_temporaries(st: Stencils) -> Stencils:
+    """Devito's nested derivatives: each temporary of an inner derivative computed over every
+    point its readers reach, past the domain's edges too (from the halos of what it reads),
+    so the outer stencil sees the inner derivative there, not zeros.
+
+    Level by level from the outermost (a temporary read by a widened one widens further),
+    the temporaries of one level share the widest range where what they read allows it:
+    equations of one range share a nest (SA-TTI's fluxes, each read along its own axis,
+    would otherwise take three nests and compute their common gradients three times)."""
+    dims = st.loop_symbols
+    temps = {a.name for a in st.arrays if a.temporary}
+    writer = {e.lhs.base.name: i for i, e in enumerate(st.eqs)
+              if e.lhs.base.name in temps and not e.sparse_kind}
+    reads = [{} if e.sparse_kind else access_map([e.rhs], dims) for e in st.eqs]
+    level = {}
+    for i in reversed(range(len(st.eqs))):   # readers follow the temporaries they read
+        own = level.get(st.eqs[i].lhs.base.name, 0) if not st.eqs[i].sparse_kind else 0
+        for arr in reads[i]:
+            if arr in writer:
+                level[arr] = max(level.get(arr, 1), own + 1)
+    eqs = list(st.eqs)
+    for depth in sorted(set(level.values())):
+        names = [t for t in level if level[t] == depth]
+        need = {t: [[0, 0] for _ in dims] for t in names}
+        for i, e in enumerate(eqs):
+            beyond = e.beyond(len(dims))
+            for arr in set(reads[i]) & set(names):
+                for off in reads[i][arr]:
+                    for r, o, (lo, hi) in zip(need[arr], off[-len(dims):], beyond):
+                        r[0], r[1] = max(r[0], lo - o), max(r[1], hi + o)
+        shared = [[max(need[t][j][k] for t in names) for k in (0, 1)] for j in range(len(dims))]
+        if not all(_fits(st, eqs[writer[t]], reads[writer[t]], shared) for t in names):
+            shared = None
+        for t in names:
+            rng = shared or need[t]
+            e = eqs[writer[t]]
+            _fits(st, e, reads[writer[t]], rng, strict=True)
+            if any(lo or hi for lo, hi in rng):
+                eqs[writer[t]] = replace(e, extent=tuple(tuple(r) for r in rng))
+    return replace(st, eqs=tuple(eqs))
+
+
+def _fits(st: Stencils, e, reads: dict, rng, strict: bool = False) -> bool:
+    """Whether equation ``e``, computed over the domain widened by ``rng``, reads the user
+    arrays inside their halos; ``strict``: a HaloError saying what to do where not (Devito
+    leaves the points it cannot compute unwritten, with a warning)."""
+    arrays = {a.name: a for a in st.arrays}
+    for arr, offsets in reads.items():
+        a = arrays[arr]
+        if a.temporary:
+            continue
+        for off in offsets:
+            for d, o, (lo, hi), h in zip(st.dims, off[-len(st.dims):], rng, a.halo):
+                past = max(lo - o, hi + o)
+                if past <= h:
+                    continue
+                if not strict:
+                    return False
+                raise HaloError(
+                    f"{a.user} is read {past} points past the domain's edge along {d.user}, but "
+                    f"its halo is {h} points: a nested derivative evaluates its inner "
+                    f"derivative wherever the outer stencil reaches, past the edges too (as "
+                    f"Devito does). Raise {a.user}'s space_order to at least {past + past % 2}, "
+                    f"or pass Operator(..., nested='domain') to take the inner derivative as "
+                    f"zero beyond the domain")
+    return True
+
+
 def size_temporaries(st: Stencils) -> Stencils:
     """Each array's reach, the farthest offset its readers reach per dimension (from the
     points they compute, a widened range included); a temporary's halo is its reach."""
@@ -142,14 +211,12 @@ def size_temporaries(st: Stencils) -> Stencils:
     for e in st.eqs:
         if e.sparse_kind:
             continue
-        # anchored extents count from one end, inside the domain: no widening
-        anchors = e.anchors or (None,) * len(dims)
-        widen = [0 if a else max(lo, hi, 0) for (lo, hi), a in zip(e.extent, anchors)] \
-            if e.extent else [0] * len(dims)
+        beyond = e.beyond(len(dims))
         for name, offsets in access_map([e.lhs, e.rhs], dims).items():
             for off in offsets if name in reach else ():
                 space = off[-len(dims):]
-                reach[name] = [max(r, abs(o) + w) for r, o, w in zip(reach[name], space, widen)]
+                reach[name] = [max(r, lo - o, hi + o) for r, o, (lo, hi)
+                               in zip(reach[name], space, beyond)]
     arrays = tuple(a if a.sparse else
                    replace(a, reach=tuple(reach[a.name]),
                            halo=tuple(reach[a.name]) if a.temporary else a.halo)

@@ -46,25 +46,30 @@ _CTYPES = {"array": ctypes.c_void_p, "coords": ctypes.c_void_p, "timers": ctypes
 class Operator:
     """Compiles equations into one entry point; ``apply`` binds data and runs it.
 
-    ``Operator(eqs, name="Kernel", backend="c", check_finite=None)``; ``str(op)`` /
-    ``op.ccode`` is the source. ``apply`` may run from several threads at once.
+    ``Operator(eqs, name="Kernel", backend="c", check_finite=None, nested="extended")``;
+    ``nested="domain"`` takes inner derivatives of nested ones as zero beyond the domain
+    (Devito evaluates them there from the halos). ``str(op)`` / ``op.ccode`` is the source. ``apply`` may run from several threads at once.
     """
 
     def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
                  check_finite=None, *, language=None, platform=None, opt=None, subs=None,
-                 _apart=False):
+                 nested="extended", _apart=False):
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
         if check_finite not in (None, True, False):
             raise InvalidArgument(f"Operator: check_finite must be True, False or None (the "
                                   f"check-finite setting), got {check_finite!r}")
+        if nested not in options.NESTED:
+            raise InvalidArgument(f"Operator: nested must be one of "
+                                  f"{', '.join(map(repr, options.NESTED))} (where an inner "
+                                  f"derivative of a nested one is evaluated), got {nested!r}")
         self._check_finite = check_finite
         self.name = name
         # what a thickness override at apply rebuilds the Operator from (SubDimensions)
         self._expressions = expressions
         self._settings = dict(name=name, backend=backend, cflags=cflags,
                               check_finite=check_finite, language=language,
-                              platform=platform, opt=opt, subs=subs)
+                              platform=platform, opt=opt, subs=subs, nested=nested)
         self._thickness = thickness_arguments(expressions)
         self._variants = {}
         self._primed: set = set()   # communicators whose halos have moved once (``_halos``)
@@ -76,7 +81,7 @@ class Operator:
         # _apart: the twin of a fused Operator, its nests apart (``_fusion_twin``)
         self.program, self._bindings = compile_program(
             expressions, name, self._target.narrow_index, self._target.flops_per_byte,
-            None if _apart else self._target.fusion)
+            None if _apart else self._target.fusion, nested)
         self._twin = None
         self._apart_sizes: dict = {}   # size key -> the nests apart run (remembered choice)
         self.grid = self._bindings.grid

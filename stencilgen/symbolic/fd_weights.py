@@ -11,6 +11,8 @@ from fractions import Fraction
 
 import sympy
 
+from ..errors import InvalidArgument
+
 __all__ = ["fornberg_weights", "stencil_offsets", "derivative_weights", "centred_weights",
            "side_weights", "custom_offsets"]
 
@@ -167,8 +169,9 @@ def centred_weights(deriv_order, fd_order, shift=0):
     offsets = _centred_set(p, s)
     if len(offsets) <= d:
         need = d if s.is_Integer else d + 1
-        raise ValueError(f"a derivative of order {d} at fd_order {p} would sample only "
-                         f"{len(offsets)} points; give fd_order >= {need + need % 2}")
+        raise InvalidArgument(f"a derivative of order {d} at fd_order {p} would sample only "
+                              f"{len(offsets)} points (Devito gives zero there); give "
+                              f"fd_order >= {need + need % 2} (and a space_order as high)")
     return tuple(offsets), tuple(fornberg_weights(offsets, s, d))
 
 

@@ -41,6 +41,7 @@ class FieldData:
     save: int | None = None
     is_time: bool = False
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
+    backward: tuple = ()           # those of them where they sit at d - h_d/2 (staggered=-x)
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
     stagger_cell: bool = False     # staggered=CELL: Devito's f.staggered is 1 on every axis
     avg_mode: str = "arithmetic"   # how its values are averaged onto a staggered point
@@ -72,8 +73,10 @@ class FieldData:
         return self.lead + space
 
     def stagger(self, d) -> sympy.Rational:
-        """Where the values sit along ``d``, in spacings from the node (0 or 1/2)."""
-        return HALF if d in self.staggered else sympy.S.Zero
+        """Where the values sit along ``d``, in spacings from the node (0, 1/2 or -1/2)."""
+        if d not in self.staggered:
+            return sympy.S.Zero
+        return -HALF if d in self.backward else HALF
 
     @property
     def storage(self) -> Storage:
@@ -134,7 +137,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     @classmethod
     def _indices(cls, record: FieldData):
         return tuple(d for d, _ in record.extra) + \
-            tuple(natural_index(d, record.staggered) for d in record.grid.dimensions)
+            tuple(natural_index(d, record) for d in record.grid.dimensions)
 
     # -- identity ----------------------------------------------------------------------
     @property
@@ -188,7 +191,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         if not rec.stagger_given:
             return Staggering((), ())
         dims = self.dimensions
-        return Staggering((1 if rec.stagger_cell or d in rec.staggered else 0 for d in dims),
+        return Staggering((1 if rec.stagger_cell else int(2 * rec.stagger(d)) for d in dims),
                           dims)
 
     @property
@@ -368,9 +371,10 @@ class Function(DiscreteFunction):
         if store is not None and dtype is not np.float32:
             raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
                                   f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
+        moved, back = staggered_dims(grid, staggered, owner)
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype, extra=extra,
                          halo=tuple(0 if d.is_Batch else so for d in grid.dimensions),
-                         staggered=staggered_dims(grid, staggered, owner),
+                         staggered=moved, backward=back,
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
                          avg_mode=avg_mode, store=store,
                          scale=precision.check_scale(storage_scale, store, owner))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sympy
 from sympy.core.function import AppliedUndef
 
-from .differentiable import DAdd, DMul, DPow, Derivative, Evaluated, location
+from .differentiable import DAdd, DMul, DPow, Derivative, Evaluated, highest, location, placed
 from ..errors import InvalidEquation
 from .shifts import shift
 from .staggering import HALF, natural_index
@@ -37,17 +37,17 @@ def _inverse(value, base, safe: bool):
     return SafeInv(value, base) if safe else DPow(value, sympy.S.NegativeOne)
 
 
-def _mean_onto(expr, rec, dims, target: dict, keep=()):
+def _mean_onto(expr, rec, dims, target: dict, keep=(), mode=None):
     """``expr``, whose values sit where ``rec``'s do, averaged from its two neighbours along
     every dimension of ``dims`` (but ``keep``) where ``target`` sits half a spacing away: the
-    mean, or with ``rec.avg_mode`` harmonic the inverse of the mean of the inverses (Devito's:
-    each inverse safe with ``safe_harmonic``, the last one tested against the value at the
-    first neighbour)."""
+    mean, or with ``rec.avg_mode`` (or ``mode``) harmonic the inverse of the mean of the
+    inverses (Devito's: each inverse safe with ``safe_harmonic``, the last one tested against
+    the value at the first neighbour)."""
     moves = [(d, target.get(d, rec.stagger(d)) - rec.stagger(d)) for d in dims]
     moves = [(d, delta) for d, delta in moves if delta != 0 and d not in keep]
     if not moves:
         return expr
-    mode = getattr(rec, "avg_mode", "arithmetic")
+    mode = mode or getattr(rec, "avg_mode", "arithmetic")
     harmonic, safe = mode != "arithmetic", mode == "safe_harmonic"
     mean = _inverse(expr, expr, safe) if harmonic else expr
     for d, delta in moves:
@@ -66,7 +66,7 @@ def _averaged(f, target: dict):
     half a spacing away; unchanged where it is read at another point (``v[t, x + 1]``)."""
     rec, dims = f.field, f.grid.dimensions
     moved = tuple(d for d, a in zip(dims, f.args[-len(dims):])
-                  if a != natural_index(d, rec.staggered))
+                  if a != natural_index(d, rec))
     return _mean_onto(f, rec, dims, target, keep=moved)
 
 
@@ -113,24 +113,62 @@ def _space_dims(expr) -> tuple:
 
 
 def _derivative_at(d, target: dict, lhs_field):
-    """Derivative ``d`` taken at ``target`` unless its x0 or side is the user's own."""
+    """Derivative ``d`` taken at ``target`` unless its x0 or side is the user's own (Devito's
+    ``Derivative._eval_at``)."""
     if d.explicit_x0 or d.side is not None or d.dim.is_Time:
         return d
     if _is_field(d.expr) and d.expr.field is lhs_field:
+        return d
+    top = highest(d.expr)
+    if lhs_field is not None and not lhs_field.stagger_given and top is not None and \
+            not top.field.stagger_given:
+        # neither the left-hand side nor the operand's first function was given staggered=:
+        # Devito leaves the derivative as it is, every function read at its own index
         return d
     groups = _split_by_place(d.expr)
     if groups is not None:
         return DAdd(*[_derivative_at(d.func(DAdd(*g), *d.args[1:]), target, lhs_field)
                       for g in groups])
+    for dim in _space_dims(d.expr):
+        placed(d.func(d.expr, dim), location(d.expr, dim))   # an ambiguous place: the error
     others = {k: t for k, t in target.items() if k != d.dim}
-    inner = _interpolated(d.expr, others)
-    if location(d.expr, d.dim) is None:
-        raise InvalidEquation(
-            f"{d}: its operand multiplies functions staggered differently along {d.dim}; "
-            "differentiate each function separately, or store the product in a Function first")
+    mixed = _mixed_product(d.expr)
+    inner = _gathered(d.expr, top, others) if mixed else _interpolated(d.expr, others)
     return Derivative._build(inner, d.dim, d.deriv_order, d.fd_order,
                              d.dim + target.get(d.dim, 0) * d.dim.spacing, d.side,
                              d.weights or None, d.transposed, d.cross)
+
+
+def _mixed_product(expr) -> bool:
+    """Whether ``expr`` is a product of functions staggered differently."""
+    return isinstance(expr, sympy.Mul) and len(
+        {f.field.staggered for f in expr.atoms(AppliedUndef) if _is_field(f)}) > 1
+
+
+def _moved(expr, home: dict):
+    """``expr`` with every function outside derivatives averaged onto ``home``."""
+    if _is_field(expr):
+        return _averaged(expr, home)
+    if isinstance(expr, Derivative) or not expr.args:
+        return expr
+    return expr.func(*[_moved(a, home) for a in expr.args])
+
+
+def _gathered(prod, top, others: dict):
+    """A product of differently staggered functions as Devito takes it under a derivative
+    (``Mul._gather_for_diff``, then ``interp_for_fd``): every factor but its derivatives
+    averaged onto where ``top`` (its highest-priority function) sits, then those factors,
+    as one value, averaged from there onto ``others`` (the place along the dimensions other
+    than the derivative's)."""
+    dims = top.grid.dimensions
+    home = {d: top.field.stagger(d) for d in dims}
+    factors = [_moved(a, home) for a in prod.args]
+    moving = [a for a in factors if not isinstance(a, Derivative) and a.has(AppliedUndef)]
+    if not moving or all(others.get(d, home[d]) == home[d] for d in dims):
+        return DMul(*factors)
+    rest = [a for a in factors if not any(a is m for m in moving)]
+    mean = _mean_onto(DMul(*moving), top.field, dims, others, mode="arithmetic")
+    return DMul(mean, *rest)
 
 
 def at_place(expr, lhs):

@@ -1,6 +1,6 @@
 """Where a function's values sit in the grid cell (Devito's ``staggered=``): on the nodes
 (``NODE``), at the cell centres (``CELL``), or half a spacing ahead along some dimensions
-(``staggered=x``, ``staggered=(x, y)``)."""
+(``staggered=x``, ``staggered=(x, y)``) or behind (``staggered=-x``)."""
 from __future__ import annotations
 
 import sympy
@@ -26,8 +26,9 @@ CELL = Stagger("cell")
 
 class Staggering(tuple):
     """Devito's ``f.staggered``: per dimension of the function 1 where its values sit half a
-    spacing ahead, else 0; () for a function given no staggered=. Indexed by position or by
-    dimension (``f.staggered[x]``); all-zero and empty ones are equal, as Devito's."""
+    spacing ahead, -1 where behind, else 0; () for a function given no staggered=. Indexed
+    by position or by dimension (``f.staggered[x]``); all-zero and empty ones are equal, as
+    Devito's."""
 
     def __new__(cls, values, dimensions):
         obj = super().__new__(cls, tuple(values))
@@ -58,27 +59,37 @@ class Staggering(tuple):
         return tuple(d for d, v in zip(self.dimensions, self) if v)
 
 
-def staggered_dims(grid, staggered, owner: str) -> tuple:
-    """The grid dimensions along which ``staggered`` moves the values half a spacing ahead."""
+def staggered_dims(grid, staggered, owner: str) -> tuple[tuple, tuple]:
+    """The grid dimensions along which ``staggered`` moves the values half a spacing, and
+    those of them it moves back (``-x``)."""
     if isinstance(staggered, Staggering):   # another function's f.staggered
-        staggered = NODE if staggered.on_node else \
-            tuple(d for d in staggered.moved() if d in grid.dimensions)
+        if staggered.on_node:
+            return (), ()
+        moved = [(d, v) for d, v in zip(staggered.dimensions, staggered)
+                 if v and d in grid.dimensions]
+        return tuple(d for d, _ in moved), tuple(d for d, v in moved if v < 0)
     if staggered is None or staggered is NODE:
-        return ()
+        return (), ()
     if staggered is CELL:
-        return tuple(grid.dimensions)
+        return tuple(grid.dimensions), ()
     items = staggered if isinstance(staggered, (tuple, list)) else (staggered,)
-    dims = []
+    dims, back = [], []
     for d in items:
-        if d not in grid.dimensions:
+        neg = -d if isinstance(d, sympy.Expr) and (-d) in grid.dimensions else None
+        if d not in grid.dimensions and neg is None:
             names = ", ".join(str(g) for g in grid.dimensions)
             raise InvalidArgument(
                 f"{owner}: staggered={staggered!r} is not NODE, CELL or dimensions of the grid "
-                f"({names}); e.g. staggered=x or staggered=(x, y)")
-        dims.append(d)
-    return tuple(d for d in grid.dimensions if d in dims)
+                f"({names}); e.g. staggered=x, staggered=(x, y), or staggered=-x (half a "
+                f"spacing behind)")
+        dims.append(neg if neg is not None else d)
+        if neg is not None:
+            back.append(neg)
+    return tuple(d for d in grid.dimensions if d in dims), \
+        tuple(d for d in grid.dimensions if d in back)
 
 
-def natural_index(d, staggered: tuple):
-    """The argument along ``d`` of a function staggered along ``staggered`` (``x + h_x/2``)."""
-    return d + HALF * d.spacing if d in staggered else d
+def natural_index(d, rec):
+    """The argument along ``d`` of a function of record ``rec`` (``x + h_x/2``, ``x - h_x/2``
+    or ``x``)."""
+    return d + rec.stagger(d) * d.spacing

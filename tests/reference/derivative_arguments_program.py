@@ -3,8 +3,9 @@ written into a node function over a 12x12 grid at space order 4 from random data
 derivatives with an order per dimension, a side, an x0; of a function staggered along x (the
 cross derivative taken where the equation's left-hand side sits, every dimension of it);
 rotated derivatives of a node function; the nested form ``f.dx.dy`` (its inner derivative
-where the function's values sit); zero orders, ``deriv_order=``, the calculus methods
-(``p.laplacian()``, ``p.div()``) and shifts given per dimension.
+where the function's values sit); zero orders (at an x0: interpolations), ``deriv_order=``,
+the calculus methods (``p.laplacian()``, ``p.div()``), shifts given per dimension, and an x0
+along a dimension the derivative does not take (the operand interpolated there).
 
 ``PYTHONPATH=/tmp/devito-site python tests/reference/derivative_arguments_program.py`` runs
 it under Devito 4.8.23 and writes ``derivative_arguments_program.npz`` beside this file;
@@ -43,6 +44,16 @@ def cases(api, p, f, x, y):
         "p.div()": p.div(),
         "div(p, shift=(0.5, -0.5))": api.div(p, shift=(0.5, -0.5)),
         "grad(p, shift=(0.5, -0.5))[1]": api.grad(p, shift=(0.5, -0.5))[1],
+        "Derivative(p, (x, 0), x0={x: x+h/2})": api.Derivative(p, (x, 0), x0={x: x + h / 2}),
+        "Derivative(p, (x, 1), (y, 0), x0={y: y+h/2})":
+            api.Derivative(p, (x, 1), (y, 0), x0={y: y + y.spacing / 2}),
+        "Derivative(p, (x, 2), (y, 0))(x0={y: y+h/2})":
+            api.Derivative(p, (x, 2), (y, 0))(x0={y: y + y.spacing / 2}),
+        "p.dx(x0={y: y+h/2})": p.dx(x0={y: y + y.spacing / 2}),
+        "p.dx(x0={y: y+h})": p.dx(x0={y: y + y.spacing}),
+        "p.dx2(x0={y: y+h/2})": p.dx2(x0={y: y + y.spacing / 2}),
+        "p.dxdy(x0={y: y+h/2})": p.dxdy(x0={y: y + y.spacing / 2}),
+        "f.dy(x0={x: x})": f.dy(x0={x: x}),
     }
 
 

@@ -1,7 +1,9 @@
 """Injections that Devito 4.8 and stencilgen must add alike: an expression into a staggered
 field (evaluated where the field's values sit, a node function averaged onto them), a
 staggered function in the expression of a node field, and points exactly on nodes in float32
-(all of the value on the node: the position 0.5/0.1 rounds to 5, not below).
+(all of the value on the node: the position 0.5/0.1 rounds to 5, not below); a point within
+half a cell of the edge of a staggered field writes into its halo, and an interpolation
+reads it there.
 
 ``PYTHONPATH=/tmp/devito-site python tests/reference/injection_program.py`` runs it under
 Devito 4.8.23 and writes ``injection_program.npz`` beside this file; tests/test_sparse.py
@@ -35,12 +37,20 @@ def run(api) -> dict:
         a = api.Function(name=name, grid=grid, staggered=stagger)
         api.Operator(p.inject(a, expr=b * p), name=f"Inject_{name}", **extra).apply()
         out[name] = np.array(a.data)
+        out[f"{name} with halo"] = np.array(a.data_with_halo)
     q = api.Function(name="q", grid=grid)
     api.Operator(p.inject(q, expr=s * p), name="InjectNodes", **extra).apply()
     out["q"] = np.array(q.data)
     n = api.Function(name="n", grid=grid)
     api.Operator(p.inject(n, expr=p), name="InjectPlain", **extra).apply()
     out["n"] = np.array(n.data)
+    # an interpolation from a staggered function whose halo holds values: a point within
+    # half a cell of the edge reads it
+    s.data_with_halo[:] = 1 + rng.random(s.data_with_halo.shape).astype(np.float32)
+    r = api.SparseFunction(name="r", grid=grid, npoint=len(POINTS))
+    r.coordinates.data[:] = np.array(POINTS, dtype=np.float32)
+    api.Operator(r.interpolate(s), name="InterpolateStaggered", **extra).apply()
+    out["interpolated"] = np.array(r.data)
     return out
 
 
