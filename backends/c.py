@@ -206,11 +206,27 @@ class CBackend:
         return [self.statement(a) for a in self.program.prologue]
 
     def statement(self, assign):
-        rhs = self.expr(assign.rhs)
+        rhs = self._wide(assign) if self.printer.single and self._integer_store(assign) \
+            else self.expr(assign.rhs)
         if assign.is_local:
             return c.Initializer(c.Value(f"const {ctype(assign.dtype)}", assign.lhs.name), rhs)
         name = assign.lhs.base.name
         return c.Assign(self.printer.target(assign.lhs), self.printer.rounded(name, rhs))
+
+    def _integer_store(self, assign) -> bool:
+        """Whether ``assign`` stores into an integer array, or is a float64 local of a
+        float32 program (one of a nest storing integers: ``optimize_kernels``)."""
+        if assign.is_local:
+            return assign.dtype is not None and np.dtype(assign.dtype) == np.float64
+        return np.dtype(self.program.array(assign.lhs.base.name).dtype).kind in "iu"
+
+    def _wide(self, assign) -> str:
+        """``assign``'s right-hand side printed in float64 (its literals double)."""
+        self.printer.single = False
+        try:
+            return self.expr(assign.rhs)
+        finally:
+            self.printer.single = True
 
     def loop_pragmas(self, kernel, depth):
         """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost); none for a nest that
@@ -488,7 +504,8 @@ class CBackend:
         return [c.Initializer(c.Value("const long", ti.symbol.name),
                               f"({t} + {ti.shift}) % {ti.modulo}")
                 for ti in self.program.time_indices] + \
-            [c.Initializer(c.Value("const long", s.symbol.name), f"{t} / {s.factor}")
+            [c.Initializer(c.Value("const long", s.symbol.name),
+                           f"({t} - {s.start}) / {s.factor}" if s.start else f"{t} / {s.factor}")
              for s in self.program.subsamplings if s.symbol is not None]
 
     def time_loop(self, body):
@@ -523,6 +540,9 @@ class CBackend:
         prog, ck = self.program, self.program.checks_param
         blocks = []
         for i, name in enumerate(prog.checks):
+            if np.dtype(prog.array(name).dtype).kind in "iu":   # integers are always finite
+                blocks.append(c.Statement(f"{ck}[{3 * i + 2}] = 0"))
+                continue
             loop = c.For("long sg_i = 0", "sg_i < sg_len", "sg_i += 1",
                          c.Statement(f"sg_n += {self.nonfinite(prog.array(name), 'sg_from + sg_i')}"))
             # the range is read into scalars here: on a device, the caller's array is not there

@@ -46,7 +46,14 @@ def ctype(dtype) -> str:
     dt = np.dtype(dtype)
     if dt.kind == "c":
         return COMPLEX_CTYPES[dt.name]
+    if dt.kind in "iu":
+        return INTEGER_CTYPES[dt.name]
     return "float" if dt == np.float32 else "double"
+
+
+#: C's names of the integer types a field may hold (of their widths on every target we build for)
+INTEGER_CTYPES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+                  "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int"}
 
 
 #: C99's complex types under the names the generated code uses

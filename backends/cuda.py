@@ -14,6 +14,7 @@ import dataclasses
 from contextlib import contextmanager
 
 import cgen as c
+import numpy as np
 import sympy
 
 from .c import CBackend
@@ -452,6 +453,22 @@ class CudaBackend(CBackend):
             names = [n for d in prog.dims for n in split.clip(prog, d.symbol)]
         return [_Arg(n, "const long", n) for n in names]
 
+    def refusal(self):
+        """A CPU backend's refusals, and an injection into an integer field of a width CUDA
+        has no atomicAdd for (it has them for 32-bit ones)."""
+        base = super().refusal()
+        if base:
+            return base
+        narrow = [k.target.base.name for k in self.program.kernels if k.is_sparse
+                  and k.kind == "inject" and np.dtype(self.program.array(
+                      k.target.base.name).dtype).name in ("int8", "int16", "int64", "uint8",
+                                                          "uint16")]
+        if narrow:
+            return (f"injecting into {narrow[0]}, an integer field of a width CUDA has no "
+                    f"atomic add for; give it dtype=numpy.int32 (or a float type), or use the "
+                    f"C backend")
+        return None
+
     def atomic_add(self, target, value, fmt=None, dtype=None):
         """``target += value`` against other points adding there (a 16-bit ``fmt``: the sum
         rounded once, ``format_prelude``; a complex ``dtype``: part by part)."""
@@ -855,6 +872,8 @@ class CudaBackend(CBackend):
                  f"  SG_CHECK(cudaMemset(sg_d_checks, 0, {n}*sizeof(unsigned long long)));"]
         for i, name in enumerate(prog.checks):
             a = prog.array(name)
+            if np.dtype(a.dtype).kind in "iu":   # integers are always finite: the count stays 0
+                continue
             start, count = f"{ck}[{3 * i}]", f"{ck}[{3 * i + 1}]"
             if self.pitched(a):   # whole rows on the host: the same rows, pads included
                 p = device_layout.Pitched(name)

@@ -92,7 +92,7 @@ def run(op, fields, dt, nt, choice=None):
     fields[0].data[1] = bump
     kwargs = dict(time_m=1, time_M=nt, dt=dt)
     if choice is not None:
-        args, _ = op.arguments(**kwargs)
+        args, _ = op._arguments(**kwargs)
         autotune.Remembered(op.source_path.parent).put(autotune.size_key(op.program, args),
                                                        choice)
     op.apply(autotune=False, **kwargs)

@@ -29,7 +29,7 @@ BACKEND = ["cuda"]
 
 def _run(op, **kwargs):
     """``op`` applied with launch shape SHAPE[0] in all its nests (kept as if tuned)."""
-    args, _ = op.arguments(**kwargs)
+    args, _ = op._arguments(**kwargs)
     autotune.Remembered(op.source_path.parent).put(
         autotune.size_key(op.program, args), [SHAPE[0]] * max(len(op.program.kernels), 1))
     return op.apply(autotune=False, **kwargs)

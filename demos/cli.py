@@ -120,7 +120,7 @@ def gpu_memory_line(grid) -> str | None:
     rank's (None where no CUDA run happened)."""
     from stencilgen.data.places import gpu_memory
     mine = gpu_memory()
-    ranks = [mine] if grid.distributor is None else grid.distributor.comm.allgather(mine)
+    ranks = [mine] if grid.decomposition is None else grid.decomposition.comm.allgather(mine)
     if any(r is None for r in ranks):
         return None
     gib = 2 ** 30
@@ -211,7 +211,7 @@ def mpi_setup(args) -> int:
 def print_mpi(grid) -> None:
     """``MPI: 2 ranks, topology (1, 1, 2), rank 0 owns 412x423x238 points`` where split."""
     from stencilgen.distributed.mpi import mode
-    dist = grid.distributor
+    dist = grid.decomposition
     if dist is not None:
         print(f"MPI: {dist.size} ranks ({mode()} halo exchange), topology {dist.dims}, "
               f"rank 0 owns {'x'.join(map(str, dist.local_shape))} points")

@@ -21,6 +21,7 @@ from .errors import (BackdoorError, CompilationError, CompilerNotFoundError, Con
 from .symbolic.fd_sides import centered, left, right
 from .symbolic.functions import Constant, Function, TimeFunction
 from .symbolic.grid import Grid
+from .data.allocators import ALLOC_ALIGNED, ALLOC_GUARD
 from .errors import ApplyInterrupted
 from .data.memory import clear_cache
 from .runtime.operator import Operator
@@ -88,7 +89,8 @@ __all__ = [
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
     "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
 ]
-__all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "smooth", "switchconfig"]
+__all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "smooth", "switchconfig",
+            "ALLOC_ALIGNED", "ALLOC_GUARD"]
 
 
 def _devito_module_paths():

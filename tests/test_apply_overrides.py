@@ -60,7 +60,7 @@ def test_the_tutorial_cells():
     grid = Grid(shape=(4, 4))
     u = TimeFunction(name="u", grid=grid, save=3)
     op = Operator(Eq(u.forward, u + 1))
-    assert op.arguments()[0]["time_M"] == 1
+    assert op.arguments()["time_M"] == 1
     op.apply()
     assert np.array_equal(u.data, np.arange(3)[:, None, None] * np.ones((3, 4, 4)))
     u.data[:] = 0.0
@@ -72,7 +72,7 @@ def test_the_tutorial_cells():
         op.apply(time_M=2)
     for save in (5, 2, 7):
         u2 = TimeFunction(name="u", grid=grid, save=save)
-        assert op.arguments(u=u2)[0]["time_M"] == save - 2
+        assert op.arguments(u=u2)["time_M"] == save - 2
         op.apply(u=u2)
         assert np.array_equal(u2.data, np.arange(save)[:, None, None] * np.ones((save, 4, 4)))
     with pytest.raises(InvalidArgument, match="saves 5 time steps.*time_M <= 3"):
@@ -87,7 +87,7 @@ def test_saved_diffusion_on_a_longer_and_a_shorter_function():
     longer, shorter = _longer_and_shorter(op, grid)
     assert np.abs(longer - _numpy(_start(), 8)).max() < 1e-6
     assert np.abs(shorter - _numpy(_start(), 1)).max() < 1e-6
-    args = op.arguments(u=TimeFunction(name="w", grid=grid, save=6), dt=DT)[0]
+    args = op.arguments(u=TimeFunction(name="w", grid=grid, save=6), dt=DT)
     assert (args["time_m"], args["time_M"], args["u_nt"]) == (0, 4, 6)
 
 

@@ -402,7 +402,7 @@ _SUBPROCESS = textwrap.dedent("""
     u.data[:] = np.random.default_rng(0).uniform(-1, 1, u.data.shape)
     op = Operator([Eq(u.forward, 2*u - u.backward + 0.01*u.laplace)], name="sub", backend="cuda")
     if sys.argv[1] == "oob":
-        args, keep = op.arguments(time_m=0, time_M=2)
+        args, keep = op._arguments(time_m=0, time_M=2)
         args["x_M"] += 40                                   # reach past the allocation
         timers = np.zeros(1)
         args["timers"] = timers.ctypes.data

@@ -41,7 +41,7 @@ def test_data_of_wrong_shape_or_dtype(grid):
     with pytest.raises(InvalidArgument, match="dtype complex"):
         f.data = np.ones((8, 9), dtype=complex)
     with pytest.raises(InvalidArgument, match="dtype"):
-        Function(name="g", grid=grid, dtype=np.int64)
+        Function(name="g", grid=grid, dtype=np.longdouble)
     f.data = np.arange(72.0).reshape(8, 9)   # a correct assignment still works
     assert f.data[7, 8] == 71.0
 

@@ -34,7 +34,7 @@ def _run(shape, fuse, block, monkeypatch):
     op = Operator(eqs, backend="c", name=f"Fused{int(fuse)}")
     kwargs = dict(time_m=1, time_M=5, dt=0.002)
     if block is not None:
-        args, _ = op.arguments(**kwargs)
+        args, _ = op._arguments(**kwargs)
         autotune.Remembered(op.source_path.parent).put(
             autotune.size_key(op.program, args), [block] * len(op.program.kernels))
     op.apply(autotune=False, **kwargs)

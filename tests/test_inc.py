@@ -101,7 +101,7 @@ def test_a_sum_on_a_grid_split_over_ranks_is_refused(monkeypatch):
     MPI = pytest.importorskip("mpi4py.MPI")
     grid = Grid(shape=(4, 6), comm=MPI.COMM_SELF)
     x, y = grid.dimensions
-    monkeypatch.setattr(type(grid.distributor), "size", property(lambda self: 2))  # two ranks
+    monkeypatch.setattr(type(grid.decomposition), "size", property(lambda self: 2))  # two ranks
     s = Function(name="s", dimensions=(x,), shape=(4,))
     g = Function(name="g", grid=grid)
     with pytest.raises(InvalidEquation, match="split over MPI ranks is not supported"):

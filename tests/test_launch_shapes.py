@@ -36,7 +36,7 @@ def _worst(outs_c, outs_g):
 
 def _remember(op, kwargs, shape):
     """Make ``op`` run every section with launch shape ``shape`` (as if it had been tuned)."""
-    args, _ = op.arguments(**kwargs)
+    args, _ = op._arguments(**kwargs)
     key = autotune.size_key(op.program, args)
     autotune.Remembered(op.source_path.parent).put(key, [shape] * max(len(op.program.kernels), 1))
 
@@ -98,7 +98,7 @@ def test_autotuning_keeps_the_data_and_remembers(caplog):
     op_g.apply(autotune=True, **kwargs_g)
     assert _worst(outs_c, outs_g) <= TOL[np.float32]
     table = json.loads((op_g.source_path.parent / "tuning.json").read_text())
-    args, _ = op_g.arguments(**kwargs_g)
+    args, _ = op_g._arguments(**kwargs_g)
     choice = table[autotune.size_key(op_g.program, args)]
     assert len(choice) == len(op_g.program.kernels)
     offered = op_g._emitter.launch_shapes()

@@ -319,7 +319,7 @@ def test_control_block_counts_steps_and_stops(backend):
     for stop in (0, 1):
         u.data[:] = 0.0
         u.data[:, 10:14, 8:12] = 1.0
-        args, keep = op.arguments(time_m=1, time_M=7)
+        args, keep = op._arguments(time_m=1, time_M=7)
         timers, control = np.zeros(max(len(prog.kernels), 1)), np.array([stop, 0])
         args.update({prog.timers: timers.ctypes.data, prog.checks_param: None,
                      prog.tuning: None, prog.control: control.ctypes.data})
@@ -429,7 +429,7 @@ def test_progress_line_from_the_step_count(restore_settings, stencilgen_log):
     count, and come after progress-after seconds, then at doubling times."""
     restore_settings["progress-after"] = 5
     op, _ = _small("c", name="Progress")
-    args, _ = op.arguments(time_m=1, time_M=1000)
+    args, _ = op._arguments(time_m=1, time_M=1000)
     run = longrun.Run("Progress", op.program, args)
     run.start, run.next_report = 100.0, 105.0
     run.control[1] = 250
@@ -466,7 +466,7 @@ def test_progress_bar_with_tqdm(restore_settings, monkeypatch):
     monkeypatch.setattr(longrun, "_TQDM", [Bar])
     restore_settings["progress"] = "tqdm"
     op, _ = _small("c", name="Bar")
-    args, _ = op.arguments(time_m=1, time_M=40)
+    args, _ = op._arguments(time_m=1, time_M=40)
     run = longrun.Run("Bar", op.program, args)
     run.start, run.next_report = 0.0, 5.0
     run.control[1] = 10

@@ -148,7 +148,7 @@ def test_a_single_rank_communicator_runs_the_split_code():
         op = Operator([Eq(u.forward, solve(u.dt2 - u.laplace, u.forward))], backend="c")
         op.apply(time_M=10, dt=0.01)
         out.append(gather(u))
-    assert g.distributor.dims == (1, 1) and "x_first" in op.ccode
+    assert g.decomposition.dims == (1, 1) and "x_first" in op.ccode
     assert np.abs(out[0]).max() > 0.1 and np.array_equal(out[0], out[1])
 
 

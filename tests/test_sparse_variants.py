@@ -242,7 +242,7 @@ def test_precomputed_input_is_checked():
                                                 "interpolation_coeffs": np.ones((2, 2, 3))})
     with pytest.raises(InvalidArgument, match="give gridpoints="):
         stencilgen.PrecomputedSparseFunction(**{**good, "gridpoints": None})
-    with pytest.raises(InvalidArgument, match=r"give \(2, 2\) integers"):
+    with pytest.raises(InvalidArgument, match=r"give \(2, 2\) whole numbers"):
         stencilgen.PrecomputedSparseFunction(**{**good, "gridpoints": [[1.5, 1], [2, 2]]})
     sf = stencilgen.PrecomputedSparseFunction(**{**good, "r": 4,
                                                  "interpolation_coeffs": np.ones((2, 2, 4))})

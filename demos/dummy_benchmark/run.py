@@ -80,7 +80,7 @@ def setup(shape, space_order=8, dtype=np.float32, backend=None, storage=None,
 def bump(P, grid):
     """P at times 0 and 1: a Gaussian of 4 spacings at the centre, built plane by plane on
     the points this rank owns (a large split grid never has the whole of it in one place)."""
-    owned = grid.distributor.owned if grid.distributor is not None else \
+    owned = grid.decomposition.owned if grid.decomposition is not None else \
         tuple((0, n - 1) for n in grid.shape)
     centre = [o + e / 2 for o, e in zip(grid.origin, grid.extent)]
     # exp(-|r|^2 / 2s^2) is the product of one Gaussian per axis
@@ -89,7 +89,7 @@ def bump(P, grid):
     rest = factors[1]
     for f in factors[2:]:
         rest = np.multiply.outer(rest, f)
-    data = P.data.local if grid.distributor is not None else P.data   # local indices
+    data = P.data.local if grid.decomposition is not None else P.data   # local indices
     for i, value in enumerate(factors[0]):
         data[0, i] = value * rest
         data[1, i] = value * rest
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
         else:
             last, summary = args.nt, op.apply(time_m=1, time_M=args.nt, dt=dt)
     except DeviceMemoryError as exc:
-        if medium.grid.distributor is not None:
+        if medium.grid.decomposition is not None:
             raise   # every rank ends with the message (stencilgen.distributed.mpi)
         print(f"Stopped before the run: {exc}", file=sys.stderr)
         return 2

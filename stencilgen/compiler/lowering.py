@@ -98,7 +98,7 @@ def _one_extra(f) -> int:
     if len(extra) > 1:
         raise InvalidEquation(f"{f.name} has {len(extra)} Dimensions beyond its grid's "
                               f"({', '.join(str(d) for d, _ in extra)}); stencilgen takes one")
-    dist = f.grid.distributor
+    dist = f.grid.decomposition
     if extra and dist is not None and any(dist.decomposed or ()):
         raise InvalidEquation(f"{f.name} has a Dimension beyond its grid's on a grid split "
                               f"over MPI ranks; run it on one rank")
@@ -267,9 +267,10 @@ def _on_parents(eq: Eq) -> Eq:
             raise InvalidEquation(f"{eq}: indexed by {other} and {d}, two SubDimensions of "
                                   f"{d.parent}; use one")
     grid = getattr(eq.lhs, "grid", None)
-    if grid is None or grid.implicit or any(p not in grid.dimensions for p in subs):
-        raise InvalidEquation(f"{eq}: SubDimensions of a Grid's dimensions index a function "
-                              f"of that Grid on the left-hand side")
+    if grid is None or any(p not in grid.dimensions for p in subs):
+        raise InvalidEquation(f"{eq}: SubDimensions of a Grid's dimensions (or of a function's "
+                              f"own, built without a Grid) index a function of them on the "
+                              f"left-hand side")
     region = SubDimensionRegion(grid, subs, eq.subdomain)
     back = {d: d.parent for d in found}
     new = _with_lhs(eq, eq.lhs.xreplace(back), sympy.sympify(eq.rhs).xreplace(back))
@@ -315,6 +316,7 @@ def _sparse_eq(term) -> SparseEq:
         at = term.sparse.origin if term.at is None else term.at
         eq = SparseEq("interpolate", at, term.expr, term.sparse, increment=term.increment)
     eq.region = _sparse_region(term, touched)
+    eq.implicit_dims = term.implicit_dims
     return eq
 
 
@@ -818,7 +820,7 @@ class _Indexer:
         the expression in points, ``d`` moved back by ``f``'s staggering first (Devito's
         rule: ``v_y`` at ``INT(Abs(y - 5*h_y/2))`` is ``v_y[INT(Abs(y - 3))]``). Its reach is
         not known before the run: the caller keeps it inside the domain and the halo."""
-        dist = self.grid.distributor
+        dist = self.grid.decomposition
         if dist is not None and any(dist.decomposed or ()):
             raise InvalidEquation(f"{f}: a computed index along {d} ({arg}) on a grid split "
                                   f"over MPI ranks; its reach across ranks is not known "
@@ -848,8 +850,12 @@ class _Indexer:
         sub = self.subsamplings.get(d)
         if sub is None:
             cname = self.names.cname(d)
-            constant = d.factor.name if isinstance(d.factor, Constant) else None
-            sub = Subsampling(self.names.fresh(f"{cname}f"), d.name, constant=constant)
+            # a Constant factor by its name, an int one by Devito's ``<name>f`` (both
+            # overridable at apply)
+            constant = d.factor.name if isinstance(d.factor, Constant) else \
+                d.symbolic_factor.name if d.factor is not None else None
+            sub = Subsampling(self.names.fresh(f"{cname}f"), d.name, constant=constant,
+                              start=conditions.first_step(d))
             self.bindings.factors[sub.factor] = d
         if indexed and sub.symbol is None:
             sub = replace(sub, symbol=sympy.Symbol(self.names.cname(d), integer=True))
@@ -984,6 +990,11 @@ class _Indexer:
                 name = self.dims[axis].spacing
                 self.scalar(name, self.grid.dtype, ("spacing", axis))
                 out[s] = sympy.Symbol(name, real=True, positive=True)
+            elif getattr(s, "is_Conditional", False) and s.factor is not None and \
+                    s.parent.is_Time:
+                # a subsampled time dimension as a value (Devito's t_sub * u): its index,
+                # time / factor, at the steps it keeps (the equation runs under it)
+                out[s] = self.subsampling(s, True).symbol
             else:
                 raise InvalidEquation(f"{eq}: the symbol {s} is neither a grid dimension, a "
                                       "spacing, dt nor a Constant; use stencilgen.Constant for "
@@ -1002,7 +1013,7 @@ class _Indexer:
                     own < set(self.grid.dimensions):
                 reduces = tuple(i for i, d in enumerate(self.grid.dimensions)
                                 if d not in own)
-                dist = self.grid.distributor
+                dist = self.grid.decomposition
                 if dist is not None and dist.size > 1:   # each rank would sum its block only
                     summed = ", ".join(str(self.grid.dimensions[i]) for i in reduces)
                     raise InvalidEquation(
@@ -1021,7 +1032,7 @@ class _Indexer:
             else {}
         # a sparse operation on functions on a subdomain visits its nodes only
         sub = getattr(eq, "subdomain", None) or getattr(eq, "region", None)
-        split = self.grid.distributor is not None and self.grid.distributor.size > 1
+        split = self.grid.decomposition is not None and self.grid.decomposition.size > 1
         self.room = sub.thickness if sub is not None and sub.grid is self.grid and \
             not split else ()
         mapping = {f: self.access(f)
@@ -1048,7 +1059,11 @@ class _Indexer:
         stagger = tuple(float(eq.lhs.field.stagger(d)) for d in self.grid.dimensions) \
             if kind == "inject" else ()
         region = getattr(eq, "region", None)
-        return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind,
+        if guard is not None:
+            raise InvalidEquation(f"{eq}: an injection or interpolation runs under conditions "
+                                  f"on time only (a ConditionalDimension of time in "
+                                  f"implicit_dims), not at some points ({guard})")
+        return IndexedEq(lhs, rhs, self.timed, sparse_kind=kind, when=when,
                          sparse=self.names.cname(eq.sparse.field),
                          stagger=stagger if any(stagger) else (),
                          increment=getattr(eq, "increment", False),

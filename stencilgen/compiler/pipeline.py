@@ -59,7 +59,7 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
             log.info(f"Operator `{name}`: {k.name}: {k.sequential}")
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
-    split = grid.distributor.decomposed if grid.distributor is not None else None
+    split = grid.decomposition.decomposed if grid.decomposition is not None else None
     program = _logged("fusion", name, fuse(program, fusion, any(split or ())))
     program = _logged("halo exchanges", name, halos.plan(program, split, names))
     program = _logged("layout", name, lay.layout(program, names))

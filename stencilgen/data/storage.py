@@ -41,6 +41,12 @@ class Storage:
     def device_nbytes(self) -> int:
         return 0 if self.copy is None else self.copy.nbytes
 
+    def adopt(self, array: np.ndarray) -> None:
+        """Hold ``array`` (the caller's, of this shape and dtype) as the host values."""
+        with self._lock:
+            memory.reserve(self, array.nbytes)
+            self._host = array
+
     def host_buffer(self) -> np.ndarray:
         """The host array as it is (allocated, zeros, on first use), not brought up to date."""
         if self._host is None:
@@ -189,15 +195,29 @@ def _index(key):
     return key
 
 
+def _wrapped(key, modulo: int | None):
+    """``key`` with an integer index along the first axis taken modulo ``modulo`` (a ring
+    buffer's time slots, as Devito's Data: ``u.data[2]`` of two slots is slot 0)."""
+    if not modulo:
+        return key
+    first = key[0] if isinstance(key, tuple) and key else key
+    if isinstance(first, (int, np.integer)) and not isinstance(first, bool):
+        first = int(first) % modulo
+        return (first,) + key[1:] if isinstance(key, tuple) else first
+    return key
+
+
 class HostArray(np.ndarray):
     """A numpy view of a field's host values that keeps them in step with its GPU copy.
 
     Arrays taken from it (slices, views) do the same; copies are plain arrays. What numpy
     cannot report (a C extension writing into its buffer, ``np.asarray`` of an array held
     across an apply) is not seen: take ``f.data`` again after an apply, and write through it.
+    A ring buffer's ``data`` wraps integer time indices (``modulo``: its slots).
     """
 
     _storage: Storage | None = None
+    modulo: int | None = None
 
     def __array_finalize__(self, obj):
         st = getattr(obj, "_storage", None)
@@ -210,10 +230,10 @@ class HostArray(np.ndarray):
 
     def __getitem__(self, key):
         self._fresh()
-        return super().__getitem__(_index(key))
+        return super().__getitem__(_wrapped(_index(key), self.modulo))
 
     def __setitem__(self, key, value):
-        key = _index(key)
+        key = _wrapped(_index(key), self.modulo)
         if hasattr(value, "__cuda_array_interface__") or _on_gpu(value):
             raise TypeError("a GPU array cannot be written into part of a field's host "
                             "values; assign the whole field (f.data = array: copied on the "

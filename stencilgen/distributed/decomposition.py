@@ -114,6 +114,19 @@ class Decomposition:
     def size(self) -> int:
         return self.cart.Get_size()
 
+    # Devito's Distributor names
+    @property
+    def is_parallel(self) -> bool:
+        return self.size > 1
+
+    @property
+    def nprocs(self) -> int:
+        return self.size
+
+    @property
+    def myrank(self) -> int:
+        return self.rank
+
     @property
     def owned(self) -> tuple[tuple[int, int], ...]:
         """(first, last) global index of this rank's block per dimension."""
@@ -166,3 +179,19 @@ class Decomposition:
                     f"{self.dims}): blocks of {shortest} points along dimension {axis} are "
                     f"narrower than the halo of {width} the stencils read; use fewer ranks "
                     "along it (Grid(topology=...)) or a larger grid")
+
+
+@dataclass(frozen=True)
+class SingleProcess:
+    """Devito's ``grid.distributor`` of a grid on one process: nothing is split."""
+
+    is_parallel: bool = False
+    nprocs: int = 1
+    myrank: int = 0
+    comm: object = None
+
+    def __repr__(self) -> str:
+        return "Distributor(nprocs=1)"
+
+
+SINGLE_PROCESS = SingleProcess()

@@ -85,7 +85,7 @@ def gather(function, root: int | None = 0):
     """The whole of ``function.data`` (every time slot, the global grid) on rank ``root`` as
     one numpy array, None on the other ranks (``root=None``: on every rank); a copy of the
     data itself where the grid is not split."""
-    dist = function.grid.distributor
+    dist = function.grid.decomposition
     if dist is None:
         return np.array(function.data)
     local = np.asarray(function.data.local)
@@ -105,7 +105,7 @@ def gather(function, root: int | None = 0):
 def allreduce_max(value: float, grid) -> float:
     """The largest of ``value`` over the ranks ``grid`` is split over (``value`` itself where
     it is not split): for figures such as max |u| that every rank prints alike."""
-    dist = grid.distributor
+    dist = grid.decomposition
     if dist is None:
         return value
     return dist.comm.allreduce(value, op=import_mpi().MAX)

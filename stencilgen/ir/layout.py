@@ -132,8 +132,8 @@ def layout(prog: Program, names: NameRegistry) -> Program:
     arrays = tuple(replace(a, layout=_sparse_layout(a, ndim, names) if a.sparse
                            else _grid_layout(a, prog.dims, names)) for a in prog.arrays)
     t = prog.time.name
-    prog = replace(prog, arrays=arrays,
-                   time_bounds=(names.fresh(f"{t}_m"), names.fresh(f"{t}_M")))
+    prog = _clip_snapshots(replace(prog, arrays=arrays,
+                                   time_bounds=(names.fresh(f"{t}_m"), names.fresh(f"{t}_M"))))
     timers, checks, tuning = names.fresh("timers"), names.fresh("checks"), names.fresh("tuning")
     # control[0]: set (by the SIGINT handler) to stop after the current time step; control[1]:
     # the steps done so far, read by the caller's progress reports
@@ -145,6 +145,40 @@ def layout(prog: Program, names: NameRegistry) -> Program:
     return replace(prog, params=_parameters(prog, timers, checks, tuning, control),
                    timers=timers, checks=checked, checks_param=checks, tuning=tuning,
                    control=control)
+
+
+def _clip_snapshots(prog: Program) -> Program:
+    """A nest storing or reading a snapshot (``usave[time/factor + s]``) runs at the steps
+    whose snapshot lies in the array (its length a run-time argument), as Devito clips them:
+    a run longer than the snapshots leaves the later ones unwritten."""
+    subs = {s.symbol for s in prog.subsamplings if s.symbol is not None}
+    if not subs:
+        return prog
+
+    def clipped(k):
+        if k.is_sparse:
+            return k
+        tests = []
+        for table in (k.writes, k.reads):
+            for name, offs in table.items():
+                a = prog.array(name)
+                if a.time_size is None or a.modulo or not a.layout.nt:
+                    continue
+                for o in offs:
+                    index = sympy.sympify(o[0])
+                    sym = index.free_symbols & subs
+                    if not sym:
+                        continue
+                    tests.append(sympy.Lt(index, _index(a.layout.nt)))
+                    if index - sym.pop() < 0:   # time / factor itself is never negative
+                        tests.append(sympy.Ge(index, 0))
+        if not tests:
+            return k
+        test = sympy.And(*sorted(set(tests), key=sympy.default_sort_key))
+        return replace(k, when=test if k.when is None else sympy.And(k.when, test))
+
+    return replace(prog, before=tuple(map(clipped, prog.before)),
+                   steps=tuple(map(clipped, prog.steps)), after=tuple(map(clipped, prog.after)))
 
 
 def index_types(prog: Program, narrow: bool) -> Program:

@@ -150,6 +150,8 @@ class Subsampling:
     user: str
     symbol: sympy.Symbol | None = None
     constant: str | None = None    # the Constant the factor is (apply may override it by name)
+    start: int = 0                 # the first step its condition keeps (Devito indexes from
+                                   # it: symbol = (time - start) / factor)
 
 
 #: the 16-bit formats an array may be stored in while its arithmetic runs in ``dtype``
@@ -358,8 +360,10 @@ class SparseKernel:
     increment: bool = False        # interpolate: the sample += the sum (Devito's increment)
     region: tuple = ()             # per dimension (left, right) points of the domain it visits
                                    # no nodes in (functions on a subdomain), else ()
+    when: sympy.Basic | None = None   # run at the steps where it holds (host test)
     sequential = None              # points run in parallel (injection adds atomically)
     fusion = None                  # no producer nest is fused into it
+    guard = None                   # no test at each point
     when = None                    # runs at every step
     guard = None                   # and at every point
 

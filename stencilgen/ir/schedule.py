@@ -163,7 +163,7 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
                                     sparse=item.sparse, point=point, dims=dims,
                                     target=item.lhs, expr=item.rhs, stage=stage,
                                     stagger=item.stagger, increment=item.increment,
-                                    region=item.region))
+                                    region=item.region, when=item.when))
             continue
         for group in fuse(item, dims):
             why = in_place(group[0], dims) if len(group) == 1 else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import sympy
 
 from . import dtypes
@@ -260,9 +261,16 @@ def optimize_kernels(prog: Program, names: NameRegistry) -> Program:
     real = real_type(prog.dtype)
     hoister = ScalarHoister(loops | {ti.symbol for ti in prog.time_indices}, names,
                             dtypes.program_types(prog.arrays, prog.scalars), real)
-    before = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.before)
-    steps = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.steps)
-    after = tuple(_optimize_kernel(k, hoister, names, real) for k in prog.after)
+    # a nest storing integers computes in float64, as Devito prints it: (1.0/3.0)*f + 1 of
+    # f = -9 is -1.9999999999999996, stored -1 (float32's 1/3 rounds up: -2)
+    def kernel_real(k):
+        ints = not k.is_sparse and any(np.dtype(prog.array(n).dtype).kind in "iu"
+                                       for n in k.writes)
+        return np.float64 if ints else real
+
+    before = tuple(_optimize_kernel(k, hoister, names, kernel_real(k)) for k in prog.before)
+    steps = tuple(_optimize_kernel(k, hoister, names, kernel_real(k)) for k in prog.steps)
+    after = tuple(_optimize_kernel(k, hoister, names, kernel_real(k)) for k in prog.after)
     prologue = tuple(Assign(s, v, dtype) for s, v, dtype in hoister.prologue)
     return replace(prog, before=before, steps=steps, after=after, prologue=prologue)
 

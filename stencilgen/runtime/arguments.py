@@ -7,7 +7,7 @@ import numpy as np
 import sympy
 
 from ..errors import InvalidArgument
-from ..symbolic.functions import Constant, DiscreteFunction
+from ..symbolic.functions import Constant, DiscreteFunction, Function, TimeFunction
 from ..symbolic.grid import as_int
 from ..symbolic.sparse import (SparseFunction, SparseTimeFunction, check_coordinates,
                                first_nodes)
@@ -81,35 +81,66 @@ def _override(arr, f, override):
     return override
 
 
-def sparse_arrays(prog, bindings, kwargs) -> tuple[dict, list]:
-    """Devito's ``op.apply(rec=ndarray)`` for a sparse function the Operator was built with:
-    the array's values at the compiled function's points, as a sparse function built like it
-    (returned in ``kwargs`` in the array's place), and the (array, function) pairs whose
-    values go back into the arrays after the run."""
+def ndarray_arguments(prog, bindings, kwargs) -> tuple[dict, list]:
+    """Devito's ``op.apply(rec=ndarray)`` and ``op.apply(dm=ndarray)`` for a function the
+    Operator was built with: the array's values as a function built like it (returned in
+    ``kwargs`` in the array's place), and (array, values) pairs: after the run each array
+    takes back what its function then holds, where the run writes it."""
     out, pairs = dict(kwargs), []
     for arr in prog.arrays:
         value = kwargs.get(arr.user)
-        if not (arr.sparse and isinstance(value, np.ndarray)):
+        if arr.temporary or not isinstance(value, np.ndarray):
             continue
         f = bindings.functions[arr.name]
-        time = f.is_TimeFunction
-        want = f.shape   # not f.data: a GPU-resident function's values stay there
-        if value.ndim != len(want) or value.shape[time:] != want[time:] or \
-                value.dtype.kind not in "biuf":
-            axes = "(nt, npoint)" if time else "(npoint,)"
-            raise InvalidArgument(f"apply: {arr.user}= an array of shape {value.shape} "
-                                  f"({value.dtype}); give real numbers of shape {axes} = "
-                                  f"{('nt',) + want[1:] if time else want}, or a "
-                                  f"{type(f).__name__}")
-        extra = {"nt": value.shape[0]} if time else {}
-        kind = SparseTimeFunction if time else SparseFunction
-        given = kind(name=f.name, grid=f.grid, npoint=f.npoint, dtype=f.dtype,
-                     coordinates=f.coordinates.data, **extra)
-        given.data[:] = value
+        given, values = (_sparse_like if arr.sparse else _grid_like)(arr, f, value)
         out[arr.user] = given
         if arr.name in prog.checks:   # the run writes it: the values go back
-            pairs.append((value, given))
+            pairs.append((value, values))
     return out, pairs
+
+
+def _sparse_like(arr, f, value):
+    """The values of a sparse function's array: (npoint,) or (nt, npoint)."""
+    time = f.is_TimeFunction
+    want = f.shape   # not f.data: a GPU-resident function's values stay there
+    if value.ndim != len(want) or value.shape[time:] != want[time:] or \
+            value.dtype.kind not in "biuf":
+        axes = "(nt, npoint)" if time else "(npoint,)"
+        raise InvalidArgument(f"apply: {arr.user}= an array of shape {value.shape} "
+                              f"({value.dtype}); give real numbers of shape {axes} = "
+                              f"{('nt',) + want[1:] if time else want}, or a "
+                              f"{type(f).__name__}")
+    extra = {"nt": value.shape[0]} if time else {}
+    kind = SparseTimeFunction if time else SparseFunction
+    given = kind(name=f.name, grid=f.grid, npoint=f.npoint, dtype=f.dtype,
+                 coordinates=f.coordinates.data, **extra)
+    given.data[:] = value
+    return given, lambda: given.data
+
+
+def _grid_like(arr, f, value):
+    """The values of a grid function's array, its halo included (Devito's rule: an array
+    of ``data_with_halo``'s shape), in a function built like it."""
+    rec = f.field
+    if rec.extra or rec.store or rec.companion is not None or rec.time_dim is not None or \
+            f.grid.decomposition is not None or f.grid.subdomain is not None:
+        raise InvalidArgument(f"apply: {arr.user}= an array for {f.name}, which is not a plain "
+                              f"Function or TimeFunction on one process (its extra axes, 16-bit "
+                              f"storage, snapshots, subdomain or split grid); pass a Function "
+                              f"built like {f.name}")
+    want = f.shape_with_halo if rec.save is None or value.ndim != len(f.shape) else \
+        (value.shape[0],) + f.shape_with_halo[1:]
+    if value.shape != want:
+        raise InvalidArgument(f"apply: {arr.user}= an array of shape {value.shape}; give one of "
+                              f"{f.name}.data_with_halo's shape {f.shape_with_halo} (the halo "
+                              f"included, as Devito takes it), or a {type(f).__name__}")
+    kw = dict(name=f.name, grid=f.grid, space_order=f.space_order, dtype=f.dtype,
+              staggered=f.staggered if rec.stagger_given else None, avg_mode=rec.avg_mode)
+    if rec.is_time:
+        kw.update(time_order=f.time_order, save=None if rec.save is None else want[0])
+    given = (TimeFunction if rec.is_time else Function)(**kw)
+    given.data_with_halo[:] = value
+    return given, lambda: given.data_with_halo
 
 
 def _sparse_coordinates(arr, f, bindings) -> np.ndarray:
@@ -118,7 +149,7 @@ def _sparse_coordinates(arr, f, bindings) -> np.ndarray:
     if not arr.support:
         check_coordinates(f)
         return np.ascontiguousarray(f.coordinates.data, dtype=np.float64)
-    if bindings.grid.distributor is not None and bindings.grid.distributor.size > 1:
+    if bindings.grid.decomposition is not None and bindings.grid.decomposition.size > 1:
         raise InvalidArgument(f"apply: {f.name} is a precomputed sparse function, which "
                               f"stencilgen does not run on a grid split over MPI ranks; "
                               f"use a SparseFunction there")
@@ -138,7 +169,7 @@ def _storage(arr, bindings, overrides, temps, shape, args, keep):
     f = bindings.functions[arr.name]
     if arr.user in overrides:
         f = _override(arr, f, overrides[arr.user])
-    if arr.split and f.grid.distributor is not bindings.grid.distributor:
+    if arr.split and f.grid.decomposition is not bindings.grid.decomposition:
         raise InvalidArgument(f"apply: {f.name} is not on the split grid of the Operator "
                               f"({bindings.grid!r}); build it on that grid")
     if arr.sparse:
@@ -175,9 +206,9 @@ def _array_args(prog, bindings, overrides, temps, args, keep, attach):
 def _time_accesses(prog):
     """The time offsets of every access to a time array, relative to the time counter,
     (array, offset) of each access to a directly indexed one (saved or sparse), and (array,
-    offset, factor parameter) of each access to a snapshot array (indexed ``time / factor``)."""
+    offset, Subsampling) of each access to a snapshot array (indexed ``time / factor``)."""
     slots = {ti.symbol: ti.offsets for ti in prog.time_indices}
-    sampled = {s.symbol: s.factor for s in prog.subsamplings if s.symbol is not None}
+    sampled = {s.symbol: s for s in prog.subsamplings if s.symbol is not None}
     offsets, direct, snapshots = set(), [], []
     for k in prog.kernels:
         for table in (k.reads, k.writes):
@@ -213,23 +244,9 @@ def _time_defaults(offsets, direct, snapshots, args, lengths):
     default)."""
     lower, upper = min(offsets | {0}), max(offsets | {0})
     limits = [lengths[arr.name] - 1 - upper for arr, _ in direct]
-    limits += [args[f] * (lengths[arr.name] - s) - 1 for arr, s, f in snapshots]
+    limits += [sub.start + args[sub.factor] * (lengths[arr.name] - s) - 1
+               for arr, s, sub in snapshots]
     return -lower, min(limits) if limits else None
-
-
-def _check_snapshots(snapshots, args, lengths, time_m, time_M):
-    """InvalidArgument where time steps time_m..time_M would reach past a snapshot array
-    (snapshot ``time / factor + offset`` of each step that stores or reads one)."""
-    for arr, s, f in snapshots:
-        n, k = lengths[arr.name], args[f]
-        lo, hi = time_m // k + s, time_M // k + s
-        if 0 <= lo and hi <= n - 1:
-            continue
-        fix = f"use time_m >= {-s * k}" if lo < 0 else \
-            f"use time_M <= {k * (n - s) - 1} or save >= {hi + 1}"
-        raise InvalidArgument(
-            f"apply: {arr.user} holds {n} snapshots, one every {k} time steps, but time steps "
-            f"{time_m}..{time_M} reach snapshot {lo if lo < 0 else hi}; {fix}")
 
 
 def _time_bounds(prog, kwargs, op_name, args, lengths):
@@ -256,7 +273,6 @@ def _time_bounds(prog, kwargs, op_name, args, lengths):
                 f"apply: {arr.user} {held} but time steps {time_m}..{time_M} access index "
                 f"{time_m + s if time_m + s < 0 else time_M + s}; use time_M <= {n - 1 - s} "
                 f"or a larger {'nt' if arr.sparse else 'save='}")
-    _check_snapshots(snapshots, args, lengths, time_m, time_M)
     return time_m, time_M
 
 
@@ -264,13 +280,28 @@ def _factors(prog, bindings, overrides, args):
     """Each subsampling factor: the ConditionalDimension's int, or its Constant's value now
     (or the value apply gives the Constant by name)."""
     for s in prog.subsamplings:
-        d = bindings.factors[s.factor]
-        value = d.factor if isinstance(d.factor, int) else \
-            _value(overrides.get(s.constant, d.factor.data))
+        d = _bound_dimension(prog, bindings, overrides, bindings.factors[s.factor])
+        value = _value(overrides.get(s.constant, d.factor)) if isinstance(d.factor, int) \
+            else _value(overrides.get(s.constant, d.factor.data))
         if not (np.isscalar(value) and float(value).is_integer() and value > 0):
             raise InvalidArgument(f"apply: the factor of ConditionalDimension {d.name} is "
                                   f"{d.factor.name}={float(value):g}; set it to a positive integer")
         args[s.factor] = int(value)
+
+
+def _bound_dimension(prog, bindings, overrides, d):
+    """ConditionalDimension ``d``, or that of a snapshot function bound in place of one on
+    ``d`` (its own factor: Devito's ``op.apply(usave=usave2)``)."""
+    for arr in prog.arrays:
+        f = bindings.functions.get(arr.name)
+        given = overrides.get(arr.user)
+        if f is None or getattr(f.field, "time_dim", None) is not d or \
+                not isinstance(given, DiscreteFunction):
+            continue
+        other = given.field.time_dim
+        if other is not None and other is not d and other.factor is not None:
+            return other
+    return d
 
 
 def _subsampled_sizes(prog, args):
@@ -302,7 +333,7 @@ def bounds(prog, grid, kwargs, args):
                                   f"0 <= {d.user}_m <= {d.user}_M <= {n - 1}")
         args[d.size], args[d.lower], args[d.upper] = n, lo, hi
     if prog.split:   # this rank's block: the arrays' sizes, where global indices start
-        for d, lo, n in zip(prog.dims, grid.distributor.starts, grid.shape_local):
+        for d, lo, n in zip(prog.dims, grid.decomposition.starts, grid.shape_local):
             args[d.size], args[d.first] = n, lo
     _subdomain_ends(prog, grid, args)
 
@@ -447,6 +478,8 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
             raise InvalidArgument(f"apply: {label}={value!r} is not finite")
         if kind is complex:
             args[s.parts[0]], args[s.parts[1]] = number.real, number.imag
+        elif np.dtype(s.dtype).kind in "iu":   # an integer Constant: truncated, as C does
+            args[s.name] = int(number)
         else:
             args[s.name] = number
     _scales(prog, bindings, overrides, args)

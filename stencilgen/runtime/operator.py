@@ -18,7 +18,7 @@ from . import longrun
 from . import operator_options as options
 from ..data import places
 from .. import platform as targets
-from .arguments import bind, sparse_arrays
+from .arguments import bind, ndarray_arguments
 from ..compiler.lowering import thickness_arguments, with_thickness
 from ..compiler.pipeline import compile_program
 from ..configuration import configuration
@@ -48,7 +48,8 @@ class Operator:
 
     ``Operator(eqs, name="Kernel", backend="c", check_finite=None, nested="extended")``;
     ``nested="domain"`` takes inner derivatives of nested ones as zero beyond the domain
-    (Devito evaluates them there from the halos). ``str(op)`` / ``op.ccode`` is the source. ``apply`` may run from several threads at once.
+    (Devito evaluates them there from the halos). ``str(op)`` / ``op.ccode`` is the source.
+    ``apply`` may run from several threads at once.
     """
 
     def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
@@ -196,7 +197,13 @@ class Operator:
         return self._build.source_path
 
     # -- running ---------------------------------------------------------------------------------
-    def arguments(self, **kwargs):
+    def arguments(self, **kwargs) -> dict:
+        """Devito's ``op.arguments(...)``: every argument of the entry point after defaults
+        and overrides, by name (``time_M``, ``x_m``, ``dt``, the Constants' and factors'
+        names; arrays as the addresses the code reads)."""
+        return dict(self._arguments(**kwargs)[0])
+
+    def _arguments(self, **kwargs):
         """Every argument of the entry point by C name after defaults and overrides (arrays
         where the backend reads them: on the GPU for CUDA), and what must stay alive while it
         runs (temporaries fresh, the caller's own)."""
@@ -238,7 +245,7 @@ class Operator:
             longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
         prog, check = self.program, self._check_finite
         check = configuration["check-finite"] if check is None else check
-        kwargs, arrays = sparse_arrays(prog, self._bindings, kwargs)
+        kwargs, arrays = ndarray_arguments(prog, self._bindings, kwargs)
         with self._temps.borrow() as temps:   # never shared by two applies running at once
             bound = {}
             args, keep = bind(prog, self._bindings, kwargs, temps, self.name,
@@ -260,13 +267,13 @@ class Operator:
             split = self._split(args, bound, kwargs) if prog.split else None
             run = self._run(args, written, split)
             del keep
-        for array, given in arrays:
-            array[...] = given.data
+        for array, values in arrays:
+            array[...] = values()
         if run.stopped:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
         wall, ranks = _time.perf_counter() - t0, ()
         if prog.split:
-            wall, ranks = ranks_timed(self.grid.distributor, timers, wall, split[0])
+            wall, ranks = ranks_timed(self.grid.decomposition, timers, wall, split[0])
         summary = summarize(prog, args, timers, wall, compiled, ranks)
         for line in summary.report():
             log.perf(line)
@@ -300,7 +307,7 @@ class Operator:
     def _split(self, args, bound, kwargs):
         """On a split grid: the halo exchange the entry point calls (arrays never written
         exchanged now) and the receivers' sums over the ranks, their rows cleared."""
-        prog, dist = self.program, self.grid.distributor
+        prog, dist = self.program, self.grid.decomposition
         exchange = self._halos(bound, args)
         args[prog.exchange] = exchange.pointer
         args[prog.regions] = exchange.regions.ctypes.data
@@ -379,7 +386,7 @@ class Operator:
         best of two runs (the run's arrays put back)."""
         self._ensure_built()
         prog = self.program
-        kwargs, _ = sparse_arrays(prog, self._bindings, kwargs)
+        kwargs, _ = ndarray_arguments(prog, self._bindings, kwargs)
         with self._temps.borrow() as temps:
             bound = {}
             args, keep = bind(prog, self._bindings, kwargs, temps, self.name,
@@ -425,7 +432,7 @@ class Operator:
             if prog.has_time_loop else 1
         want = tuning.wanted(asked, configuration["autotuning"], choice is not None,
                              float(points) * steps)
-        dist = self.grid.distributor if prog.split else None
+        dist = self.grid.decomposition if prog.split else None
         if dist is not None:
             choice, want = dist.comm.bcast((choice, want), root=0)
         if want:
@@ -497,7 +504,7 @@ class Operator:
         messages set it up (NCCL connects its peers, CuPy builds its packing kernels), and
         that second or so belongs to no time step (without it a run's figures depended on
         whether tuning trials had run before it in the same process)."""
-        prog, dist = self.program, self.grid.distributor
+        prog, dist = self.program, self.grid.decomposition
         halos = HaloExchange(prog, dist, bound, mpi.mode() == "overlap", self._place())
         key = dist.cart.py2f()
         if key not in self._primed:

@@ -44,13 +44,17 @@ def backend_of(name: str, backend, language, platform):
 
 
 def check_opt(name: str, opt) -> None:
-    """``opt`` (a mode, or (mode, options)) is logged: stencilgen's pipeline has no modes."""
+    """``opt`` (a mode, a tuple of modes or passes such as ``('buffering', 'fuse')``, either
+    followed by a dict of options) is logged: stencilgen's pipeline has no modes."""
     if opt is None:
         return
-    mode, options = (opt if isinstance(opt, tuple) and len(opt) == 2 else (opt, {}))
-    if not isinstance(mode, str) or not isinstance(options, dict):
-        raise InvalidOperator(f"Operator `{name}`: opt must be a mode such as 'advanced' or "
-                              f"(mode, {{options}}), got {opt!r}")
+    items = list(opt) if isinstance(opt, (tuple, list)) else [opt]
+    if items and isinstance(items[-1], dict):
+        items.pop()
+    if not items or not all(isinstance(i, str) for i in items):
+        raise InvalidOperator(f"Operator `{name}`: opt must be a mode such as 'advanced', "
+                              f"passes such as ('buffering', 'fuse'), either followed by a "
+                              f"dict of options, got {opt!r}")
     log.info(f"Operator `{name}`: opt={opt!r} has no effect: stencilgen always runs its own "
              "optimisations (invariants, CSE, factorisation, cache blocks; autotune=True for "
              "the block sizes)")

@@ -9,6 +9,14 @@ import sympy
 
 
 @dataclass(frozen=True)
+class PerfKey:
+    """A key of ``PerformanceSummary.timings`` (Devito's): a section's name and rank."""
+
+    name: str
+    rank: int | None
+
+
+@dataclass(frozen=True)
 class PerfEntry:
     """Figures of one section (or of the whole run): time in seconds and derived rates."""
 
@@ -50,6 +58,12 @@ class PerformanceSummary:
 
     def __getitem__(self, key):
         return self.sections[key]
+
+    @property
+    def timings(self) -> dict:
+        """Devito's ``summary.timings``: (section name, rank) -> seconds, the rank None on
+        one process."""
+        return {PerfKey(name, None): entry.time for name, entry in self.sections.items()}
 
     @property
     def gflopss(self) -> float:
@@ -116,8 +130,12 @@ def _steps_run(k, prog, args, steps) -> int:
     if k.when is None:
         return steps
     symbols, test = _test(k.when)
-    values = [np.arange(args[prog.time_bounds[0]], args[prog.time_bounds[1]] + 1)
-              if s == prog.time else args[s.name] for s in symbols]
+    time = np.arange(args[prog.time_bounds[0]], args[prog.time_bounds[1]] + 1) \
+        if prog.has_time_loop else np.zeros(1, dtype=np.int64)
+    snapshot = {s.symbol: s for s in prog.subsamplings if s.symbol is not None}
+    values = [time if s == prog.time else
+              (time - snapshot[s].start) // args[snapshot[s].factor] if s in snapshot
+              else args[s.name] for s in symbols]
     return int(np.count_nonzero(np.broadcast_to(test(*values), (steps,))))
 
 

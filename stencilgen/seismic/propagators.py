@@ -216,7 +216,7 @@ def bytes_per_point(summary) -> float:
 def global_values(f, slot: int):
     """``field_values(f, slot)`` of the whole grid: on rank 0 only (None on the others)
     where the grid is split over MPI ranks."""
-    if f.grid.distributor is None:
+    if f.grid.decomposition is None:
         return np.array(field_values(f, slot))
     whole = gather(f, root=0)
     if whole is None:

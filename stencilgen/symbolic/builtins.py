@@ -188,6 +188,12 @@ def inner(f, g):
     return np.dtype(f.dtype).type(np.sum(a * b, dtype=_wide(np.result_type(a, b))))
 
 
+def _time_dimensions(f) -> set:
+    """The dimensions that name ``f``'s time axis: its snapshots' ConditionalDimension, the
+    grid's time and stepping dimensions."""
+    return {d for d in (f.field.time_dim, f.grid.time_dim, f.grid.stepping_dim) if d is not None}
+
+
 def sum(f, dims=None, **kwargs):   # noqa: A001 (Devito's name)
     """Devito's ``sum(f, dims)``: a new function (``f.name + 'sum'``) of ``f``'s other
     dimensions holding its values summed over ``dims`` (all of them: ``sumall``). Anything
@@ -199,8 +205,17 @@ def sum(f, dims=None, **kwargs):   # noqa: A001 (Devito's name)
     values = _values(f, "sum")
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (() if dims is None else (dims,))
     space = f.grid.dimensions
+    timed = f.is_TimeFunction and any(d in _time_dimensions(f) for d in dims)
+    if timed:   # over the time axis (Devito's sum(usave, dims=t_sub)): a Function of space
+        values = values.sum(axis=0, dtype=_wide(f.dtype))
+        dims = tuple(d for d in dims if d not in _time_dimensions(f))
+        if not dims:
+            out = Function(name=f"{f.name}sum", grid=f.grid, space_order=f.space_order,
+                           dtype=f.dtype)
+            out.data[:] = values
+            return out
     if not dims or set(dims) >= set(space):
-        return sumall(f)
+        return sumall(f) if not timed else f.dtype(np.sum(values, dtype=_wide(f.dtype)))
     unknown = [d for d in dims if d not in space]
     if unknown:
         raise InvalidArgument(f"sum: {f.name} has no dimension {unknown[0]} among {space}; "
@@ -209,7 +224,7 @@ def sum(f, dims=None, **kwargs):   # noqa: A001 (Devito's name)
     kept = [i for i, d in enumerate(space) if d not in dims]
     total = values.sum(axis=axes, dtype=_wide(f.dtype))
     name = f"{f.name}sum"
-    if f.is_TimeFunction:
+    if f.is_TimeFunction and not timed:
         g = f.grid
         grid = Grid(shape=tuple(g.shape[i] for i in kept), dtype=g.dtype,
                     extent=tuple(g.extent[i] for i in kept),

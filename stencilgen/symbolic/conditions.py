@@ -44,11 +44,32 @@ def conditional_dims(eq) -> tuple:
     for d in found:
         if d not in out:
             out.append(d)
-    if out and getattr(eq, "kind", None) is not None:
-        raise InvalidEquation(f"{eq}: sparse injection and interpolation cannot run under a "
-                              f"ConditionalDimension ({', '.join(d.name for d in out)}); "
-                              "interpolate a Function on the grid's own time dimension")
+    timed = all(d.parent.is_Time and (d.condition is None or not sympy.sympify(
+        d.condition).atoms(DiscreteFunction)) for d in out)
+    if out and getattr(eq, "kind", None) is not None and not timed:
+        raise InvalidEquation(f"{eq}: sparse injection and interpolation run under "
+                              f"ConditionalDimensions of time only, on the time step "
+                              f"({', '.join(d.name for d in out)} is not); interpolate a "
+                              f"Function on the grid's own time dimension")
     return tuple(out)
+
+
+def first_step(d) -> int:
+    """The first step a ConditionalDimension of time with a factor keeps by its condition's
+    lower bounds on time (``Ge(time, 10)``: 10; ``Gt(time, 9)``: 10), 0 without one: Devito
+    indexes its snapshots from there, ``(time - first) / factor``."""
+    if d.condition is None or d.factor is None or not d.parent.is_Time:
+        return 0
+    terms = d.condition.args if isinstance(d.condition, sympy.And) else (d.condition,)
+    out = 0
+    for c in terms:
+        if isinstance(c, (sympy.GreaterThan, sympy.StrictGreaterThan)) and \
+                c.lhs == d.parent and c.rhs.is_Integer:
+            out = max(out, int(c.rhs) + isinstance(c, sympy.StrictGreaterThan))
+        elif isinstance(c, (sympy.LessThan, sympy.StrictLessThan)) and \
+                c.rhs == d.parent and c.lhs.is_Integer:
+            out = max(out, int(c.lhs) + isinstance(c, sympy.StrictLessThan))
+    return out
 
 
 def factor_test(parent, factor):

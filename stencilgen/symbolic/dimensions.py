@@ -128,9 +128,12 @@ class SubDimension(_PartOf):
     is_Sub = True
 
     def __new__(cls, name, parent, thickness=(None, None), local=None):
-        if not isinstance(parent, Dimension) or not parent.is_Space or parent.is_Batch:
+        # a grid's space dimension, or a bare Dimension of functions built without a grid
+        if not isinstance(parent, Dimension) or parent.is_Batch or parent.is_Time or \
+                parent.is_Sub or parent.is_Conditional or parent.is_MultiSub:
             raise InvalidArgument(f"SubDimension {name!r}: parent must be a space dimension "
-                                  f"of a Grid, got {parent!r}")
+                                  f"(of a Grid, or a Dimension of functions without one), got "
+                                  f"{parent!r}")
         left, right = thickness
         for value in (v for v in (left, right) if v is not None):
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
@@ -220,6 +223,12 @@ class ConditionalDimension(Dimension):
     def __new__(cls, name, parent=None, factor=None, condition=None, indirect=False,
                 relation=sympy.And, **unknown):
         owner = f"ConditionalDimension {name!r}"
+        if parent is None and isinstance(condition, sympy.Basic):
+            # Devito's ConditionalDimension(name, condition=time < 5): the one dimension
+            # the condition names is the parent
+            named = {d for d in condition.free_symbols if isinstance(d, Dimension)
+                     and not getattr(d, "is_Conditional", False)}
+            parent = named.pop() if len(named) == 1 else None
         _check_conditional(owner, name, parent, condition, indirect, relation, unknown)
         obj = sympy.Symbol.__xnew__(cls, name, integer=True)
         obj._parent = parent
@@ -250,6 +259,14 @@ class ConditionalDimension(Dimension):
         return self._factor
 
     @property
+    def symbolic_factor(self):
+        """Devito's: the factor as a symbol apply may override by name: the Constant given,
+        or for an int one ``<name>f`` (``op.apply(**{cd.symbolic_factor.name: 8})``)."""
+        if self._factor is None or not isinstance(self._factor, numbers.Integral):
+            return self._factor
+        return FactorSymbol(f"{self.name}f", self._factor)
+
+    @property
     def condition(self):
         return self._condition
 
@@ -275,6 +292,21 @@ class ConditionalDimension(Dimension):
     def spacing(self):
         """``factor`` steps of the parent (its spacing where there is no factor)."""
         return self._parent.spacing * (1 if self._factor is None else self._factor)
+
+
+class FactorSymbol(sympy.Symbol):
+    """The symbol of an int subsampling factor (Devito's ``SubsamplingFactor``): its name,
+    and its value as ``data``; apply takes another value by the name."""
+
+    is_Constant = True
+
+    def __new__(cls, name, value):
+        obj = sympy.Symbol.__new__(cls, name, integer=True, positive=True)
+        obj.data = obj.value = int(value)
+        return obj
+
+    def __getnewargs_ex__(self):
+        return ((self.name, self.value), {})
 
 
 def _check_conditional(owner, name, parent, condition, indirect, relation, unknown):

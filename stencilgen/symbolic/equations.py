@@ -99,12 +99,20 @@ class Eq:
     def subs(self, *args, **kwargs) -> "Eq":
         """The equation with sympy's ``subs`` applied to both sides (Devito's Eq is a sympy
         Eq): ``eq.subs({x: ix, y: iy})`` runs it on a SubDomainSet's boxes."""
+        return self._both("subs", *args, **kwargs)
+
+    def xreplace(self, rule) -> "Eq":
+        """The equation with sympy's ``xreplace`` applied to both sides (Devito's Eq is a sympy
+        Eq): exact replacement, no matching."""
+        return self._both("xreplace", rule)
+
+    def _both(self, method, *args, **kwargs) -> "Eq":
         import copy
         new = copy.copy(self)
-        new.lhs = self.lhs.subs(*args, **kwargs)
-        new.rhs = self.rhs.subs(*args, **kwargs)
+        new.lhs = getattr(self.lhs, method)(*args, **kwargs)
+        new.rhs = getattr(sympy.sympify(self.rhs), method)(*args, **kwargs)
         if self.components is not None:
-            new.components = [c.subs(*args, **kwargs) for c in self.components]
+            new.components = [getattr(c, method)(*args, **kwargs) for c in self.components]
         return new
 
     def with_rhs(self, rhs) -> "Eq":

@@ -8,14 +8,19 @@ the data lives exactly as long as some expression of the Function does.
 """
 from __future__ import annotations
 
+import sys
+import warnings
 import weakref
+from pathlib import Path
 from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 import sympy
 from sympy.core.function import AppliedUndef, UndefinedFunction
 
+from .. import logger as log
 from ..data import places
+from ..data.allocators import DataReference, check_allocator
 from .differentiable import Differentiable
 from .dimensions import Dimension, SpaceDimension
 from ..errors import InvalidArgument
@@ -42,6 +47,10 @@ class FieldData:
     is_time: bool = False
     staggered: tuple = ()          # space dimensions along which values sit at d + h_d/2
     backward: tuple = ()           # those of them where they sit at d - h_d/2 (staggered=-x)
+    allocator: object = None       # stencilgen.data.allocators' (DataReference: its array)
+    sides: tuple | None = None     # a custom halo's (left, right) points per dimension (the
+                                   # arrays hold ``halo``, the larger, each side; the user
+                                   # sees these); None: ``halo`` each side
     stagger_given: bool = False    # staggered= was given (even NODE): Devito's two-point rule
     stagger_cell: bool = False     # staggered=CELL: Devito's f.staggered is 1 on every axis
     avg_mode: str = "arithmetic"   # how its values are averaged onto a staggered point
@@ -80,10 +89,14 @@ class FieldData:
 
     @property
     def storage(self) -> Storage:
-        """The values, on the host and (after a GPU apply) on the GPU (``storage.py``)."""
+        """The values, on the host and (after a GPU apply) on the GPU (``storage.py``); a
+        ``DataReference``'s array where the Function was given one."""
         if self._storage is None:
-            self._storage = Storage(self.name, self.shape_with_halo,
-                                    precision.host_dtype(self.store, self.dtype), self.halo)
+            st = Storage(self.name, self.shape_with_halo,
+                         precision.host_dtype(self.store, self.dtype), self.halo)
+            if isinstance(self.allocator, DataReference):
+                st.adopt(self.allocator.adopt(f"Function {self.name!r}", st.shape, st.dtype))
+            self._storage = st
         return self._storage
 
     @property
@@ -168,7 +181,7 @@ class DiscreteFunction(Differentiable, AppliedUndef):
     def halo(self) -> tuple[tuple[int, int], ...]:
         """Devito's halo: (left, right) points per dimension of ``data_with_halo``, the time
         axis (none) included; ``space_order`` each side of a space dimension."""
-        space = tuple((h, h) for h in self.field.halo)
+        space = self.field.sides or tuple((h, h) for h in self.field.halo)
         rest = len(self.field.shape_with_halo) - len(space)
         return ((0, 0),) * rest + space
 
@@ -216,20 +229,43 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         return self.field.lead + self.grid.shape
 
     @property
+    def shape_with_halo(self) -> tuple[int, ...]:
+        """Devito's: the shape of ``data_with_halo`` (the whole grid's, on a split one)."""
+        return tuple(n + lo + hi for n, (lo, hi) in zip(self.shape, self.halo))
+
+    @property
+    def size(self) -> int:
+        """Devito's: the number of values held, halos included."""
+        return int(np.prod(self.shape_with_halo))
+
+    @property
     def data_with_halo(self) -> np.ndarray:
         """The values, halo included, on the host (copied back from the GPU first where an
         apply left newer values there); writing through it marks the host copy newer. On a
         split grid, this rank's block and its halo, indexed in the global array with halo
         (the blocks' halos overlap their neighbours)."""
-        local = self.field.storage.view()
-        if self.grid.distributor is None or self.is_Sparse:   # sparse values: every rank's
+        local = self._wrapping(self.field.storage.view())
+        sides = getattr(self.field, "sides", None)
+        if sides:   # a custom halo: the arrays hold the larger side on both
+            lead = (slice(None),) * len(self.field.lead)
+            local = local[lead + tuple(slice(h - lo, h + n + hi) for h, n, (lo, hi)
+                                       in zip(self.field.halo, self.grid.shape, sides))]
+            return self._wrapping(local)
+        if self.grid.decomposition is None or self.is_Sparse:   # sparse values: every rank's
             return local
         return self._global(local, self.field.halo)
+
+    def _wrapping(self, view):
+        """``view`` wrapping integer time indices where the time axis is a ring buffer."""
+        rec = self.field
+        if getattr(rec, "is_time", False) and rec.save is None and hasattr(view, "modulo"):
+            view.modulo = rec.time_size
+        return view
 
     def _global(self, local, halo):
         """``local`` as a DistributedArray: along space axes it starts at the rank's first
         index in the global array, which has ``halo`` points more each side."""
-        dist = self.grid.distributor
+        dist = self.grid.decomposition
         time = tuple((0, n) for n in self.field.lead)
         return DistributedArray.of(local, time + tuple(
             (lo, n + 2 * h) for lo, n, h in zip(dist.starts, dist.shape, halo)))
@@ -249,8 +285,8 @@ class DiscreteFunction(Differentiable, AppliedUndef):
         split grid this rank's block, indexed in global terms (``distributed_data``)."""
         start, shape = self._domain()
         local = self.field.storage.view()[tuple(slice(a, a + n) for a, n in zip(start, shape))]
-        if self.grid.distributor is None:
-            return local
+        if self.grid.decomposition is None:
+            return self._wrapping(local)
         return self._global(local, (0,) * len(self.field.halo))
 
     @data.setter
@@ -353,7 +389,7 @@ class Function(DiscreteFunction):
     @classmethod
     def _make_record(cls, name=None, grid=None, space_order=1, dtype=None, shape=None,
                      dimensions=None, staggered=None, storage=None, storage_scale=None,
-                     avg_mode="arithmetic", **unknown) -> FieldData:
+                     avg_mode="arithmetic", allocator=None, **unknown) -> FieldData:
         owner = f"{cls.__name__} {name!r}"
         if avg_mode not in AVERAGES:
             raise InvalidArgument(f"{owner}: avg_mode={avg_mode!r}; give one of "
@@ -364,6 +400,7 @@ class Function(DiscreteFunction):
         grid = _own_grid(owner, grid, shape, dimensions,
                          None if dtype is None else dtypes.part_type(dtype))
         _common_checks(owner, name, grid, unknown)
+        space_order, sides = _custom_halo(owner, space_order, grid)
         so = _check_order(owner, space_order, "space_order",
                           "use 0, 1 or an even integer from 2 to 32 (the halo is as wide)",
                           lambda v: v in (0, 1) or (2 <= v <= 32 and v % 2 == 0))
@@ -372,8 +409,15 @@ class Function(DiscreteFunction):
             raise InvalidArgument(f"{owner}: {store} storage computes in float32, but the grid "
                                   f"is {np.dtype(dtype).name}; give dtype=numpy.float32")
         moved, back = staggered_dims(grid, staggered, owner)
+        halo = tuple(max(lr) for lr in sides) if sides else \
+            tuple(0 if d.is_Batch else so for d in grid.dimensions)
+        allocator = check_allocator(owner, allocator)
+        if isinstance(allocator, DataReference) and (sides or store or grid.decomposition):
+            raise InvalidArgument(f"{owner}: DataReference with a custom halo, 16-bit storage "
+                                  f"or a split grid; give it an integer space_order, float "
+                                  f"storage and one process")
         return FieldData(name=name, grid=grid, space_order=so, dtype=dtype, extra=extra,
-                         halo=tuple(0 if d.is_Batch else so for d in grid.dimensions),
+                         halo=halo, sides=sides, allocator=allocator,
                          staggered=moved, backward=back,
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
                          avg_mode=avg_mode, store=store,
@@ -392,16 +436,22 @@ class TimeFunction(Function):
         owner = f"TimeFunction {name!r}"
         grid = _on_subdomain(grid, owner)
         if not isinstance(grid, Grid) or "shape" in unknown or "dimensions" in unknown:
-            raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid) "
-                                  "and takes no shape= or dimensions=")
+            raise InvalidArgument(f"{owner}: a TimeFunction needs grid= (a stencilgen Grid of "
+                                  "its space dimensions: Grid(shape=..., dimensions=...)) and "
+                                  "takes no shape= or dimensions=; a series in time alone "
+                                  "(Devito's TimeFunction(shape=(nt,), dimensions=(time,))) "
+                                  "has no space for an Operator to loop over: keep it in a "
+                                  "NumPy array or a one-point SparseTimeFunction")
         record = super()._make_record(name=name, grid=grid, space_order=space_order,
                                       dtype=dtype, staggered=staggered, **unknown)
         record.time_order = _check_order(owner, time_order, "time_order", "use 0, 1 or 2",
                                          lambda v: v in (0, 1, 2))
         if save is not None:
+            # as Devito, any number of steps (one snapshot, save=1, too): a run reading or
+            # writing past them is refused at apply
             record.save = _check_order(owner, save, "save",
-                                       f"use None or a number of steps > time_order ({time_order})",
-                                       lambda v: v > record.time_order)
+                                       "use None or a number of time steps >= 1",
+                                       lambda v: v >= 1)
         record.time_dim = _check_time_dim(owner, time_dim, grid, record.save)
         record.is_time = True
         if compensated not in (True, False):
@@ -495,7 +545,9 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
                 raise InvalidArgument(f"{owner}: dimension {d} with {n} points is not one of "
                                       f"{grid!r}'s; use its dimensions and sizes, or no grid")
         dtype = grid.dtype if dtype is None else dtype
-    own = Grid.of_function(shape, dimensions, np.float32 if dtype is None else dtype, owner)
+    # an integer function's own grid is a real one (its coordinates): the values' type aside
+    real = np.float32 if dtype is None or np.dtype(dtype).kind in "iub" else dtype
+    own = Grid.of_function(shape, dimensions, real, owner)
     own.given = grid
     return own
 
@@ -540,9 +592,48 @@ def _initialize(f, initializer):
                           f"{f.data.shape}")
 
 
+def _custom_halo(owner, space_order, grid):
+    """Devito's ``space_order=(order, left, right)`` or ``(order, ((l, r), ...))``: the order
+    of the derivatives and the halo's points before and after the domain per dimension
+    (None: ``order`` each side)."""
+    if not isinstance(space_order, (tuple, list)):
+        return space_order, None
+    example = "space_order=(4, 2, 3) or (4, ((2, 3), (1, 1)))"
+    spec = tuple(space_order)
+    if len(spec) == 3 and all(isinstance(v, (int, np.integer)) for v in spec):
+        sides = ((int(spec[1]), int(spec[2])),) * grid.dim
+    elif len(spec) == 2 and isinstance(spec[1], (tuple, list)) and \
+            len(spec[1]) == grid.dim and all(isinstance(p, (tuple, list)) and len(p) == 2
+                                             for p in spec[1]):
+        sides = tuple((int(lo), int(hi)) for lo, hi in spec[1])
+    else:
+        raise InvalidArgument(f"{owner}: space_order={space_order!r}; give an integer, or "
+                              f"the order and the halo's (left, right) points: {example} "
+                              f"(one pair per dimension of the grid, {grid.dim})")
+    if any(v < 0 for lr in sides for v in lr):
+        raise InvalidArgument(f"{owner}: space_order={space_order!r} has a negative halo")
+    if grid.decomposition is not None:
+        raise InvalidArgument(f"{owner}: a custom halo ({space_order!r}) on a grid split over "
+                              f"MPI ranks; give an integer space_order there")
+    return spec[0], sides
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first caller outside stencilgen (the user's line)."""
+    package = Path(__file__).resolve().parents[1]
+    frame, level = sys._getframe(1), 1
+    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _common_checks(owner, name, grid, unknown):
-    if unknown:
-        raise InvalidArgument(f"{owner}: unknown argument(s) {', '.join(sorted(unknown))}")
+    if unknown:   # Devito ignores them (its own tests pass time_order1=): so do we, aloud
+        names = ", ".join(f"{k}={v!r}" for k, v in sorted(unknown.items()))
+        text = (f"{owner}: ignored unknown argument(s) {names}; check the spelling (Devito "
+                f"ignores them too)")
+        log.warning(text)
+        warnings.warn(text, UserWarning, stacklevel=_user_level())
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgument(f"{owner}: name must be a valid identifier, got {name!r}")
     if not isinstance(grid, Grid):
@@ -552,6 +643,8 @@ def _common_checks(owner, name, grid, unknown):
 
 class Constant(Differentiable, sympy.Symbol):
     """A scalar known at run time (``apply(c=2.0)`` overrides its value)."""
+
+    is_Constant = True   # Devito's flag
 
     def __new__(cls, name, value=0.0, dtype=np.float32):
         if not isinstance(name, str) or not name.isidentifier():

@@ -5,8 +5,9 @@ import numpy as np
 
 from .dimensions import (Dimension, SpaceDimension, space_dimension, stepping_dimension,
                          time_dimension)
+from .dimensions import time_dimension as time_dimension_of
 from .subdomains import attach as attach_subdomains, builtin as builtin_subdomains
-from ..distributed.decomposition import Decomposition
+from ..distributed.decomposition import SINGLE_PROCESS, Decomposition
 from ..errors import InvalidArgument
 from ..distributed import mpi
 
@@ -14,6 +15,9 @@ _DIM_NAMES = ("x", "y", "z")
 SUPPORTED_DTYPES = (np.float32, np.float64)
 #: what a field may hold besides: complex values in two parts of the grid's precision or wider
 COMPLEX_DTYPES = (np.complex64, np.complex128)
+#: the integer types a Function, TimeFunction or Constant may hold (Devito's counts, masks
+#: and factors): stored as such, read into the arithmetic's type, a store truncated as C does
+INTEGER_DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32)
 
 
 def as_int(value, what: str, hint: str) -> int:
@@ -26,7 +30,8 @@ def as_int(value, what: str, hint: str) -> int:
 
 def check_dtype(dtype, owner: str, complex_ok: bool = False) -> np.dtype:
     """The numpy dtype for ``dtype`` if stencilgen supports it (with ``complex_ok``, for a
-    field's values, complex64 and complex128 too), else an InvalidArgument."""
+    field's values, complex64, complex128 and the integer types too), else an
+    InvalidArgument."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -36,10 +41,12 @@ def check_dtype(dtype, owner: str, complex_ok: bool = False) -> np.dtype:
                               f"that of its coordinates and spacings, which are real; give "
                               f"dtype=numpy.float32 or numpy.float64 here and "
                               f"dtype=numpy.{dt.name} to the Functions that hold complex values")
-    if dt is None or dt.type not in SUPPORTED_DTYPES + (COMPLEX_DTYPES if complex_ok else ()):
-        more = ", numpy.complex64 or numpy.complex128" if complex_ok else " or numpy.float64"
+    values = COMPLEX_DTYPES + INTEGER_DTYPES if complex_ok else ()
+    if dt is None or dt.type not in SUPPORTED_DTYPES + values:
+        more = (", numpy.float64, numpy.complex64, numpy.complex128 or an integer type "
+                "(numpy.int8 to int64, uint8 to uint32)") if complex_ok else " or numpy.float64"
         raise InvalidArgument(f"{owner}: dtype {dtype!r} is not supported; use numpy.float32"
-                              f"{more if complex_ok else ' or numpy.float64'}")
+                              f"{more}")
     return dt
 
 
@@ -72,6 +79,12 @@ def _check_dimensions(dimensions, shape, owner: str, implicit: bool) -> tuple:
     dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
     kind = Dimension if implicit else SpaceDimension
     for d in dims:
+        if getattr(d, "is_Conditional", False) and not implicit:
+            raise InvalidArgument(
+                f"{owner}: a Grid of ConditionalDimensions ({d}) is not supported: its points "
+                f"are some of {d.parent}'s, so its functions live on the grid of "
+                f"{d.parent}; build them with shape= and dimensions=({d}, ...) (functions on "
+                f"ConditionalDimensions of space), or a Grid of the coarse shape")
         if not isinstance(d, kind) or d.is_Time:
             raise InvalidArgument(f"{owner}: dimensions must be stencilgen "
                                   f"{kind.__name__}s (e.g. SpaceDimension(name='z')), got "
@@ -101,15 +114,26 @@ class Grid:
     implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
     given = None       # an implicit grid's: the Grid its Function was built on (some of its
                        # dimensions, or ConditionalDimensions of them), else None
-    distributor = None   # this rank's block where the grid is split over MPI ranks
+    decomposition = None   # this rank's block where the grid is split over MPI ranks
     subdomain = None     # a Function on a SubDomain: the grid of its points (``of_subdomain``)
 
+    @property
+    def distributor(self):
+        """Devito's ``grid.distributor``: the grid's ``Decomposition`` over MPI ranks, or on
+        one process a ``SingleProcess`` (``is_parallel`` False, ``nprocs`` 1), as Devito's."""
+        return self.decomposition if self.decomposition is not None else SINGLE_PROCESS
+
     def __init__(self, shape, extent=None, origin=None, dimensions=None, dtype=np.float32,
-                 subdomains=None, comm=None, topology=None, **unknown):
+                 subdomains=None, comm=None, topology=None, time_dimension=None, **unknown):
+        if time_dimension is not None and time_dimension != time_dimension_of():
+            raise InvalidArgument(f"Grid: time_dimension={time_dimension!r}; stencilgen's grids "
+                                  f"share one time dimension, {time_dimension_of()} (its "
+                                  f"stepping one t), its spacing dt given at apply: pass another "
+                                  f"grid's grid.time_dim, or leave time_dimension out")
         if unknown:
             raise InvalidArgument(f"Grid: {', '.join(sorted(unknown))} not supported (Grid takes "
-                                  "shape, extent, origin, dimensions, dtype, subdomains, comm "
-                                  "and topology)")
+                                  "shape, extent, origin, dimensions, dtype, subdomains, comm, "
+                                  "topology and time_dimension)")
         self._setup(shape, extent, origin, dtype, dimensions, "Grid")
         comm = comm if comm is not None else mpi.default_comm()
         if comm is not None and any(d.is_Batch for d in self.dimensions) and \
@@ -117,8 +141,8 @@ class Grid:
             raise InvalidArgument("Grid: a grid with a BatchDimension is not split over MPI "
                                   "ranks; give each rank its own batch (comm=None)")
         if comm is not None:
-            self.distributor = Decomposition.of(self.shape, comm, topology)
-            if self.distributor.size > 1:
+            self.decomposition = Decomposition.of(self.shape, comm, topology)
+            if self.decomposition.size > 1:
                 mpi.abort_on_error()
         elif topology is not None:
             raise InvalidArgument("Grid: topology= splits a grid over MPI ranks; give comm= "
@@ -133,7 +157,7 @@ class Grid:
         subdomain's points, on its grid's dimensions and spacing; an Operator loops over
         that grid, the function's values are its own."""
         parent = sub._attached()
-        if parent.distributor is not None and parent.distributor.size > 1:
+        if parent.decomposition is not None and parent.decomposition.size > 1:
             raise InvalidArgument(f"{owner}: a function on a SubDomain of a grid split over "
                                   f"MPI ranks is not supported; use a function on the grid")
         shape = sub.shape
@@ -187,12 +211,12 @@ class Grid:
     @property
     def shape_local(self) -> tuple[int, ...]:
         """The points of this rank's block (the whole shape where the grid is not split)."""
-        return self.shape if self.distributor is None else self.distributor.local_shape
+        return self.shape if self.decomposition is None else self.decomposition.local_shape
 
     @property
     def comm(self):
         """The communicator the grid is split over, or None."""
-        return None if self.distributor is None else self.distributor.comm
+        return None if self.decomposition is None else self.decomposition.comm
 
     @property
     def dim(self) -> int:
@@ -225,7 +249,7 @@ class Grid:
     def __repr__(self) -> str:
         if self.implicit:
             return f"the grid of shape {self.shape} on dimensions {self.dimensions}"
-        split = "" if self.distributor is None else \
-            f", over {self.distributor.size} ranks as {self.distributor.dims}"
+        split = "" if self.decomposition is None else \
+            f", over {self.decomposition.size} ranks as {self.decomposition.dims}"
         return (f"Grid(shape={self.shape}, extent={self.extent}, "
                 f"dtype={np.dtype(self.dtype).name}{split})")

@@ -87,10 +87,17 @@ class SparseFunction(DiscreteFunction):
             nt = _check_order(owner, nt, "nt", "give the number of time samples (>= 1)",
                               lambda v: v >= 1)
         dtype = check_dtype(dtype if dtype is not None else grid.dtype, owner, True).type
+        shared = isinstance(coordinates, Coordinates)   # another's (Devito shares them)
+        if shared and coordinates.data.shape != (npoint, grid.dim):
+            raise InvalidArgument(f"{owner}: the coordinates given hold "
+                                  f"{coordinates.data.shape[0]} points of "
+                                  f"{coordinates.data.shape[1]} dimensions, not npoint={npoint} "
+                                  f"of {grid.dim}")
         rec = SparseData(name=name, grid=grid, space_order=2, dtype=dtype, halo=(),
                          npoint=npoint, nt=nt, is_time=nt is not None,
-                         coordinates=Coordinates(owner, npoint, grid.dim), point=point)
-        if coordinates is not None:
+                         coordinates=coordinates if shared else
+                         Coordinates(owner, npoint, grid.dim), point=point)
+        if coordinates is not None and not shared:
             rec.coordinates.data = coordinates
         return rec
 
@@ -135,9 +142,10 @@ class SparseFunction(DiscreteFunction):
     def shape(self):
         return self.field.shape_with_halo
 
-    def inject(self, field, expr):
+    def inject(self, field, expr, implicit_dims=None):
         """``[Injection]``: add ``expr`` (at each point) into ``field`` with multilinear
-        weights; a tuple of fields takes one expression each, or the same one (Devito's)."""
+        weights; a tuple of fields takes one expression each, or the same one (Devito's);
+        ``implicit_dims``: ConditionalDimensions of time it runs under."""
         fields, exprs = _tuple(field), _tuple(expr)
         if len(exprs) == 1:
             exprs *= len(fields)
@@ -148,13 +156,25 @@ class SparseFunction(DiscreteFunction):
             if not isinstance(f, DiscreteFunction) or f.is_Sparse:
                 raise InvalidArgument(f"{self.name}.inject: field must be a grid Function "
                                       f"access such as u.forward, got {f!r}")
-        return [Injection(self, f, sympy.sympify(e)) for f, e in zip(fields, exprs)]
+        return [Injection(self, f, sympy.sympify(e), _implicit(implicit_dims))
+                for f, e in zip(fields, exprs)]
 
-    def interpolate(self, expr, increment=False):
+    def interpolate(self, expr, increment=False, implicit_dims=None):
         """An ``Interpolation``: store the multilinear interpolation of ``expr`` at each point
         (``increment=True``: add it to the values there), an equation for ``Operator``; lists
         take it with ``+``, as Devito's."""
-        return Interpolation(self, sympy.sympify(expr), bool(increment))
+        return Interpolation(self, sympy.sympify(expr), bool(increment),
+                             implicit_dims=_implicit(implicit_dims))
+
+
+def _implicit(dims) -> tuple:
+    """``implicit_dims`` as a tuple of Dimensions."""
+    dims = () if dims is None else _tuple(dims)
+    for d in dims:
+        if not isinstance(d, Dimension):
+            raise InvalidArgument(f"implicit_dims must hold Dimensions (ConditionalDimensions "
+                                  f"of time), got {d!r}")
+    return dims
 
 
 def _tuple(value) -> tuple:
@@ -224,7 +244,7 @@ class SparseTimeFunction(SparseFunction):
         raise InvalidArgument(f"{self.name}: {what}={value} is not time (or t) plus a whole "
                               f"number of steps, e.g. {what}=time + 1")
 
-    def inject(self, field, expr, u_t=None, p_t=None):
+    def inject(self, field, expr, u_t=None, p_t=None, implicit_dims=None):
         """``SparseFunction.inject``, ``u_t`` the time index of the field written (in place
         of its own, ``t`` or ``time``), ``p_t`` the sample of this function injected
         (Devito's)."""
@@ -236,16 +256,16 @@ class SparseTimeFunction(SparseFunction):
         if p_t is not None:
             at = self._time_index(p_t, "p_t")
             exprs = [sympy.sympify(e).subs({time: at}) for e in exprs]
-        return super().inject(tuple(fields), tuple(exprs))
+        return super().inject(tuple(fields), tuple(exprs), implicit_dims)
 
-    def interpolate(self, expr, u_t=None, p_t=None, increment=False):
+    def interpolate(self, expr, u_t=None, p_t=None, increment=False, implicit_dims=None):
         """``SparseFunction.interpolate``, ``u_t`` the time index the expression is taken at
         (in place of ``time`` and ``t``), ``p_t`` the sample it is stored into (Devito's)."""
         expr = sympy.sympify(expr)
         if u_t is not None:
             grid, at = self.grid, self._time_index(u_t, "u_t")
             expr = expr.subs({grid.time_dim: at, grid.stepping_dim: at})
-        term = super().interpolate(expr, increment)
+        term = super().interpolate(expr, increment, implicit_dims)
         if p_t is not None:
             term.at = self.origin.subs({self.grid.time_dim: self._time_index(p_t, "p_t")})
         return term
@@ -294,9 +314,15 @@ class PrecomputedSparseFunction(SparseFunction):
         cells = None
         if gridpoints is not None:
             cells = np.asarray(gridpoints)
-            if cells.shape != (npoint, dim) or cells.dtype.kind not in "iu":
+            # whole numbers given as floats are cast, as Devito does
+            whole = cells.dtype.kind in "iu" or (
+                cells.dtype.kind == "f" and np.all(np.isfinite(cells)) and
+                np.array_equal(cells, np.round(cells)))
+            if cells.shape != (npoint, dim) or not whole:
                 raise InvalidArgument(f"{owner}: gridpoints of shape {cells.shape} "
-                                      f"({cells.dtype}); give ({npoint}, {dim}) integers")
+                                      f"({cells.dtype}); give ({npoint}, {dim}) whole numbers, "
+                                      f"the first node of each point per dimension")
+            cells = cells.astype(np.int64)
             coordinates = np.asarray(grid.origin) + cells * np.asarray(grid.spacing)
         rec = super()._make_record(name=name, grid=grid, npoint=npoint,
                                    coordinates=coordinates, **kwargs)
@@ -364,6 +390,7 @@ class Injection(_Term):
     sparse: SparseFunction
     field: DiscreteFunction
     expr: sympy.Expr
+    implicit_dims: tuple = ()
 
 
 @dataclass
@@ -375,6 +402,7 @@ class Interpolation(_Term):
     expr: sympy.Expr
     increment: bool = False
     at: sympy.Expr | None = None
+    implicit_dims: tuple = ()
 
 
 def check_coordinates(f: SparseFunction):

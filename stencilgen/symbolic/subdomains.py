@@ -261,8 +261,10 @@ class Border(SubDomainSet):
 
 
 def _pairs(spec, grid, what) -> tuple:
-    """A Border thickness or inset as (left, right) per dimension."""
-    if np.ndim(spec) == 0:
+    """A Border thickness or inset as (left, right) per dimension (entries an int or a
+    pair each: ``(1, (2, 1))``)."""
+    if isinstance(spec, (int, np.integer)) or (not isinstance(spec, (tuple, list)) and
+                                                np.ndim(spec) == 0):
         return ((int(spec), int(spec)),) * grid.dim
     if len(spec) != grid.dim:
         raise InvalidArgument(f"Border: {what} {spec!r} needs one entry per dimension "
