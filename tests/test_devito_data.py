@@ -456,3 +456,47 @@ def test_conditions_without_a_parent_or_of_a_constant():
         f = Function(name="f", dimensions=(x,), shape=(11,), dtype=np.int32)
         Operator(Eq(f, 1, implicit_dims=cd), backend="c").apply()
         assert np.all(f.data == value)
+
+
+def _on(backend) -> dict:
+    """Integer stores, clipped and offset snapshots, a ConditionalDimension as a value, an
+    injection under a condition on time and a DataReference, built for ``backend``."""
+    from sympy import And
+    from stencilgen import ConditionalDimension, Ge, Le
+    from stencilgen.data.allocators import DataReference
+    out = {}
+    grid = Grid(shape=(6, 5), extent=(5., 4.))
+    f, h = (Function(name=n, grid=grid, dtype=np.int32) for n in ("f", "h"))
+    f.data[:] = np.arange(30).reshape(6, 5) - 11
+    Operator([Eq(h, f / 3 + 1), Eq(f, f + 7, subdomain=grid.interior)], backend=backend,
+             name="Ints").apply()
+    out["ints"], out["plus"] = np.array(h.data), np.array(f.data)
+    time = grid.time_dim
+    tu = ConditionalDimension(name="tu", parent=time, factor=3,
+                              condition=And(Ge(time, 4), Le(time, 30)))
+    u = TimeFunction(name="u", grid=grid)
+    usave = TimeFunction(name="usave", grid=grid, time_dim=tu, save=5)
+    src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=40, coordinates=[(2.5, 1.)])
+    src.data[:] = 1.
+    cd = ConditionalDimension(name="cd", parent=time, condition=And(Ge(time, 2), Le(time, 6)))
+    a = np.zeros((8, 7), dtype=np.float32)
+    g = TimeFunction(name="g", grid=grid, allocator=DataReference(
+        np.zeros((2, 8, 7), dtype=np.float32)))
+    r = Function(name="r", grid=grid, allocator=DataReference(a))
+    eqs = [Eq(u.forward, u + 1), Eq(usave, tu * u), Eq(r, r + u, implicit_dims=cd),
+           Eq(g.forward, g + 1)]
+    eqs += src.inject(field=u.forward, expr=src * time, implicit_dims=cd)
+    Operator(eqs, backend=backend, name="Snaps").apply(time_M=38)
+    out["usave"], out["u"], out["r"] = np.array(usave.data), np.array(u.data), a.copy()
+    out["g"] = np.array(g.data)
+    return out
+
+
+@pytest.mark.gpu
+def test_the_forms_on_the_gpu_equal_c():
+    from test_cuda import needs_gpu
+    if needs_gpu.args[0]:
+        pytest.skip(needs_gpu.kwargs["reason"])
+    c, gpu = _on("c"), _on("cuda")
+    for key, value in c.items():
+        assert gpu[key].dtype == value.dtype and np.array_equal(gpu[key], value), key
