@@ -29,6 +29,8 @@ class Storage:
         self._host: np.ndarray | None = None
         self.copy = None          # the device copy, or None
         self.newer: str | None = None   # "host", "device" or None
+        self.external = False     # the host array is the caller's (DataReference): kept
+                                  # up to date after every apply that writes it
         self._lock = threading.RLock()
 
     # -- the host side ---------------------------------------------------------------------
@@ -45,7 +47,7 @@ class Storage:
         """Hold ``array`` (the caller's, of this shape and dtype) as the host values."""
         with self._lock:
             memory.reserve(self, array.nbytes)
-            self._host = array
+            self._host, self.external = array, True
 
     def host_buffer(self) -> np.ndarray:
         """The host array as it is (allocated, zeros, on first use), not brought up to date."""

@@ -217,6 +217,9 @@ class Operator:
 
         def attach(items):
             bound.update({arr.name: st for arr, st, _ in items})
+            for _, st, _ in items:   # a DataReference's array may have been written directly
+                if st.external and st.newer != "device":
+                    st.host_written()
             return place.attach([(st, em.device_layout(arr, st.shape, st.dtype.itemsize, h))
                                  for arr, st, h in items])
         return attach
@@ -269,6 +272,9 @@ class Operator:
             del keep
         for array, values in arrays:
             array[...] = values()
+        for st in written:   # a DataReference's array is the values: brought up to date
+            if st.external:
+                st.host()
         if run.stopped:
             raise self._interrupted(run, timers, _time.perf_counter() - t0, compiled, fields)
         wall, ranks = _time.perf_counter() - t0, ()
