@@ -500,3 +500,41 @@ def test_the_forms_on_the_gpu_equal_c():
     c, gpu = _on("c"), _on("cuda")
     for key, value in c.items():
         assert gpu[key].dtype == value.dtype and np.array_equal(gpu[key], value), key
+
+
+def test_snapshots_shifted_by_a_constant_and_conditions_reading_other_functions():
+    """test_shifted (``usave.subs(t_sub, t_sub - t_sub_shift)``, the shift given at apply)
+    and test_from_cond_to_param (a condition's functions are the Operator's)."""
+    from stencilgen import ConditionalDimension, Lt
+    nt, grid = 19, Grid(shape=(11, 11))
+    u = TimeFunction(name="u", grid=grid)
+    t_sub = ConditionalDimension("t_sub", parent=grid.time_dim, factor=4)
+    usave = TimeFunction(name="usave", grid=grid, save=2, time_dim=t_sub)
+    shift = Constant(name="t_sub_shift", dtype=np.int32)
+    op = Operator([Eq(u.forward, u + 1.), Eq(usave.subs(t_sub, t_sub - shift), u)],
+                  backend="c")
+    op.apply(time_m=10, time_M=nt - 2, t_sub_shift=3)
+    assert np.allclose(u.data[0], 8)
+    assert all(np.allclose(usave.data[i], 2 + i * 4) for i in range(2))
+    x, y = grid.dimensions
+    g, h = Function(name="g", grid=grid), Function(name="h", grid=grid)
+    g.data[:, :5] = 3.
+    ci = ConditionalDimension(name="ci", parent=y, condition=Lt(g, 2 + h))
+    f = Function(name="f", shape=grid.shape, dimensions=(x, ci))
+    Operator(Eq(f, 5), backend="c").apply()
+    assert np.all(f.data[:, 5:] == 5) and np.all(f.data[:, :5] == 0)
+
+
+def test_func_rebuilds_a_function_under_another_name():
+    """Devito's ``u.func(name="v")`` (test_dimension's test_blocking_w_guard builds ``v`` so):
+    a function built as ``u`` was, its values its own."""
+    grid = Grid(shape=(8, 8, 8))
+    x, _, _ = grid.dimensions
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    u.data[:] = 1.
+    v = u.func(name="v")
+    assert v.name == "v" and v.is_TimeFunction and v.space_order == 2 and v.time_order == 1
+    assert v.grid is grid and np.all(v.data == 0)
+    s = Function(name="s", grid=grid, staggered=x, space_order=(4, 1, 3))
+    t = s.func(name="t", dtype=np.float64)
+    assert tuple(t.staggered) == (1, 0, 0) and t.halo == s.halo and t.dtype == np.float64

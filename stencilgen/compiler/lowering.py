@@ -67,10 +67,13 @@ def check_equations(eqs) -> tuple:
                                   "stencilgen.Derivative(u, x) instead")
         check_terms(e.rhs, e)
         check_types(e)
+        touched = e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)
         for d in conditions.conditional_dims(e):
             if d.condition is not None:
                 check_terms(d.condition, e, condition=True)
-        for f in (e.lhs.atoms(DiscreteFunction) | e.rhs.atoms(DiscreteFunction)):
+                # the functions a condition reads are the Operator's too (its grid among them)
+                touched |= sympy.sympify(d.condition).atoms(DiscreteFunction)
+        for f in touched:
             found.setdefault(f.name, f)
     return flat, _operator_grid([found[n] for n in sorted(found)
                                  if not _element_only(found[n], extra)])
@@ -267,6 +270,13 @@ def _on_parents(eq: Eq) -> Eq:
             raise InvalidEquation(f"{eq}: indexed by {other} and {d}, two SubDimensions of "
                                   f"{d.parent}; use one")
     grid = getattr(eq.lhs, "grid", None)
+    if grid is not None and grid.implicit and any(
+            getattr(d, "is_Sub", False) or getattr(getattr(d, "parent", None), "is_Sub", False)
+            for d in grid.dimensions):
+        raise InvalidEquation(f"{eq}: {eq.lhs.name} is built on a subdomain's SubDimensions "
+                              f"(shape= and dimensions=); build it with grid=the subdomain "
+                              f"(Devito's Function(grid=subdomain)), or on the grid with the "
+                              f"equation's subdomain= set")
     if grid is None or any(p not in grid.dimensions for p in subs):
         raise InvalidEquation(f"{eq}: SubDimensions of a Grid's dimensions (or of a function's "
                               f"own, built without a Grid) index a function of them on the "
@@ -619,7 +629,8 @@ def register_names(eqs, grid, operator: str, names: NameRegistry) -> NameRegistr
             raise InvalidEquation(f"two different functions are both named {f.name!r}; "
                                   "give every Function of an Operator its own name")
         names.user(f.field, f.name)
-    constants = set().union(*(e.rhs.atoms(Constant) for e in eqs))
+    constants = set().union(*(e.rhs.atoms(Constant) | sympy.sympify(e.lhs).atoms(Constant)
+                              for e in eqs))
     constants |= {c for d in conditional if d.condition is not None
                   for c in sympy.sympify(d.condition).atoms(Constant)}
     constants |= {d.spacing for d in grid.dimensions if isinstance(d.spacing, Constant)}
@@ -758,12 +769,17 @@ class _Indexer:
                                       f"read it at {f.field.extra[0][0]} itself")
             idx.append(f.args[0])
         if arr.time_size is not None:
-            k = _axis_offset(f.args[0], _time_root(f))
-            if not k.is_Integer:
-                raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
             sub = f.field.time_dim
-            idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None else
-                       self.time_index(int(k), arr.time_size if arr.modulo else None))
+            shifted = self.snapshot_shift(f, sub) if sub is not None else None
+            if shifted is not None:   # Devito's usave.subs(t_sub, t_sub - c), c a Constant
+                idx.append(self.subsampling(sub, True).symbol + shifted)
+            else:
+                k = _axis_offset(f.args[0], _time_root(f))
+                if not k.is_Integer:
+                    raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number "
+                                          f"of steps")
+                idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None else
+                           self.time_index(int(k), arr.time_size if arr.modulo else None))
         own = f.grid.dimensions
         args = dict(zip(map(looped, own), f.args[-len(own):]))
         conditional = {looped(d): d for d in own if _subsampled(d)}
@@ -799,6 +815,18 @@ class _Indexer:
                     f"derivatives' fd_order")
             idx.append(ld.symbol + int(o))
         return arr.base[tuple(idx)]
+
+    def snapshot_shift(self, f, sub):
+        """The snapshot index ``f`` is read at less ``sub`` in snapshots, where it is moved by
+        integer Constants (``t_sub - t_sub_shift``); None for the usual forms."""
+        shift = sympy.expand(f.args[0] - sub)
+        consts = shift.free_symbols
+        terms = sympy.Add.make_args(shift)
+        if not consts or not all(isinstance(c, Constant) and np.dtype(c.dtype).kind in "iu"
+                                 for c in consts) or shift.has(sympy.Float) or \
+                not all(t.is_Integer or t.is_Mul or t.is_Symbol for t in terms):
+            return None
+        return shift.xreplace(self.scalars_of(shift, f))
 
     def element(self, f):
         """A value of a function of Dimensions beyond the grid's only (``frequencies[2]``):

@@ -170,7 +170,8 @@ def _clip_snapshots(prog: Program) -> Program:
                     if not sym:
                         continue
                     tests.append(sympy.Lt(index, _index(a.layout.nt)))
-                    if index - sym.pop() < 0:   # time / factor itself is never negative
+                    shift = index - sym.pop()
+                    if not (shift.is_number and shift >= 0):   # time / factor is never < 0
                         tests.append(sympy.Ge(index, 0))
         if not tests:
             return k

@@ -223,7 +223,9 @@ def _time_accesses(prog):
                     sub = set(sampled) & sympy.sympify(o[0]).free_symbols
                     if sub:
                         sym = sub.pop()
-                        snapshots.append((arr, int(o[0] - sym), sampled[sym]))
+                        shift = sympy.sympify(o[0] - sym)
+                        if shift.is_Integer:   # a Constant's shift: no default from it
+                            snapshots.append((arr, int(shift), sampled[sym]))
                         continue
                     s = int(o[0] - prog.time)
                     offsets.add(s)

@@ -126,6 +126,8 @@ class DiscreteFunction(Differentiable, AppliedUndef):
 
     def __new__(cls, *args, **kwargs):
         if "_field" in cls.__dict__:
+            if kwargs and not args:   # Devito's u.func(name="v"): another one built alike
+                return _built_like(cls._field(), cls, kwargs)
             # sympy rebuilding an application (subs, xreplace): args are indices; the record
             # is alive, held by the application rebuilt
             obj = super().__new__(cls, *args, **kwargs)
@@ -590,6 +592,31 @@ def _initialize(f, initializer):
     raise InvalidArgument(f"{f.name}: initializer of shape {values.shape} fits neither the "
                           f"values with their halo {f.data_with_halo.shape} nor the domain "
                           f"{f.data.shape}")
+
+
+def _built_like(rec, cls, changes: dict):
+    """A new Function or TimeFunction built as ``rec``'s was, but for ``changes`` (Devito's
+    ``f.func(name="g")``); its values its own (zeros)."""
+    kind = next((b for b in cls.__mro__ if b in (TimeFunction, Function)), None)
+    if kind is None or getattr(rec, "extra", ()) or rec.companion is not None:
+        raise InvalidArgument(f"{rec.name}.func({', '.join(changes)}=...): rebuilds plain "
+                              f"Functions and TimeFunctions; build this one anew")
+    grid = rec.grid.given if rec.grid.implicit else rec.grid
+    kw = dict(name=rec.name, dtype=rec.dtype, storage=rec.store,
+              space_order=(rec.space_order, rec.sides) if rec.sides else rec.space_order)
+    if rec.grid.implicit:
+        kw.update(shape=rec.grid.shape, dimensions=rec.grid.dimensions, grid=grid)
+    else:
+        kw["grid"] = rec.grid
+    if rec.stagger_given:
+        kw["staggered"] = Staggering(
+            (1 if rec.stagger_cell else int(2 * rec.stagger(d)) for d in rec.grid.dimensions),
+            rec.grid.dimensions)
+    if kind is TimeFunction:
+        kw.update(time_order=rec.time_order, save=rec.save, time_dim=rec.time_dim)
+    else:
+        kw["avg_mode"] = rec.avg_mode
+    return kind(**{**kw, **changes})
 
 
 def _custom_halo(owner, space_order, grid):
