@@ -231,15 +231,19 @@ def test_a_batch_says_what_to_give():
 
 
 def test_fwi_demo_recovers_a_closer_model(tmp_path, capsys):
-    """demos/fwi/run.py, small: a loss line per iteration, the recovered model closer to the
-    true one than the start, and the picture written."""
+    """demos/fwi/run.py, small: per iteration the misfit, the model error (falling) and the
+    time; the recovered model closer to the true one than the start, and the picture
+    written."""
     pytest.importorskip("matplotlib")
     from demos.fwi import run
     code = run.main(["-d", "41", "21", "--nshots", "2", "--batch", "2", "--iterations", "6",
                      "-so", "4", "--backend", "c", "--outdir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert len(re.findall(r"iteration +\d+ +loss", out)) == 6
+    lines = re.findall(r"iteration +\d+ +loss ([\d.e+-]+) +model error ([\d.e+-]+) +"
+                       r"([\d.]+) s", out)
+    assert len(lines) == 6 and all(float(t) > 0 for _, _, t in lines)
+    assert float(lines[-1][1]) < float(lines[0][1])   # the model error falls
     start, recovered = map(float, re.search(r"start ([\d.e+-]+), recovered ([\d.e+-]+)",
                                             out).groups())
     assert recovered < 0.95 * start
