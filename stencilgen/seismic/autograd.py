@@ -186,10 +186,13 @@ class AcousticShot(_Shot):
     filled by a batch of small 2D shots); the wavelet is (nt,) or (nshots, nt, 1 or
     nsources), the data (nshots, nt, nreceivers), the gradient in m summed over the shots.
     A batch needs a 1D or 2D model (stencilgen's grids have at most three dimensions).
-    ``options``: the Operators' other keyword arguments (``cflags=``...)."""
+    ``keep``: the kept forward wavefield's storage (None: float32; numpy.float16 or
+    "bfloat16": half its memory and traffic, the gradient within the error
+    docs/performance.md states). ``options``: the Operators' other keyword arguments
+    (``cflags=``...)."""
 
     def __init__(self, model, sources, receivers, nt: int, dt: float, backend=None,
-                 name: str = "TorchAcoustic", batch: bool = False, **options):
+                 name: str = "TorchAcoustic", batch: bool = False, keep=None, **options):
         if batch and model.grid.dim > 2:
             raise InvalidArgument(f"AcousticShot: a batch needs a 1D or 2D model, this one is "
                                   f"{model.grid.dim}D; run its shots one after another "
@@ -200,7 +203,7 @@ class AcousticShot(_Shot):
                          sources, receivers, nt, dt, batch)
         self.fwd, self.adj, self.fields, self.gradient = acoustic_imaging_operators(
             self.model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name,
-            **options)
+            keep=keep, **options)
 
     def _set_model(self, m):
         self.model.m.data[:] = m

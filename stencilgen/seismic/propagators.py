@@ -82,7 +82,7 @@ def acoustic_operator(model, shot=None, space_order: int | None = None,
 
 
 def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
-                               name: str = "Acoustic", **options):
+                               name: str = "Acoustic", keep=None, **options):
     """(forward, adjoint, kept u, gradient) for the model gradient of the acoustic scheme.
 
     The forward steps inject ``src * dt^2 / m``, record ``rec = u`` and keep u at every step.
@@ -92,13 +92,16 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     damp/(2 dt), the factor of u.forward), ``src_adj = C+ dt^2/m v`` recorded, and the
     gradient in m summed as ``-u v.dt2`` (m multiplies u.dt2 only: the sponge does not
     scale with it). ``model`` a BatchModel: the wavefields and the sparse functions on its
-    ``wavefield_grid``, the gradient per shot (to be summed over them). ``options``: the
-    Operators' other keyword arguments (``cflags=``...)."""
+    ``wavefield_grid``, the gradient per shot (to be summed over them). ``keep``: the kept
+    wavefield's storage (None: the grid's dtype; numpy.float16 or "bfloat16": half the
+    memory and traffic, the gradient within the error docs/performance.md states).
+    ``options``: the Operators' other keyword arguments (``cflags=``...)."""
     grid, so = getattr(model, "wavefield_grid", model.grid), model.space_order
     dt = grid.stepping_dim.spacing
     nt = src.data.shape[0]
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=so)
-    kept = TimeFunction(name="ukeep", grid=grid, time_order=0, space_order=so, save=nt)
+    kept = TimeFunction(name="ukeep", grid=grid, time_order=0, space_order=so, save=nt,
+                        storage=keep)
     # u kept first: a step does not write u(t), so the copy shares the stencil's nest (one
     # nest and a read of u fewer a step than a copy after the sparse sections)
     fwd = [Eq(kept, u), Eq(u.forward, solve(acoustic_pde(model, u), u.forward))]
