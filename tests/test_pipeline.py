@@ -16,7 +16,8 @@ from stencilgen.ir.names import NameRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ["derivative expansion", "indexing", "temporary widening", "complex calls",
-          "scale folding", "classification", "invariant hoisting", "temporary sizing",
+          "scale folding", "classification", "accumulation folding", "invariant hoisting",
+          "temporary sizing",
           "scheduling", "kernel optimisation", "counting", "fusion", "halo exchanges", "layout",
           "index types", "sections"]
 

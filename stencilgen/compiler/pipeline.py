@@ -11,6 +11,7 @@ from backends.reserved import is_reserved
 from .. import logger as log
 from ..ir import halos, layout as lay
 from ..ir.dtypes import complex_calls
+from ..ir.folding import fold_accumulations
 from ..ir.fusion import fuse
 from ..ir.pretty import show
 from ..ir.schedule import classify, schedule
@@ -29,7 +30,7 @@ def _logged(step: str, name: str, ir):
 
 
 def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: float = 0,
-                    fusion=None, nested: str = "extended"):
+                    fusion=None, nested: str = "extended", fold: bool = True):
     """The Program of ``expressions`` and the Bindings of its parameters to user objects.
 
     The target's choices: ``narrow_index``, also instantiate 32-bit index arithmetic;
@@ -38,7 +39,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     the ``ir/fusion.Limits`` of its fused nests (None: it fuses none). The user's:
     ``nested``, where an inner derivative of a nested one is evaluated ("extended": wherever
     the outer stencil reaches, past the domain's edges too, as Devito; "domain": on the
-    domain, zero beyond).
+    domain, zero beyond). ``fold``: pointwise accumulations folded into the nest producing
+    their operand (``ir/folding``; False: each where it was written).
     """
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
@@ -51,6 +53,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     stencils = _logged("complex calls", name, complex_calls(stencils))
     stencils = _logged("scale folding", name, fold_scales(stencils))
     stencils = _logged("classification", name, classify(stencils))
+    if fold:
+        stencils = _logged("accumulation folding", name, fold_accumulations(stencils))
     stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names, flops_per_byte))
     stencils = _logged("temporary sizing", name, size_temporaries(stencils))
     program = _logged("scheduling", name, schedule(stencils, name, names))

@@ -54,7 +54,7 @@ class Operator:
 
     def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
                  check_finite=None, *, language=None, platform=None, opt=None, subs=None,
-                 nested="extended", _apart=False):
+                 nested="extended", _apart=False, _unfolded=False):
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
         if check_finite not in (None, True, False):
@@ -82,7 +82,7 @@ class Operator:
         # _apart: the twin of a fused Operator, its nests apart (``_fusion_twin``)
         self.program, self._bindings = compile_program(
             expressions, name, self._target.narrow_index, self._target.flops_per_byte,
-            None if _apart else self._target.fusion, nested)
+            None if _apart else self._target.fusion, nested, not _unfolded)
         self._twin = None
         self._apart_sizes: dict = {}   # size key -> the nests apart run (remembered choice)
         self.grid = self._bindings.grid
