@@ -6,6 +6,7 @@ propagator on the same GPU in the same run.
     python benchmarks/fwi_gradient.py batches -d 400 400 -nt 800 --batches 1 8 32
     python benchmarks/fwi_gradient.py deepwave -d 400 400 -nt 800 --nshots 32
     python benchmarks/fwi_gradient.py deepwave -d 200 200 200 -nt 300 --nshots 1
+    python benchmarks/fwi_gradient.py keeping -d 256 256 256 -nt 2000 --checkpoints 100 400
 
 ``batches``: shots per second of a gradient for each batch size, two ways of running a batch
 on one GPU: the batch as a dimension of the generated kernels (``AcousticShot(batch=True)``:
@@ -17,8 +18,16 @@ line of receivers per shot on grid points, no absorbing layer on either side, th
 within both codes' stability limits) with stencilgen and with deepwave's ``scalar``
 (accuracy 8), seconds and GPts/s (shots x steps x points x 2 runs / s), and how far apart
 the two codes' data and gradients in v are (deepwave's source term has the other sign). deepwave comes from the trimmed
-build of ../shared/deepwave (its ``src`` on PYTHONPATH). Each figure is the median of
-``--repeat`` timed runs after one warm-up (builds, first allocations).
+build of ../shared/deepwave (its ``src`` on PYTHONPATH).
+
+``keeping``: one shot's gradient with the forward wavefield kept as the shot plans it from
+the free memory (every step where it fits, else checkpoints: a model larger than the GPU),
+then recomputed from each ``--checkpoints`` count and kept one step in each ``--snapshots``
+factor: the bytes held, the forward steps, seconds, and how far each gradient is from the
+first row's where that kept every step.
+
+Each figure is the median of ``--repeat`` timed runs after one warm-up (builds, first
+allocations).
 """
 from __future__ import annotations
 
@@ -35,7 +44,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from stencilgen.errors import InvalidArgument  # noqa: E402
 from stencilgen.seismic.autograd import AcousticShot, import_torch  # noqa: E402
+from stencilgen.seismic.keeping import size  # noqa: E402
 from stencilgen.seismic.model import Model  # noqa: E402
 from stencilgen.seismic.wavelets import ricker  # noqa: E402
 
@@ -249,9 +260,56 @@ def versus_deepwave(args, torch):
           f"{apart(in_v, vel.grad):.1e}")
 
 
+def keeping(args, torch):
+    model = _model(args.shape, args.nbl, args.space_order)
+    dt = float(model.critical_dt)
+    src, rec = _survey(model, 1)
+    coords = (_coordinates(model, src[0]), _coordinates(model, rec[0]))
+    points = int(np.prod(model.grid.shape))
+    print(f"# one shot's gradient, {model.grid.shape} points (sponge of {args.nbl}), {args.nt} "
+          f"steps, space order {args.space_order}, float32, {_device_name(torch)}")
+    print("| kept | held | forward steps | s per gradient | GPts/s | gradient off |")
+    print("|---|---:|---:|---:|---:|---:|")
+    wavelet = _wavelet(torch, args.nt, dt)
+    # a residual in the wavelet's band (white noise would alias any snapshot interval): the
+    # wavelet delayed by a random lag at each receiver
+    lags = np.random.default_rng(0).integers(0, args.nt // 2, rec.shape[1])
+    weights = torch.stack([torch.roll(wavelet, int(k)) for k in lags], dim=1)
+    ways = [("as planned", {})] + [("checkpoints", {"checkpoints": c}) for c in args.checkpoints]
+    ways += [("snapshots", {"snapshots": k}) for k in args.snapshots]
+    reference = None
+    for way, kw in ways:
+        try:
+            shot = AcousticShot(model, *coords, args.nt, dt, backend=_ON["backend"],
+                                name="FWIKeep", **kw)
+        except InvalidArgument as exc:   # a choice that does not fit is a finding too
+            print(f"| {way} {kw} | refused: {exc} | | | | |")
+            continue
+        m = torch.tensor(np.array(model.m.data), device=_ON["device"], requires_grad=True)
+
+        def run():
+            m.grad = None
+            torch.sum(shot(m, wavelet) * weights).backward()
+            _synchronize(torch)
+        seconds = _timed(run, args.repeat)
+        grad, plan = m.grad.detach().clone(), shot.keeping
+        if reference is None and plan.mode == "memory":
+            reference = grad
+        off = "" if reference is None or grad is reference else \
+            f"{float((grad - reference).abs().max() / reference.abs().max()):.1e}"
+        label = plan.mode if plan.mode == "memory" else \
+            f"{plan.checkpoints} checkpoints" if plan.mode == "checkpoints" else \
+            f"one step in {plan.factor}"
+        work = (plan.forward_steps + args.nt) * points / 1e9   # forward and adjoint steps
+        print(f"| {way}: {label} | {size(plan.nbytes)} | {plan.forward_steps} | "
+              f"{seconds:.3f} | {work / seconds:.1f} | {off} |")
+        del shot, m, run
+        _empty_cache(torch)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["batches", "deepwave"])
+    parser.add_argument("what", choices=["batches", "deepwave", "keeping"])
     parser.add_argument("-d", "--shape", type=int, nargs="+", default=[400, 400])
     parser.add_argument("-nt", type=int, default=800)
     parser.add_argument("-so", "--space-order", type=int, default=8)
@@ -260,6 +318,10 @@ def main(argv=None) -> int:
     parser.add_argument("--streams", type=int, nargs="*", default=[8, 32],
                         help="batch sizes also run as one CUDA stream per shot")
     parser.add_argument("--nshots", type=int, default=32)
+    parser.add_argument("--checkpoints", type=int, nargs="*", default=[],
+                        help="keeping: checkpoint counts to time")
+    parser.add_argument("--snapshots", type=int, nargs="*", default=[],
+                        help="keeping: snapshot factors to time")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backend", choices=["cuda", "c"], default="cuda",
                         help="c: the C backend with CPU tensors (a check of the script)")
@@ -269,7 +331,7 @@ def main(argv=None) -> int:
     if args.backend == "cuda" and not torch.cuda.is_available():
         print("fwi_gradient: --backend cuda needs a GPU (PyTorch sees none)")
         return 2
-    (batches if args.what == "batches" else versus_deepwave)(args, torch)
+    {"batches": batches, "deepwave": versus_deepwave, "keeping": keeping}[args.what](args, torch)
     return 0
 
 

@@ -9,8 +9,11 @@ crosses to the host, the fields' GPU copies are read and written in place throug
 runs the forward Operator and returns the receiver data as a tensor. Its backward
 runs the adjoint with the incoming gradient of the data as the adjoint source and returns
 the gradient in ``m`` (exact for the discrete scheme) and in the wavelet (the adjoint's
-records at the sources). torch is imported here only (``import_torch``): ``pip install
-'stencilgen[torch]'``.
+records at the sources). The forward wavefield reaches the adjoint as ``seismic.keeping``
+plans it: kept every step where that fits where the arrays live, else recomputed from
+binomial checkpoints between the forward and the backward call (``checkpoints=`` and
+``snapshots=`` choose, ``memory=`` caps the bytes). torch is imported here only
+(``import_torch``): ``pip install 'stencilgen[torch]'``.
 """
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ from stencilgen import SparseTimeFunction
 from stencilgen.errors import InvalidArgument
 
 from . import imaging
-from .propagators import acoustic_imaging_operators, batch_model
+from .checkpointing import Reversal
+from .keeping import field_bytes, plan, step_bytes
+from .propagators import _no_perf_report, acoustic_imaging_operators, batch_model
 
 
 def import_torch():
@@ -79,9 +84,58 @@ class _Shot:
         self.src, self.rec = sparse("src", sources), sparse("rec", receivers)
         self.rec_adj, self.src_adj = sparse("reca", receivers), sparse("srca", sources)
         self.runs = 0    # forward runs so far: the kept wavefield is that of the last one
+        self.keeping, self.reversal, self.reversed = None, None, None
 
     def __call__(self, m, wavelet):
         return _function().apply(m, wavelet, self)
+
+    # -- the forward wavefield on its way to the adjoint --------------------------------------
+    def _keep(self, keeping, forward_op, adjoint_op, states) -> None:
+        """Run ``forward_op`` and ``adjoint_op`` as ``keeping`` says: over every step, or
+        (checkpoints) through a binomial Reversal of ``states`` (the forward's TimeFunctions:
+        every time slot of theirs is saved), the adjoint one step at a time."""
+        self.keeping, self._ops = keeping, (forward_op, adjoint_op)
+        if keeping.mode != "checkpoints":
+            return
+        slots, storages = {}, [f.field.storage for f in states]
+        self._slots = slots
+        self.reversal = Reversal(
+            self.nt, keeping.checkpoints,
+            advance=lambda a, b: forward_op.apply(time_m=a, time_M=b - 1, dt=self.dt),
+            save=lambda k, slot: slots.__setitem__(slot, [s.checkpoint() for s in storages]),
+            restore=lambda slot: [s.restore(c) for s, c in zip(storages, slots[slot])],
+            reverse=lambda k: adjoint_op.apply(time_m=k, time_M=k, dt=self.dt))
+
+    def _run_forward(self):
+        self._zero_forward()
+        if self.reversal is None:
+            self._ops[0].apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
+            return
+        with _no_perf_report():   # every piece of the schedule would report
+            self.reversal.forward()
+
+    def _run_adjoint(self):
+        """The adjoint run; returns the gradient's Function (over a snapshots' steps only:
+        ``_scale`` makes it the sum over every step)."""
+        self._zero_adjoint()
+        if self.reversal is None:
+            self._ops[1].apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
+        else:
+            with _no_perf_report():
+                self.reversed = self.reversal.backward()
+            self._slots.clear()   # the checkpoints' memory back
+        return self._gradient
+
+    def stale(self, run: int) -> bool:
+        """Whether the backward of forward run ``run`` must run it again: another forward ran
+        since, or (checkpoints) a backward already consumed its states."""
+        return self.runs != run or (self.reversal is not None and not self.reversal.swept)
+
+    @property
+    def _scale(self) -> int:
+        """What the gradient summed over the kept steps is multiplied by: a snapshot stands
+        for the ``factor`` steps around it."""
+        return self.keeping.factor if self.keeping.mode == "snapshots" else 1
 
     # -- shapes: a batch's arrays lead with the shot axis, the sparse functions' columns are
     #    its shots' points one shot after another --------------------------------------------
@@ -149,6 +203,8 @@ class _Shot:
         gradient = np.array(self._run_adjoint().data)
         if gradient.ndim > self.grid.dim:   # a batch's gradient, shot by shot
             gradient = gradient.sum(axis=0)
+        if self._scale != 1:
+            gradient *= self._scale
         return gradient, np.array(self._per_shot(self.src_adj.data))
 
     # -- the same on CUDA tensors: the fields' GPU copies written and read in place --------
@@ -170,8 +226,17 @@ class _Shot:
         gradient = torch.from_dlpack(self._run_adjoint().device_data)
         if gradient.ndim > self.grid.dim:
             gradient = gradient.sum(dim=0)
-        return (gradient.clone(),
+        return (gradient * self._scale if self._scale != 1 else gradient.clone(),
                 self._per_shot(torch.from_dlpack(self.src_adj.device_data)).clone())
+
+
+_KEEPING_DOC = """``checkpoints`` (n): the forward states recomputed from n binomial
+    checkpoints (the gradient the same as from memory, to round-off); ``snapshots`` (k): every
+    k-th step kept, the gradient k times their sum (an approximation: keep k below the
+    wavelet's Nyquist interval); neither: every step kept where that fits in ``memory``
+    bytes (default: 90 % of what is free where the arrays live, the GPU for CUDA, less the
+    shot's other fields), else as many checkpoints as fit there, said in a warning before
+    anything runs (``shot.keeping`` says what was chosen)."""
 
 
 class AcousticShot(_Shot):
@@ -188,11 +253,14 @@ class AcousticShot(_Shot):
     A batch needs a 1D or 2D model (stencilgen's grids have at most three dimensions).
     ``keep``: the kept forward wavefield's storage (None: float32; numpy.float16 or
     "bfloat16": half its memory and traffic, the gradient within the error
-    docs/performance.md states). ``options``: the Operators' other keyword arguments
-    (``cflags=``...)."""
+    docs/imaging.md states). ``options``: the Operators' other keyword arguments
+    (``cflags=``...).
+
+    """ + _KEEPING_DOC
 
     def __init__(self, model, sources, receivers, nt: int, dt: float, backend=None,
-                 name: str = "TorchAcoustic", batch: bool = False, keep=None, **options):
+                 name: str = "TorchAcoustic", batch: bool = False, keep=None,
+                 checkpoints=None, snapshots=None, memory=None, **options):
         if batch and model.grid.dim > 2:
             raise InvalidArgument(f"AcousticShot: a batch needs a 1D or 2D model, this one is "
                                   f"{model.grid.dim}D; run its shots one after another "
@@ -201,9 +269,11 @@ class AcousticShot(_Shot):
         self.model = batch_model(model, nshots) if nshots > 1 else model
         super().__init__(model.grid, getattr(self.model, "wavefield_grid", model.grid),
                          sources, receivers, nt, dt, batch)
-        self.fwd, self.adj, self.fields, self.gradient = acoustic_imaging_operators(
+        self.fwd, self.adj, self.fields, self.gradient, keeping = acoustic_imaging_operators(
             self.model, self.src, self.rec, self.rec_adj, self.src_adj, backend, name,
-            keep=keep, **options)
+            keep=keep, who="AcousticShot", checkpoints=checkpoints, snapshots=snapshots,
+            memory=memory, **options)
+        self._keep(keeping, self.fwd, self.adj, self.fields[:1])
 
     def _set_model(self, m):
         self.model.m.data[:] = m
@@ -211,31 +281,43 @@ class AcousticShot(_Shot):
     def _set_model_device(self, m, torch):
         self.model.m.data = m.contiguous()
 
-    def _run_forward(self):
+    def _zero_forward(self):
         for f in self.fields[:2] + (self.rec,):
-            f.zero()
-        self.fwd.apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
+            if f is not None:   # nothing kept where the states are recomputed
+                f.zero()
 
-    def _run_adjoint(self):
+    def _zero_adjoint(self):
         for f in (self.fields[2], self.src_adj, self.gradient):
             f.zero()
-        self.adj.apply(time_m=0, time_M=self.nt - 1, dt=self.dt)
+
+    @property
+    def _gradient(self):
         return self.gradient
 
 
 class SATTIShot(_Shot):
     """One shot of the SA-TTI propagator on ``medium`` (``tti.tti_medium``), its adjoint and
-    gradient from ``imaging``; called as ``AcousticShot`` is (m sets V = 1/sqrt(m))."""
+    gradient from ``imaging``; called as ``AcousticShot`` is (m sets V = 1/sqrt(m)).
+
+    """ + _KEEPING_DOC
 
     def __init__(self, medium, sources, receivers, nt: int, dt: float, backend=None,
-                 name: str = "TorchTTI"):
+                 name: str = "TorchTTI", checkpoints=None, snapshots=None, memory=None):
         super().__init__(medium.grid, medium.grid, sources, receivers, nt, dt)
         self.medium = medium
-        self.fwd = imaging.forward_operator(medium, self.src, self.rec, "memory",
-                                            backend=backend, name=f"{name}F")
+        # P and M of the forward and adjoint (three time slots each), image and gradient
+        slot = step_bytes(medium.V)
+        params = [f for f in (medium.V, medium.b, medium.epsilon, medium.delta, medium.theta,
+                              medium.phi, medium.qinv, medium.damp) if f is not None]
+        others = 14 * slot + sum(field_bytes(f) for f in params)
+        keeping = plan("SATTIShot", self.nt, 2 * slot, 6 * slot, others, backend,
+                       checkpoints, snapshots, memory)
+        self.fwd = imaging.forward_operator(medium, self.src, self.rec, keeping.mode,
+                                            keeping.factor, backend=backend, name=f"{name}F")
         self.adj = imaging.adjoint_operator(medium, self.rec_adj, self.src_adj,
                                             forward=self.fwd, backend=backend,
                                             name=f"{name}A")
+        self._keep(keeping, self.fwd.op, self.adj.op, (self.fwd.P, self.fwd.M))
 
     def _set_model(self, m):
         V = self.medium.V
@@ -248,11 +330,15 @@ class SATTIShot(_Shot):
         torch.from_dlpack(V.device_data_with_halo).copy_(
             torch.nn.functional.pad(v, pads, mode="replicate")[0, 0])
 
-    def _run_forward(self):
-        imaging.run_forward(self.fwd, self.dt)
+    def _zero_forward(self):
+        imaging.zero(self.fwd.P, self.fwd.M, self.fwd.rec)
 
-    def _run_adjoint(self):
-        imaging.run_adjoint(self.adj, self.dt)
+    def _zero_adjoint(self):
+        a = self.adj
+        imaging.zero(a.P, a.M, a.src_adj, a.image, a.gradient)
+
+    @property
+    def _gradient(self):
         return self.adj.gradient
 
 
@@ -289,7 +375,7 @@ def _function():
         @staticmethod
         def backward(ctx, grad_rec):
             shot, (m, wavelet) = ctx.shot, ctx.saved_tensors
-            if shot.runs != ctx.run:   # another forward ran since: its wavefield is kept
+            if shot.stale(ctx.run):   # its wavefield is no longer there: run it again
                 run_forward(shot, m, wavelet)
             if m.is_cuda:
                 gm, gs = shot.backward_device(grad_rec, torch)

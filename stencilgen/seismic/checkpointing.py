@@ -4,7 +4,8 @@ A forward computation passes through states 0..n-1 (state k: after k steps); an 
 them in the order n-1, ..., 0, but memory holds only ``ncheckpoints`` states. ``schedule``
 gives the advance/save/restore/reverse actions with the fewest forward steps (``cost``);
 ``reverse_with_checkpoints`` runs them through callbacks, so this module knows nothing of
-operators or fields.
+operators or fields; ``Reversal`` runs them in two parts (the sweep to the last state, then
+the reversal), for callers that must hand the forward results out in between.
 
 Model: ``advance(a, b)`` moves the current state from a to b > a (b - a forward steps);
 ``save(k, slot)`` copies the current state k into checkpoint slot ``slot`` (0 <= slot < c);
@@ -26,7 +27,7 @@ from math import comb
 
 from stencilgen.errors import InvalidArgument
 
-__all__ = ["Action", "Stats", "cost", "reverse_with_checkpoints", "schedule"]
+__all__ = ["Action", "Reversal", "Stats", "cost", "reverse_with_checkpoints", "schedule"]
 
 
 @dataclass(frozen=True)
@@ -184,3 +185,60 @@ def reverse_with_checkpoints(nstates, ncheckpoints, advance, save, restore, reve
             reverse(act.a)
             reverses += 1
     return Stats(steps, saves, restores, reverses, peak)
+
+
+class Reversal:
+    """An optimal schedule run in two parts through the callbacks of
+    ``reverse_with_checkpoints``: ``forward()`` advances to the last state (saving the
+    checkpoints on the way) and takes the last forward step, so that whatever the forward run
+    records is complete; ``backward()`` then reverses every state. A torch Function's forward
+    returns the records in between, its backward runs the reversal."""
+
+    def __init__(self, nstates, ncheckpoints, advance, save, restore, reverse):
+        n, c = _count(nstates, "nstates"), _count(ncheckpoints, "ncheckpoints")
+        _callables(advance=advance, save=save, restore=restore, reverse=reverse)
+        actions = list(_actions(n, c))
+        first = next(i for i, act in enumerate(actions) if act.kind == "reverse")
+        self.nstates, self.ncheckpoints = n, c
+        self._head, self._tail = actions[:first], actions[first:]
+        self._advance, self._save, self._restore, self._reverse = advance, save, restore, reverse
+        self._counts = [0, 0, 0, 0, 0]     # steps, saves, restores, reverses, peak slots
+        self.swept = False                 # forward() ran and backward() not yet
+
+    def _run(self, actions):
+        counts = self._counts
+        for act in actions:
+            if act.kind == "advance":
+                self._advance(act.a, act.b)
+                counts[0] += act.b - act.a
+            elif act.kind == "save":
+                self._save(act.a, act.slot)
+                counts[1], counts[4] = counts[1] + 1, max(counts[4], act.slot + 1)
+            elif act.kind == "restore":
+                self._restore(act.slot)
+                counts[2] += 1
+            else:
+                self._reverse(act.a)
+                counts[3] += 1
+
+    def forward(self):
+        """States 0 .. n-1 from state 0 (the caller's), then the last step n-1 -> n."""
+        self._counts = [0, 0, 0, 0, 0]
+        self._run(self._head)
+        self._advance(self.nstates - 1, self.nstates)
+        self._counts[0] += 1
+        self.swept = True
+
+    def backward(self) -> Stats:
+        """Reverse states n-1 .. 0 (after ``forward``); returns what the whole reversal did."""
+        if not self.swept:
+            raise InvalidArgument("Reversal.backward: run forward() first (each backward "
+                                  "consumes the states its forward() left)")
+        self._run(self._tail)
+        self.swept = False
+        return Stats(*self._counts)
+
+    @property
+    def forward_steps(self) -> int:
+        """Forward steps of one forward() and backward() together."""
+        return cost(self.nstates, self.ncheckpoints) + 1

@@ -158,7 +158,7 @@ def laplace_filter(image: np.ndarray, spacing) -> np.ndarray:
 
 # -- running ------------------------------------------------------------------------------
 
-def _zero(*functions):
+def zero(*functions):
     """Zeros where the values are (on the GPU for GPU runs: no copy through the host)."""
     for f in functions:
         if f is not None:
@@ -167,7 +167,7 @@ def _zero(*functions):
 
 def run_forward(fwd: Forward, dt: float, **kwargs):
     """Steps t = 0 .. nt-1 from rest; returns the performance summary."""
-    _zero(fwd.P, fwd.M, fwd.rec)   # the kept steps are all written again
+    zero(fwd.P, fwd.M, fwd.rec)   # the kept steps are all written again
     nt = fwd.src.data.shape[0]
     return fwd.op.apply(time_m=0, time_M=nt - 1, dt=dt, **kwargs)
 
@@ -175,7 +175,7 @@ def run_forward(fwd: Forward, dt: float, **kwargs):
 def run_adjoint(adj: Adjoint, dt: float, **kwargs):
     """Steps t = nt-1 .. 0 from rest, with ``adj.rec_adj``'s data as the adjoint source (the
     image and gradient start from zero)."""
-    _zero(adj.P, adj.M, adj.src_adj, adj.image, adj.gradient)
+    zero(adj.P, adj.M, adj.src_adj, adj.image, adj.gradient)
     nt = adj.rec_adj.data.shape[0]
     return adj.op.apply(time_m=0, time_M=nt - 1, dt=dt, **kwargs)
 
@@ -212,31 +212,29 @@ def migrate(fwd: Forward, adj: Adjoint, observed: np.ndarray, dt: float,
 def _migrate_checkpointed(fwd, adj, observed, dt, nt, checkpoints):
     """``migrate`` recomputing the forward states from at most ``checkpoints`` stored ones:
     the adjoint runs one step at a time, each with the forward state of that step."""
-    from .checkpointing import reverse_with_checkpoints
+    from .checkpointing import Reversal
     if checkpoints is None:
         raise ValueError("migrate: give the number of checkpoints for keep='checkpoints'")
-    _zero(fwd.P, fwd.M, fwd.rec, adj.P, adj.M, adj.src_adj, adj.image, adj.gradient)
+    zero(fwd.P, fwd.M, fwd.rec, adj.P, adj.M, adj.src_adj, adj.image, adj.gradient)
     slots, clock = {}, {"forward": 0.0, "adjoint": 0.0}
     states = (fwd.P.field.storage, fwd.M.field.storage)
 
     def timed(kind, op, lo, hi):
         clock[kind] += op.apply(time_m=lo, time_M=hi, dt=dt).globals_with_setup.time
 
-    def first_reverse():   # the last forward step: the records are complete
-        timed("forward", fwd.op, nt - 1, nt - 1)
-        adj.rec_adj.data[:] = np.asarray(fwd.rec.data) - observed
-
+    reversal = Reversal(
+        nt, checkpoints,
+        advance=lambda a, b: timed("forward", fwd.op, a, b - 1),
+        save=lambda k, slot: slots.__setitem__(slot, [s.checkpoint() for s in states]),
+        restore=lambda slot: [s.restore(c) for s, c in zip(states, slots[slot])],
+        reverse=lambda k: timed("adjoint", adj.op, k, k))
     with _quiet():
-        stats = reverse_with_checkpoints(
-            nt, checkpoints,
-            advance=lambda a, b: timed("forward", fwd.op, a, b - 1),
-            save=lambda k, slot: slots.__setitem__(slot, [s.checkpoint() for s in states]),
-            restore=lambda slot: [s.restore(c) for s, c in zip(states, slots[slot])],
-            reverse=lambda k: timed("adjoint", adj.op, k, k),
-            first_reverse=first_reverse)
+        reversal.forward()   # the records complete: the residual is known
+        adj.rec_adj.data[:] = np.asarray(fwd.rec.data) - observed
+        stats = reversal.backward()
     return Migration(misfit(fwd.rec.data, observed), np.array(adj.image.data),
                      np.array(adj.gradient.data), clock["forward"], clock["adjoint"],
-                     stats.forward_steps + 1, checkpoints)
+                     stats.forward_steps, checkpoints)
 
 
 def _quiet():

@@ -9,10 +9,12 @@ from typing import Callable
 
 import numpy as np
 
-from stencilgen import (BatchDimension, Derivative, Eq, Function, Grid, Operator, TimeFunction,
-                        solve)
+from stencilgen import (BatchDimension, ConditionalDimension, Derivative, Eq, Function, Grid,
+                        Operator, TimeFunction, solve)
 from stencilgen.distributed.mpi import allreduce_max, gather
 from stencilgen.runtime.profiling import PerfEntry, PerformanceSummary
+
+from .keeping import field_bytes, plan, step_bytes
 
 
 def acoustic_pde(model, u):
@@ -82,42 +84,61 @@ def acoustic_operator(model, shot=None, space_order: int | None = None,
 
 
 def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
-                               name: str = "Acoustic", keep=None, **options):
-    """(forward, adjoint, kept u, gradient) for the model gradient of the acoustic scheme.
+                               name: str = "Acoustic", keep=None, who: str | None = None,
+                               checkpoints=None, snapshots=None, memory=None, **options):
+    """(forward, adjoint, (u, kept u, v), gradient, keeping) for the model gradient of the
+    acoustic scheme.
 
-    The forward steps inject ``src * dt^2 / m``, record ``rec = u`` and keep u at every step.
-    The adjoint is the exact transpose of that discrete run (``seismic/imaging``'s form with
+    The forward steps inject ``src * dt^2 / m``, record ``rec = u`` and keep u as
+    ``keeping`` (``keeping.plan``: every step where it fits, else recomputed from binomial
+    checkpoints; ``checkpoints=`` or ``snapshots=`` choose, ``memory=`` caps the bytes). The
+    adjoint is the exact transpose of that discrete run (``seismic/imaging``'s form with
     b = 1 and no attenuation): the same stencil solved for v.backward, the sponge's centred
     first derivative with its sign turned, ``rec_adj / C+`` injected (C+ = m/dt^2 +
     damp/(2 dt), the factor of u.forward), ``src_adj = C+ dt^2/m v`` recorded, and the
     gradient in m summed as ``-u v.dt2`` (m multiplies u.dt2 only: the sponge does not
-    scale with it). ``model`` a BatchModel: the wavefields and the sparse functions on its
+    scale with it) from the kept u (from u itself, one adjoint step at a time, where the
+    states are recomputed; over the snapshots' steps only, which the caller scales).
+    ``model`` a BatchModel: the wavefields and the sparse functions on its
     ``wavefield_grid``, the gradient per shot (to be summed over them). ``keep``: the kept
     wavefield's storage (None: the grid's dtype; numpy.float16 or "bfloat16": half the
-    memory and traffic, the gradient within the error docs/performance.md states).
+    memory and traffic, the gradient within the error docs/imaging.md states).
     ``options``: the Operators' other keyword arguments (``cflags=``...)."""
     grid, so = getattr(model, "wavefield_grid", model.grid), model.space_order
     dt = grid.stepping_dim.spacing
     nt = src.data.shape[0]
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=so)
-    kept = TimeFunction(name="ukeep", grid=grid, time_order=0, space_order=so, save=nt,
-                        storage=keep)
+    v = TimeFunction(name="v", grid=grid, time_order=2, space_order=so)
+    gradient = Function(name="grad", grid=grid, space_order=so)
+    others = sum(field_bytes(f) for f in (u, v, gradient, model.m, model.damp))
+    keeping = plan(who or name, nt, step_bytes(u, keep),
+                            field_bytes(u), others, backend, checkpoints, snapshots,
+                            memory)
+    stencil = Eq(u.forward, solve(acoustic_pde(model, u), u.forward))
+    kept, dims = None, {}
+    if keeping.mode == "memory":
+        kept = TimeFunction(name="ukeep", grid=grid, time_order=0, space_order=so, save=nt,
+                            storage=keep)
+    elif keeping.mode == "snapshots":
+        dims["implicit_dims"] = sub = ConditionalDimension(
+            "tsnap", parent=grid.time_dim, factor=keeping.factor)
+        kept = TimeFunction(name="usnap", grid=grid, time_order=0, space_order=so,
+                            save=(nt - 1) // keeping.factor + 1, time_dim=sub, storage=keep)
     # u kept first: a step does not write u(t), so the copy shares the stencil's nest (one
     # nest and a read of u fewer a step than a copy after the sparse sections)
-    fwd = [Eq(kept, u), Eq(u.forward, solve(acoustic_pde(model, u), u.forward))]
+    fwd = ([Eq(kept, u)] if kept is not None else []) + [stencil]
     fwd += src.inject(field=u.forward, expr=src * dt ** 2 / model.m)
     fwd += rec.interpolate(expr=u)
-    v = TimeFunction(name="v", grid=grid, time_order=2, space_order=so)
     vt = (v.forward - v.backward) / (2 * dt)
     pde = model.m * v.dt2 - _laplacian(v, model.grid) - model.damp * vt
     cplus = model.m / dt ** 2 + model.damp / (2 * dt)
-    gradient = Function(name="grad", grid=grid, space_order=so)
     adj = [Eq(v.backward, solve(pde, v.backward))]
     adj += rec_adj.inject(field=v.backward, expr=rec_adj / cplus)
     adj += src_adj.interpolate(expr=v * cplus * dt ** 2 / model.m)
-    adj += [Eq(gradient, gradient - kept * v.dt2)]
+    adj += [Eq(gradient, gradient - (u if kept is None else kept) * v.dt2, **dims)]
     return (Operator(fwd, name=f"{name}F", backend=backend, **options),
-            Operator(adj, name=f"{name}A", backend=backend, **options), (u, kept, v), gradient)
+            Operator(adj, name=f"{name}A", backend=backend, **options), (u, kept, v), gradient,
+            keeping)
 
 
 # -- chunked runs --------------------------------------------------------------------------
