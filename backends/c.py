@@ -10,7 +10,7 @@ import cgen as c
 import numpy as np
 import sympy
 
-from . import c_blocking, c_fusion, split, interrupt
+from . import c_blocking, c_fusion, split, interrupt, zero_box
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
 from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
@@ -274,17 +274,32 @@ class CBackend:
         """``block`` under the kernel's test of the time step, where it runs at some only."""
         return block if kernel.when is None else c.If(self.expr(kernel.when), block)
 
+    #: how a nest split at run time is printed (``zero_box``): "rows", each row of the
+    #: innermost loop cut in three; "points", a test at each point (GPUs)
+    split_style = "rows"
+
     def nest_body(self, kernel):
-        """The innermost loop's body, and the row pointers it reads through (``c_rows``; None
-        but for a parallel nest of two or more dimensions)."""
-        if not self.row_pointers or kernel.sequential or len(kernel.dims) < 2:
-            return None, c.Block(self.guarded(kernel, [self.statement(a) for a in kernel.body]))
+        """The innermost loop's body, the row pointers it reads through (``c_rows``; None but
+        for a parallel nest of two or more dimensions), and the split body where the nest is
+        split at run time and printed by rows (else None: a "points" split is in the body)."""
         written = {a.lhs.base.name for a in kernel.body if not a.is_local}
-        self.printer.rows = rows = RowPointers(kernel.dims[-1], self.ctypes, written)
+        rows = None
+        if self.row_pointers and not kernel.sequential and len(kernel.dims) >= 2:
+            rows = RowPointers(kernel.dims[-1], self.ctypes, written)
+        self.printer.rows = rows
         try:
-            return rows, c.Block(self.guarded(kernel, [self.statement(a) for a in kernel.body]))
+            own = c.Block(self.guarded(kernel, [self.statement(a) for a in kernel.body]))
+            if kernel.split is None:
+                return rows, own, None
+            inner = c.Block(self.guarded(kernel, [self.statement(a)
+                                                  for a in kernel.split.body]))
         finally:
             self.printer.rows = None
+        if self.split_style == "rows":
+            return rows, own, inner
+        test = zero_box.inside(kernel, [d.name for d in kernel.dims])
+        return rows, c.Block([c.Comment("the zero box: the split body"),
+                              c.If(test, inner, own)]), None
 
     def loop_header(self, kernel, depth) -> tuple[str, str, str]:
         """Loop ``depth``'s (start, condition, step): down where an in-place nest sweeps
@@ -296,12 +311,19 @@ class CBackend:
         return f"{self.index} {name} = {start}", f"{name} <= {stop}", f"{name} += 1"
 
     def loop_nest(self, kernel):
-        rows, body = self.nest_body(kernel)
+        rows, body, inner = self.nest_body(kernel)
         rows = rows.declarations() if rows is not None else []
+        last = len(kernel.dims) - 1
         for depth in reversed(range(len(kernel.dims))):
-            loop = c.For(*self.loop_header(kernel, depth), body)
-            body = c.Module(self.loop_pragmas(kernel, depth) + [loop])
-            if depth == len(kernel.dims) - 1 and rows:
+            if depth == last and inner is not None:   # a row cut at the zero box
+                start, stop = self.bounds(kernel, depth)
+                body = c.Block(zero_box.rows(kernel, self.index, kernel.dims[depth].name,
+                                             start, stop, body, inner,
+                                             self.loop_pragmas(kernel, depth)))
+            else:
+                loop = c.For(*self.loop_header(kernel, depth), body)
+                body = c.Module(self.loop_pragmas(kernel, depth) + [loop])
+            if depth == last and rows:
                 body = c.Block(rows + [body])
         return body
 
@@ -578,7 +600,7 @@ class CBackend:
             denormals += [c.Line(c_blocking.table()), c.Line()]
         if self.fused():
             denormals += [c.Line(c_fusion.HELPER), c.Line()]
-        if self.program.split:
+        if self.program.split or self.program.zero_boxes:
             denormals += [c.Line(split.helpers()), c.Line()]
         denormals += [c.Line(interrupt.handler())]
         return str(c.Module([self.header()] + self.includes() + [c.Line()] + denormals

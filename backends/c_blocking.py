@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import cgen as c
 
+from . import zero_box
 from .cprinter import tuned_choice
 
 #: (x, y) points of a block; 0 means the whole extent (the first entry is no blocking: one
@@ -45,11 +46,14 @@ def block_loops(backend, k, xr, yr, printed) -> c.For:
     """Kernel ``k``'s loops over x in ``xr``, y in ``yr`` (C text, inclusive) and its whole z
     range; ``printed``: its body and row pointers (``nest_body``), declared before the SIMD
     loop."""
-    rows, body = printed
+    rows, body, split = printed
     (zs, ze), idx = backend.bounds(k, 2), backend.index
     x, y, z = (d.name for d in k.dims)
-    inner = c.Module([c.Pragma("omp simd"),
-                      c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)])
+    if split is not None:   # the row cut at the zero box
+        inner = c.Block(zero_box.rows(k, idx, z, zs, ze, body, split, [c.Pragma("omp simd")]))
+    else:
+        inner = c.Module([c.Pragma("omp simd"),
+                          c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)])
     if rows is not None:
         inner = c.Block(rows.declarations() + [inner])
     return c.For(f"{idx} {x} = {xr[0]}", f"{x} <= {xr[1]}", f"{x} += 1",

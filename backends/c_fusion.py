@@ -156,7 +156,7 @@ def producers(k1, temps) -> list:
                 need.add(sym)
                 todo.append(local[sym].rhs)
         body = tuple(a for a in k1.body if (a.is_local and a.lhs in need) or a in stores)
-        out.append(replace(k1, body=body, writes={t.name: k1.writes[t.name]}))
+        out.append(replace(k1, body=body, writes={t.name: k1.writes[t.name]}, split=None))
     return out if sum(len(p.body) for p in out) <= SPLIT_MAX_GROWTH * len(k1.body) else []
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import sympy
 
 from .c import CBackend
-from . import cuda_fused, cuda_pairs, device_layout, interrupt, split
+from . import cuda_fused, cuda_pairs, device_layout, interrupt, split, zero_box
 from .device_layout import DeviceLayout
 from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -369,6 +369,8 @@ class CudaBackend(CBackend):
     # -- what kernels take --------------------------------------------------------------------
     residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.data.places)
 
+    split_style = "points"   # a zero-box split tested by each thread
+
     def pitched(self, a) -> bool:
         """Whether ``a``'s device copy has pitched rows (``device_layout``): grid arrays,
         except those spanning fewer dimensions than the loops (``a.axes``) or with sizes of
@@ -423,6 +425,8 @@ class CudaBackend(CBackend):
         for d in prog.dims:
             out += [_Arg(n, "const sg_int", n) for n in (d.lower, d.upper)]
         out += self._split_args(k)
+        if k.split is not None:
+            out += [_Arg(n, "const sg_int", n) for n in zero_box.params(k)]
         scalars = {d.origin for d in prog.dims} | {d.spacing for d in prog.dims} \
             if k.is_sparse else set()
         out += [_Arg(s.name, f"const {ctype(s.dtype)}", s.name) for s in prog.scalars
@@ -554,8 +558,8 @@ class CudaBackend(CBackend):
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
         n, decls, inside = len(k.dims), [], []
         pairs = self.paired(k)
-        body = cuda_pairs.body(self, k, pairs) if pairs else \
-            self.guarded(k, [self.statement(a) for a in k.body])
+        body = self._split_body(k, pairs, cuda_pairs.body(self, k, pairs) if pairs else
+                                self.guarded(k, [self.statement(a) for a in k.body]))
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
@@ -574,6 +578,28 @@ class CudaBackend(CBackend):
             inside.append(f"sg_first <= {stop}")
             body = self._pairs(name, stop, body)
         return c.Block(decls + [c.If(" && ".join(inside), c.Block(body))])
+
+    def _split_body(self, k, pairs, own):
+        """``own`` (a point's or a pair's statements), or where ``k`` is split at run time a
+        test of the point (both points of a pair) against its zero box, the split body
+        inside it; ``own`` alone where the split body would not pair as ``own`` does."""
+        if k.split is None:
+            return own
+        inner = dataclasses.replace(k, body=k.split.body, split=None)
+        names = [d.name for d in k.dims]
+        if pairs:
+            plan = cuda_pairs.plan(self, inner)
+            if plan is None:
+                return own
+            first = names[:-1] + [cuda_pairs.START]
+            test = " && ".join([zero_box.inside(k, first),
+                                zero_box.inside(k, names[:-1] + [f"{cuda_pairs.START} + 1"])])
+            split_body = cuda_pairs.body(self, inner, plan)
+        else:
+            test = zero_box.inside(k, names)
+            split_body = self.guarded(k, [self.statement(a) for a in k.split.body])
+        return [c.Comment("inside the zero box: the split body"),
+                c.If(test, c.Block(split_body), c.Block(own))]
 
     @staticmethod
     def _pairs(name, stop, body):
@@ -961,7 +987,7 @@ class CudaBackend(CBackend):
             header += cuda_fused.PAIR_PRELUDE
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
-        if self.program.split:
+        if self.program.split or self.program.zero_boxes:
             parts.append(split.helpers("static inline __host__ __device__") + "\n")
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)

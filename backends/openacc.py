@@ -209,6 +209,9 @@ class OpenACCBackend(CBackend):
     def signature(self, export="STENCILGEN_EXPORT "):
         return super().signature(export)
 
+    #: a zero-box split tested at each point: the collapsed nest stays one parallel loop
+    split_style = "points"
+
     def loop_pragmas(self, kernel, depth):
         if depth != 0:
             return []

@@ -141,6 +141,10 @@ _SETTINGS: dict[str, _Setting] = {
                        "autotuner keeps the nests apart for a size where they ran faster; "
                        "1/on: always fused; 0/off: two nests, the temporaries in global "
                        "memory"),
+    "zero-split": _Setting("STENCILGEN_ZERO_SPLIT", _bool, lambda: True,
+                           "split the nests that read a Function with a zero box "
+                           "(Function.zero_box: the sponge's layer) at run time, the box "
+                           "run without the terms it zeroes; 0 turns it off"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

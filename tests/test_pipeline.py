@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PASSES = ["derivative expansion", "indexing", "temporary widening", "complex calls",
           "scale folding", "classification", "accumulation folding", "invariant hoisting",
           "temporary sizing",
-          "scheduling", "kernel optimisation", "counting", "fusion", "halo exchanges", "layout",
+          "scheduling", "kernel optimisation", "counting", "run-time split", "fusion",
+          "halo exchanges", "layout",
           "index types", "sections"]
 
 

@@ -708,6 +708,8 @@ class _Indexer:
                 factors=factors if any(factors) else (),
                 store=rec.store, scale=self.scale_of(rec, temporary),
                 support=getattr(rec, "support", 0) if sparse else 0,
+                zero=getattr(rec, "zero_box", None) is not None and not sparse
+                and not temporary and not any(factors) and rec.grid.subdomain is None,
                 offsets=tuple(left for left, _ in rec.grid.subdomain.thickness)
                 if not sparse and rec.grid.subdomain is not None else ())
             if not temporary:

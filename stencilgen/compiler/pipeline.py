@@ -9,6 +9,7 @@ from __future__ import annotations
 from backends.reserved import is_reserved
 
 from .. import logger as log
+from ..configuration import configuration
 from ..ir import halos, layout as lay
 from ..ir.dtypes import complex_calls
 from ..ir.folding import fold_accumulations
@@ -18,6 +19,7 @@ from ..ir.schedule import classify, schedule
 from ..ir.transforms import (count_kernels, hoist_invariants, optimize_kernels, size_temporaries,
                              widen_temporaries)
 from ..ir.scaling import fold_scales
+from ..ir.zero_split import split_zero_boxes
 from .lowering import (check_equations, compensate, compensation_stores, expand_derivatives,
                        index_equations, register_names)
 from ..ir.names import NameRegistry
@@ -63,6 +65,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
             log.info(f"Operator `{name}`: {k.name}: {k.sequential}")
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
+    program = _logged("run-time split", name,
+                      split_zero_boxes(program, names, configuration["zero-split"]))
     split = grid.decomposition.decomposed if grid.decomposition is not None else None
     program = _logged("fusion", name, fuse(program, fusion, any(split or ())))
     program = _logged("halo exchanges", name, halos.plan(program, split, names))

@@ -31,6 +31,8 @@ class Storage:
         self.newer: str | None = None   # "host", "device" or None
         self.external = False     # the host array is the caller's (DataReference): kept
                                   # up to date after every apply that writes it
+        self.writes = 0           # host or device writes seen: what was checked of the
+                                  # values (a Function's zero box) holds until this moves
         self._lock = threading.RLock()
 
     # -- the host side ---------------------------------------------------------------------
@@ -75,6 +77,7 @@ class Storage:
 
     def host_written(self):
         """The host copy was written: the device's copy is stale."""
+        self.writes += 1
         if self.copy is not None:
             self.newer = "host"
 
@@ -104,6 +107,7 @@ class Storage:
 
     def device_written(self):
         """The device copy was written (by a kernel, or through a view handed out)."""
+        self.writes += 1
         self.newer = "device"
 
     def release(self):

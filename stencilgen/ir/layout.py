@@ -110,6 +110,9 @@ def _parameters(prog: Program, timers: str, checks: str, tuning: str,
         params += [Parameter(prog.time_bounds[0], "index", None, ("time_m",)),
                    Parameter(prog.time_bounds[1], "index", None, ("time_M",))]
     params += [Parameter(s.factor, "index", None, ("factor", s.user)) for s in prog.subsamplings]
+    params += [Parameter(n, "index", None, ("zero_box", b.array, i, end))
+               for b in prog.zero_boxes for i, pair in enumerate(zip(b.lower, b.upper))
+               for end, n in enumerate(pair)]
     for s in prog.scalars:
         if s.parts:   # a complex scalar: its two real parts
             params += [Parameter(n, "scalar", dtypes.part_type(s.dtype), s.role + (part,))

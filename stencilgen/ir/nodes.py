@@ -107,6 +107,7 @@ class ArrayParam:
     support: int = 0               # sparse: 0 multilinear (coordinates); r > 0 precomputed, r
                                    # nodes a dimension (per point and dimension the "coords"
                                    # hold its first node, then its r weights)
+    zero: bool = False             # zero on a box given at run time (``Function.zero_box``)
 
     @property
     def base(self) -> sympy.IndexedBase:
@@ -278,6 +279,31 @@ class Section:
 
 
 @dataclass(frozen=True)
+class ZeroBox:
+    """The run-time box where array ``array`` is zero: per dimension of its own (the loop
+    dimensions ``axes``) the index parameters of its first and last point
+    (``Function.zero_box``; an empty box where none is given)."""
+
+    array: str
+    axes: tuple[int, ...]
+    lower: tuple[str, ...]
+    upper: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ZeroSplit:
+    """A nest's body where arrays it reads are zero (``ir/zero_split``): ``body`` without the
+    terms they zero, valid over the region that starts, per dimension, at the largest of
+    ``lower``'s (parameter, offset) sums and ends at the smallest of ``upper``'s (none: the
+    whole dimension, which no box bounds); the nest's own body elsewhere."""
+
+    body: tuple
+    arrays: tuple[str, ...]
+    lower: tuple[tuple[tuple[str, int], ...], ...]
+    upper: tuple[tuple[tuple[str, int], ...], ...]
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One loop nest over the grid: its iteration space, statements and access summary."""
 
@@ -300,6 +326,7 @@ class Kernel:
     when: sympy.Basic | None = None               # run at the steps where it holds (host test)
     guard: sympy.Basic | None = None              # run the body at the points where it holds
     fusion: object = None                         # ir/fusion.Fusion: a producer nest fused in
+    split: ZeroSplit | None = None                # another body inside a run-time zero box
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
@@ -363,6 +390,7 @@ class SparseKernel:
     when: sympy.Basic | None = None   # run at the steps where it holds (host test)
     sequential = None              # points run in parallel (injection adds atomically)
     fusion = None                  # no producer nest is fused into it
+    split = None                   # nor split at run time
     guard = None                   # no test at each point
     when = None                    # runs at every step
     guard = None                   # and at every point
@@ -433,6 +461,7 @@ class Program:
     exchanges: tuple[Exchange, ...] = ()   # halo exchanges before kernels (``ir/halos``)
     exchange: str = "exchange"     # the caller's function that exchanges: int (*)(long, long)
     regions: str = "regions"       # per region of a block, its (first, last) per dimension
+    zero_boxes: tuple[ZeroBox, ...] = ()   # the run-time boxes split nests read (ir/zero_split)
 
     def parameters(self) -> list[Parameter]:
         """The entry point's arguments in order (decided by the layout pass)."""

@@ -291,6 +291,38 @@ def _factors(prog, bindings, overrides, args):
         args[s.factor] = int(value)
 
 
+def _zero_boxes(prog, bindings, overrides, args):
+    """The box of each zero-box array (``Function.zero_box`` of the Function bound to it;
+    empty where it has none), checked against its values once after each write."""
+    for b in prog.zero_boxes:
+        a = prog.array(b.array)
+        f = overrides.get(a.user, bindings.functions.get(a.name))
+        box = getattr(getattr(f, "field", None), "zero_box", None)
+        if box is not None:
+            _check_zero_box(f, box)
+        for i, (lo, hi) in enumerate(box or ((1, 0),) * len(b.lower)):   # (1, 0): empty
+            # (the box of a Function on fewer dimensions than the loops: its own ones)
+            args[b.lower[i]], args[b.upper[i]] = lo, hi
+
+
+def _check_zero_box(f, box):
+    """InvalidArgument where ``f`` is not zero in ``box``: checked after each write of its
+    values (not for values last written on the GPU, which stay there)."""
+    rec, st = f.field, f.field.storage
+    if getattr(rec, "_zero_checked", None) == (box, st.writes) or st.newer == "device":
+        return
+    inside = np.asarray(f.data)[tuple(slice(lo, hi + 1) for lo, hi in box)]
+    bad = np.flatnonzero(inside)
+    if bad.size:
+        at = tuple(int(i) + lo for i, (lo, _) in zip(np.unravel_index(bad[0], inside.shape),
+                                                     box))
+        raise InvalidArgument(f"apply: {f.name}.zero_box is {box}, but {f.name} is not zero "
+                              f"there ({f.name}.data[{at}] = {inside.flat[bad[0]]:g}, "
+                              f"{bad.size} such points); set zero_box to a box where it is "
+                              f"zero, or to None")
+    rec._zero_checked = (box, st.writes)
+
+
 def _bound_dimension(prog, bindings, overrides, d):
     """ConditionalDimension ``d``, or that of a snapshot function bound in place of one on
     ``d`` (its own factor: Devito's ``op.apply(usave=usave2)``)."""
@@ -457,6 +489,7 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     lengths = _array_args(prog, bindings, overrides, temps, args, keep, attach)
     bounds(prog, bindings.grid, kwargs, args)
     _factors(prog, bindings, overrides, args)
+    _zero_boxes(prog, bindings, overrides, args)
     _subsampled_sizes(prog, args)
     if prog.has_time_loop:
         args[prog.time_bounds[0]], args[prog.time_bounds[1]] = \

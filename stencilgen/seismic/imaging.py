@@ -99,11 +99,12 @@ class Adjoint:
 
 
 def adjoint_operator(medium: TTIMedium, rec, src=None, forward: Forward | None = None,
-                     backend=None, name: str = "TTIAdjoint") -> Adjoint:
+                     backend=None, name: str = "TTIAdjoint", **options) -> Adjoint:
     """The adjoint run: ``rec``'s data (the adjoint source: data or residual, one sample per
     forward step) injected backward in time; with ``src``, F^T d recorded at its points;
     with ``forward``, the cross-correlation image of P and the gradient in m summed from
-    ``forward.wavefield`` (under its snapshots' condition when it keeps snapshots)."""
+    ``forward.wavefield`` (under its snapshots' condition when it keeps snapshots).
+    ``options``: the Operator's other keyword arguments."""
     grid, so = medium.grid, _space_order(medium)
     P = TimeFunction(name="Pa", grid=grid, time_order=2, space_order=so)
     M = TimeFunction(name="Ma", grid=grid, time_order=2, space_order=so)
@@ -118,7 +119,7 @@ def adjoint_operator(medium: TTIMedium, rec, src=None, forward: Forward | None =
         image = Function(name="image", grid=grid, space_order=so)
         gradient = Function(name="grad", grid=grid, space_order=so)
         eqs += _imaging(medium, (P, M), forward, image, gradient, dt)
-    op = Operator(eqs, name=name, backend=backend)
+    op = Operator(eqs, name=name, backend=backend, **options)
     return Adjoint(op, P, M, rec, src, image, gradient)
 
 

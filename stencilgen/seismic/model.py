@@ -179,6 +179,9 @@ class Model:
                              storage=self.storage)
         self.damp.data[:] = damping_profile(padded_shape, self.spacing, nbl, self.vp,
                                             self.reflection)
+        if nbl and self.grid.decomposition is None:
+            # zero off the layer: nests reading it run without its term there (ir/zero_split)
+            self.damp.zero_box = tuple((nbl, nbl + n - 1) for n in self.shape)
 
     # -- geometry -----------------------------------------------------------------------
     @property

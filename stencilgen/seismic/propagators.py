@@ -58,6 +58,7 @@ def batch_model(model, nshots: int) -> BatchModel:
         own = Function(name=f.name, dimensions=model.grid.dimensions, shape=model.grid.shape,
                        space_order=model.space_order, dtype=model.grid.dtype)
         own.data_with_halo[:] = f.data_with_halo
+        own.zero_box = f.zero_box   # the sponge's: every shot's nest splits as the model's
         return own
     return BatchModel(model.grid, model.space_order, shared(model.m), shared(model.damp),
                       batched_grid(model.grid, nshots))

@@ -63,6 +63,8 @@ class FieldData:
     extra: tuple = ()              # leading Dimensions beyond the grid's, (dimension, size)
                                    # each (Devito's Function(dimensions=(f, x, y)): a frequency
                                    # axis); equations on them run once per index
+    zero_box: tuple | None = None  # per dimension (first, last) domain indices of a box where
+                                   # the values are zero (``Function.zero_box``); None: none
     _storage: Storage | None = dc_field(default=None, repr=False)
 
     @property
@@ -424,6 +426,38 @@ class Function(DiscreteFunction):
                          stagger_given=staggered is not None, stagger_cell=staggered is CELL,
                          avg_mode=avg_mode, store=store,
                          scale=precision.check_scale(storage_scale, store, owner))
+
+
+    @property
+    def zero_box(self) -> tuple | None:
+        """Per dimension (first, last) domain indices of a box where the values are zero (a
+        sponge's damping inside its layer), or None. Declared before an Operator is built,
+        its nests that read the function run at run time without the terms it zeroes inside
+        the box (``ir/zero_split``; the box may change between applies, no rebuild); each
+        apply after the values were written checks that they are zero there."""
+        return self.field.zero_box
+
+    @zero_box.setter
+    def zero_box(self, box):
+        owner = f"{type(self).__name__} {self.name!r}"
+        if box is None:
+            self.field.zero_box = None
+            return
+        if self.field.is_time or self.field.extra or self.grid.decomposition is not None:
+            raise InvalidArgument(f"{owner}: a zero box is for a Function on the grid alone "
+                                  f"(no time axis, no extra dimensions, one process)")
+        try:
+            pairs = tuple((int(lo), int(hi)) for lo, hi in box)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"{owner}: zero_box={box!r}; give (first, last) domain "
+                                  f"indices per dimension, e.g. ((10, 89), (10, 89))") from None
+        shape = self.grid.shape
+        if len(pairs) != len(shape) or any(not 0 <= lo <= hi < n
+                                           for (lo, hi), n in zip(pairs, shape)):
+            raise InvalidArgument(f"{owner}: zero_box={box!r} is not a box inside the domain "
+                                  f"{shape}; give (first, last) with 0 <= first <= last < n "
+                                  f"for each of its {len(shape)} dimensions")
+        self.field.zero_box = pairs
 
 
 class TimeFunction(Function):
