@@ -10,10 +10,10 @@ import cgen as c
 import numpy as np
 import sympy
 
-from . import c_blocking, c_fusion, split, interrupt, zero_box
+from . import c_blocking, c_fusion, c_timetile, split, interrupt, zero_box
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
-from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
+from .cprinter import (BFLOAT16_C, moved, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
                        has_complex, is_complex, part_dtype, stride_table, time_loop_header)
 from .options import EmitOptions
 
@@ -57,9 +57,7 @@ static void sg_restore_denormals(void *saved) { (void)saved; }
 """
 
 
-def _moved(bound: str, points: int) -> str:
-    """C text of ``bound`` moved by ``points`` (a nest widened, or narrowed to a subdomain)."""
-    return bound if not points else f"{bound} + {points}" if points > 0 else f"{bound} - {-points}"
+_moved = moved
 
 
 class CBackend:
@@ -73,6 +71,7 @@ class CBackend:
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         self.program = program
         self.options = options
+        self.notes: list[str] = []   # what the backend chose and why (the Operator logs them)
         self.dims = {d.symbol: d for d in program.dims}
         self.index = INDEX_CTYPES[program.index_types.wide]   # loop counters and offsets
         self.printer = self.printer_class(program.dtype, stride_table(program.arrays))
@@ -103,7 +102,7 @@ class CBackend:
 
     def blocked(self, k) -> bool:
         return (self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
-                and not k.fixed)
+                and not k.fixed and not self.in_tile)
 
     #: how much faster than the default block a tuned one must have run to replace it: the
     #: best of a few steps' wall clock still varies by several percent
@@ -113,14 +112,29 @@ class CBackend:
         """Section timer -> descriptions of the shapes the generated code can run that section
         with (chosen by the tuning argument): here the cache blocks of the 3D nests (a fused
         producer runs in its reader's)."""
-        fused = self.fused()
-        return {k.section.timer: tuple(c_blocking.describe(b) for b in c_blocking.BLOCKS)
-                for k in self.program.kernels if self.blocked(k) and k not in fused}
+        fused, t = self.fused(), self.tiling()
+        tiled = set(self.program.steps) if t is not None else set()
+        shapes = {k.section.timer: tuple(c_blocking.describe(b) for b in c_blocking.BLOCKS)
+                  for k in self.program.kernels
+                  if self.blocked(k) and k not in fused and k not in tiled}
+        if t is not None and len(t.choices) > 1:   # the time tiles' sizes, on the tiled loop
+            first = next(k for k in self.program.steps if not k.is_sparse)
+            shapes[first.section.timer] = tuple(f"time tiles {t.describe(ch)}"
+                                                for ch in t.choices)
+        return shapes
+
+    @property
+    def trial_steps(self) -> int:
+        """Steps an autotuning trial needs at least: a whole batch of the deepest time tiles."""
+        t = self.tiling()
+        return t.deepest if t is not None else 0
 
     def default_shapes(self) -> dict:
         """Section timer -> the shape each offered section runs with when none is tuned."""
-        consumers = set(self.fused().values())
-        return {k.section.timer: c_fusion.FUSED_DEFAULT if k in consumers
+        consumers, t = set(self.fused().values()), self.tiling()
+        tiled = {k.section.timer for k in self.program.steps} if t is not None else set()
+        return {k.section.timer: t.default if k.section.timer in tiled else
+                c_fusion.FUSED_DEFAULT if k in consumers
                 else c_blocking.default_choice(self.nest_body(k)[0])
                 for k in self.program.kernels if k.section.timer in self.launch_shapes()}
 
@@ -232,6 +246,8 @@ class CBackend:
         """Pragmas before loop ``depth`` of ``kernel`` (0 = outermost); none for a nest that
         must run in order."""
         n = len(kernel.dims)
+        if self.in_tile:   # a thread runs the whole tile
+            return [c.Pragma("omp simd")] if depth == n - 1 and not kernel.sequential else []
         if kernel.sequential and kernel.reduces and depth == 0:
             # a sum over the inner loops: each thread sums the points of its outer indices
             kept = n - kernel.reduces
@@ -252,6 +268,8 @@ class CBackend:
         """First and last point of loop ``depth``, as C text; on a split grid (MPI) cut to
         this rank's block (``split.owned``), widened as the kernel is."""
         d = self.dims[kernel.dims[depth]]
+        if self.tile_ranges is not None and depth in self.tile_ranges:   # a time tile's
+            return self.tile_ranges[depth]
         at = kernel.fixed_at(depth)
         if at is not None:
             start = stop = str(at)
@@ -273,6 +291,28 @@ class CBackend:
     def when(self, kernel, block):
         """``block`` under the kernel's test of the time step, where it runs at some only."""
         return block if kernel.when is None else c.If(self.expr(kernel.when), block)
+
+    #: whether the time loop may run in time-skewed tiles (``c_timetile``), and while one is
+    #: printed: the nest's range per tiled dimension (C text), the test of a sparse node's
+    #: indices, and whether a thread runs the tile alone (nests serial inside)
+    time_tiles = True
+    tile_ranges = None
+    tile_nodes = None
+    in_tile = False
+
+    def tiling(self):
+        """The program's ``c_timetile.Tiling`` (None: one step at a time), decided once; the
+        decision and its reason go to ``notes`` (the Operator logs them)."""
+        if not hasattr(self, "_tiling"):
+            t, why = c_timetile.plan(self) if self.time_tiles else (None, "")
+            if t is not None:
+                sizes = t.describe(t.choices[t.default]) + \
+                    (f" unless tuned ({len(t.choices)} offered)" if len(t.choices) > 1 else "")
+                self.notes.append(f"time tiles of {sizes}, skew {', '.join(map(str, t.skews))}")
+            elif why:
+                self.notes.append(f"no time tiles: {why}")
+            self._tiling = t
+        return self._tiling
 
     #: how a nest split at run time is printed (``zero_box``): "rows", each row of the
     #: innermost loop cut in three; "points", a test at each point (GPUs)
@@ -349,6 +389,8 @@ class CBackend:
     SPARSE_PARALLEL_FROM = 1024
 
     def sparse_pragmas(self, kernel):
+        if self.in_tile:
+            return []
         npoint = self.program.array(kernel.sparse).layout.npoint
         return [c.Pragma(f"omp parallel for schedule(static) "
                          f"if({npoint} >= {self.SPARSE_PARALLEL_FROM})")]
@@ -447,6 +489,8 @@ class CBackend:
                 inside += (f" && ({d.name} >= {lo} || ({d.name} < {d.lower} && {lo} <= "
                            f"{d.lower})) && ({d.name} <= {hi} || ({d.name} > {d.upper} && "
                            f"{hi} >= {d.upper}))")
+        if self.tile_nodes is not None:   # a time tile's share of the nodes
+            inside += " && " + self.tile_nodes([d.name for d in dims])
         inner = c.Block(body + [c.If(inside, c.Block(action))])
         for corner in reversed(loc.corner):
             inner = c.Module(self.corner_pragmas() + [
@@ -478,6 +522,9 @@ class CBackend:
         if k.kind == "interpolate":
             target = self.printer.target(k.target)
             name = k.target.base.name
+            if self.tile_nodes is not None:   # a time tile's part of the sum (row zeroed)
+                body += self.atomic_add(target, loc.total)
+                return body
             total = f"{self.printer.widened(name, target)} + {loc.total}" if k.increment \
                 else loc.total
             body.append(c.Assign(target, self.printer.rounded(name, total)))
@@ -499,7 +546,8 @@ class CBackend:
         if getattr(self, "_fused", None) is None:
             # not on a split grid: a fused producer's blocks would stop at the rank's edge
             self._fused = c_fusion.pairs(self) \
-                if self.fuse_temporaries and not self.program.split else {}
+                if self.fuse_temporaries and not self.program.split and self.tiling() is None \
+                else {}
         return self._fused
 
     def sections(self, kernels, time="0"):
@@ -539,7 +587,9 @@ class CBackend:
         prog = self.program
         start, end = prog.time_bounds if prog.has_time_loop else ("0", "0")
         parts = split.start(prog) + self.sections(prog.before, start)
-        if prog.has_time_loop:
+        if prog.has_time_loop and self.tiling() is not None:
+            parts.append(c_timetile.time_loop(self, self.tiling()))
+        elif prog.has_time_loop:
             parts.append(self.time_loop(self.sections(prog.steps, prog.time.name)))
         return parts + self.sections(prog.after, end)
 
@@ -600,7 +650,7 @@ class CBackend:
             denormals += [c.Line(c_blocking.table()), c.Line()]
         if self.fused():
             denormals += [c.Line(c_fusion.HELPER), c.Line()]
-        if self.program.split or self.program.zero_boxes:
+        if self.program.split or self.program.zero_boxes or self.tiling() is not None:
             denormals += [c.Line(split.helpers()), c.Line()]
         denormals += [c.Line(interrupt.handler())]
         return str(c.Module([self.header()] + self.includes() + [c.Line()] + denormals

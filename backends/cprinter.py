@@ -159,6 +159,11 @@ static inline uint16_t sg_bf16_store(const float f)
 """
 
 
+def moved(bound: str, points: int) -> str:
+    """C text of ``bound`` moved by ``points`` (a nest widened, or narrowed to a subdomain)."""
+    return bound if not points else f"{bound} + {points}" if points > 0 else f"{bound} - {-points}"
+
+
 def time_loop_header(prog) -> tuple[str, str, str]:
     """Start, condition and update of the time loop: up from time_m, or down from time_M
     for an operator that writes ``.backward``."""

@@ -369,6 +369,8 @@ class CudaBackend(CBackend):
     # -- what kernels take --------------------------------------------------------------------
     residency = "cuda"   # arrays are device copies the caller keeps (stencilgen.data.places)
 
+    time_tiles = False   # time-skewed tiles are the C backend's (c_timetile)
+
     split_style = "points"   # a zero-box split tested by each thread
 
     def pitched(self, a) -> bool:

@@ -209,6 +209,8 @@ class OpenACCBackend(CBackend):
     def signature(self, export="STENCILGEN_EXPORT "):
         return super().signature(export)
 
+    time_tiles = False   # time-skewed tiles are the C backend's (c_timetile)
+
     #: a zero-box split tested at each point: the collapsed nest stays one parallel loop
     split_style = "points"
 

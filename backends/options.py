@@ -13,3 +13,4 @@ class EmitOptions:
     nvtx: bool = False                # CUDA: NVTX ranges named by section
     vector_length: int | None = None  # OpenACC: of each parallel loop (None: the compiler's)
     flush_denormals: bool = True      # C: every OpenMP thread flushes denormal floats to zero
+    time_tiles: tuple | None = None   # C: (x planes, steps) of time-skewed tiles, None: none

@@ -129,6 +129,9 @@ def main(argv=None):
     p.add_argument("--autotune", action="store_true",
                    help="let both tune their loop blocks in the first apply (default: neither)")
     p.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
+    p.add_argument("--time-tiling", default="0", metavar="W,T",
+                   help="stencilgen's time-skewed tiles (STENCILGEN_TIME_TILING): W points "
+                        "along each tiled dimension, T steps; 0 (default): none")
     args = p.parse_args(argv)
     try:
         import devito
@@ -139,11 +142,13 @@ def main(argv=None):
     devito.configuration["language"] = "openmp"
     devito.configuration["log-level"] = "WARNING"
     stencilgen.configuration["log-level"] = "WARNING"
+    stencilgen.configuration["time-tiling"] = args.time_tiling
     shape, points = tuple(args.shape), float(np.prod(args.shape)) * args.nt
     threads = os.environ.get("OMP_NUM_THREADS", f"all ({os.cpu_count()} cores)")
     print(f"Devito {devito.__version__} vs stencilgen C, {'x'.join(map(str, shape))}, "
           f"{args.nt} steps, space order {args.so}, OMP_NUM_THREADS={threads}, "
-          f"best of {args.repeats}, autotuning {'on' if args.autotune else 'off'} in both")
+          f"best of {args.repeats}, autotuning {'on' if args.autotune else 'off'} in both, "
+          f"stencilgen time tiles {args.time_tiling}")
     print(f"{'program':10s} {'Devito GPts/s':>14s} {'stencilgen GPts/s':>18s} {'ratio':>6s}")
     for program in args.programs:
         runs = {api.__name__: build(api, program, shape, args.so, args.autotune)

@@ -26,6 +26,25 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected 0/1, true/false or yes/no, got {value!r}")
 
 
+def _time_tiles(value: Any):
+    """None (off), "auto" (on: the autotuner picks among the backend's sizes), or
+    (widths..., depth) of the C backend's time tiles: "W,T" or "W0,W1,T" (commas or
+    spaces)."""
+    if value is None or value is False or str(value).lower() in ("0", "off", "false", "no", ""):
+        return None
+    if value is True or str(value).lower() in ("1", "on", "true", "yes", "auto"):
+        return "auto"
+    try:
+        sizes = tuple(int(v) for v in (value if isinstance(value, (tuple, list))
+                                       else str(value).replace(",", " ").split()))
+    except ValueError:
+        sizes = ()
+    if len(sizes) not in (2, 3) or min(sizes) < 1:
+        raise ValueError(f"time-tiling: {value!r}; give 'W,T' (W points a tile along each "
+                         f"tiled dimension, T steps), 'W0,W1,T', on or off")
+    return sizes
+
+
 def _fusion(value: Any) -> str:
     """``auto`` (fused; the autotuner may keep the nests apart), ``on`` (fused) or ``off``;
     a boolean is on or off."""
@@ -141,6 +160,10 @@ _SETTINGS: dict[str, _Setting] = {
                        "autotuner keeps the nests apart for a size where they ran faster; "
                        "1/on: always fused; 0/off: two nests, the temporaries in global "
                        "memory"),
+    "time-tiling": _Setting("STENCILGEN_TIME_TILING", _time_tiles, lambda: None,
+                            "C: time-skewed tiles; 1/on: sizes the autotuner picks; 'W,T': W "
+                            "points along each tiled dimension, T steps; 0/off (default): one "
+                            "step at a time"),
     "zero-split": _Setting("STENCILGEN_ZERO_SPLIT", _bool, lambda: True,
                            "split the nests that read a Function with a zero box "
                            "(Function.zero_box: the sponge's layer) at run time, the box "

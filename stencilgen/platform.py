@@ -205,7 +205,8 @@ def emit_options(target: str) -> EmitOptions:
     """What backend ``target`` prints by, from the settings (debug checks, NVTX ranges)."""
     _known(target)
     return EmitOptions(debug=configuration["debug"], nvtx=configuration["nvtx"],
-                       flush_denormals=configuration["flush-denormals"])
+                       flush_denormals=configuration["flush-denormals"],
+                       time_tiles=configuration["time-tiling"])
 
 
 # -- can it run, and where did it run ---------------------------------------------------------

@@ -58,4 +58,4 @@ def restore_settings():
     yield conf
     for k, v in saved.items():
         # flag settings are kept as tuples but parsed from a string
-        conf[k] = " ".join(v) if isinstance(v, (list, tuple)) else v
+        conf[k] = " ".join(map(str, v)) if isinstance(v, (list, tuple)) else v

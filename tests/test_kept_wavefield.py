@@ -60,7 +60,8 @@ def _gradients(shot, m0, w, repeat=1):
     (the graph kept: a checkpointed shot recomputes its states for the later ones)."""
     m, wv = m0.clone().requires_grad_(True), w.clone().requires_grad_(True)
     data = shot(m, wv)
-    weights = torch.linspace(-1, 2, data.numel(), dtype=data.dtype).reshape(data.shape)
+    weights = torch.linspace(-1, 2, data.numel(), dtype=data.dtype,
+                             device=data.device).reshape(data.shape)
     for k in range(repeat):
         torch.sum(data * weights).backward(retain_graph=k < repeat - 1)
     return data.detach(), m.grad / repeat, wv.grad / repeat

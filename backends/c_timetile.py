@@ -1,0 +1,355 @@
+"""Time-skewed (wave-front) tiles for the C backend: blocks of the outer space dimensions and
+several time steps computed together while the block's data stay in cache.
+
+The time loop runs in batches of ``depth`` steps. The outermost dimension (a 2D grid) or the
+two outer ones (3D; never the contiguous one) are cut into tiles; in a batch a tile runs
+every step before the tiles after it start. Along a tiled dimension x, at step t, a nest k
+of tile b covers
+
+    [x_m + b W - S (t - t0) + e_k,  x_m + (b + 1) W - 1 - S (t - t0) + e_k]
+
+(t0 the batch's first step; the first tile starts at the nest's first plane, the last ends at
+its last): the tiles' boundaries move back S planes a step, so what a point reads beyond its
+tile's upper edge its tile computed the step before, and what it reads below the lower edge
+the tiles before it computed and have not yet overwritten. With two tiled dimensions, tile
+(b, c) needs (b - 1, c), (b, c - 1) and (b - 1, c - 1) only: the tiles of a wave-front
+b + c = w run on the OpenMP threads at once, each tile's nests serial inside (one thread, a
+SIMD innermost loop), the whole tiled loop timed as the first nest's section. With one, the
+tiles run in order, each nest shared by the threads. S, the skew (per
+dimension), is the sum of the nests' reach along it (the farthest offset each reads an
+array the time loop writes), and at least twice the farthest read of an array without time
+slots the loop writes (the tile before overwrites it at the next step); e_k, the sum of the
+reaches of the nests after k, keeps a nest ahead of those that read its output in the same
+step.
+
+Sources and receivers run inside the tiles at the step they belong to: each node of a point's
+cell is handled by the tile whose region held it when the values there were computed (an
+injection into what nest j writes at this step: nest j's region now; an interpolation of what
+it wrote s steps ago: its region then), the first tile reaching down to minus infinity and
+the last up to plus infinity, so every node is visited once. An interpolation's sample is a
+sum of the tiles' parts, added atomically into its row, zeroed at the batch's start (the sum
+equals the untiled one to round-off). ``plan`` says when a program is tiled, or why not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cgen as c
+import numpy as np
+import sympy
+
+from . import c_blocking
+from .cprinter import moved, tuned_choice
+
+
+#: the sizes offered to the autotuner per number of tiled dimensions, (widths..., steps), and
+#: the one run where none is tuned (2 cores of an AMD EPYC, 160^3 and 256^3, so 8: 32 x 32
+#: points and 16 steps ran fastest of those tried, docs/performance.md)
+CHOICES = {2: ((16, 16, 8), (32, 32, 8), (32, 32, 16), (48, 48, 16)),
+           1: ((16, 8), (32, 8), (32, 16), (64, 16))}
+DEFAULT = 2
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """How one program's time loop is tiled."""
+
+    choices: tuple              # (widths per tiled dimension, outermost first..., steps a
+                                # batch): the sizes it may run, picked at run time
+    default: int                # the choice run where the tuning argument gives none
+    skews: tuple                # per tiled dimension, S: points the boundaries move a step
+    ahead: dict                 # nest name -> e_k per tiled dimension
+    homes: dict                 # sparse kernel name -> (nest name, step lag): whose region
+                                # holds its nodes, and how many steps back that region was
+
+    @property
+    def dims(self) -> int:
+        """Tiled dimensions."""
+        return len(self.skews)
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the tiles of a wave-front run on the threads (two tiled dimensions)."""
+        return self.dims == 2
+
+    @property
+    def deepest(self) -> int:
+        return max(ch[-1] for ch in self.choices)
+
+    def describe(self, choice) -> str:
+        return f"{' x '.join(map(str, choice[:-1]))} points, {choice[-1]} steps"
+
+
+def plan(backend) -> tuple[Tiling | None, str]:
+    """The tiling of ``backend``'s program (of the sizes its options ask for, the
+    ``time-tiling`` setting), or None and why it is not tiled."""
+    chosen = backend.options.time_tiles
+    if chosen is None:
+        return None, ""
+    prog = backend.program
+    if not prog.has_time_loop or not prog.steps:
+        return None, "no time loop"
+    if prog.split:
+        return None, "the grid is split over MPI ranks"
+    tiled = min(2, len(prog.dims) - 1)
+    if not tiled:
+        return None, "a 1D grid (its one dimension is the contiguous one)"
+    written = {}          # array -> (nest name, time shift of the store)
+    nests, reach = [], {}
+    for k in prog.steps:
+        if k.is_sparse:
+            continue
+        if k.sequential:
+            return None, f"{k.name} runs in order ({k.sequential})"
+        if tuple(k.dims) != prog.loop_symbols or any(f is not None for f in k.fixed or ()):
+            return None, f"{k.name} does not run over every dimension of the grid"
+        if k.fusion is not None:
+            return None, f"{k.name} has a nest fused into it"
+        for st in k.body:
+            if not st.is_local:
+                shift = _shift(prog, st.lhs)
+                if shift is False:
+                    return None, f"{k.name} writes {st.lhs} at a time index it cannot place"
+                written[st.lhs.base.name] = (k.name, shift)
+        nests.append(k)
+    if not nests:
+        return None, "no grid nest in the time loop (sparse operations alone)"
+    single = [0] * tiled   # the farthest read of an array without time slots the loop writes
+    for k in nests:
+        far = [0] * tiled
+        for st in k.body:
+            for acc in st.rhs.atoms(sympy.Indexed):
+                if acc.base.name not in written:
+                    continue
+                for i in range(tiled):
+                    x = prog.dims[i].symbol
+                    off = sympy.expand(acc.indices[_xpos(prog, acc) + i] - x)
+                    if not off.is_Integer:
+                        return None, f"{k.name} reads {acc} at a non-constant offset along {x}"
+                    far[i] = max(far[i], abs(int(off)))
+                    if written[acc.base.name][1] is None:
+                        single[i] = max(single[i], abs(int(off)))
+        reach[k.name] = far
+    skews = tuple(max(sum(r[i] for r in reach.values()), 2 * single[i], 1)
+                  for i in range(tiled))
+    ahead, after = {}, [0] * tiled
+    for k in reversed(nests):
+        ahead[k.name] = tuple(after)
+        after = [a + r for a, r in zip(after, reach[k.name])]
+    homes = {}
+    for k in prog.steps:
+        if not k.is_sparse:
+            continue
+        if k.kind == "interpolate":
+            sample = prog.array(k.target.base.name)
+            if sample.store or np.dtype(sample.dtype).kind == "c":
+                return None, f"{k.name} samples into {sample.user}, stored as " \
+                             f"{sample.store or 'complex'} (its parts added atomically)"
+        home, why = _home(prog, k, written)
+        if home is None:
+            return None, f"{k.name}: {why}"
+        homes[k.name] = home
+    if chosen == "auto":
+        return Tiling(CHOICES[tiled], DEFAULT, skews, ahead, homes), ""
+    *widths, depth = chosen
+    widths = tuple(widths) * tiled if len(widths) == 1 else tuple(widths)
+    if len(widths) != tiled:
+        return None, f"{len(widths)} tile widths given for {tiled} tiled dimensions"
+    return Tiling((widths + (depth,),), 0, skews, ahead, homes), ""
+
+
+def _xpos(prog, acc) -> int:
+    """The position of the x index among ``acc``'s indices (after a time index)."""
+    return len(acc.indices) - len(prog.dims)
+
+
+def _shift(prog, acc):
+    """The time shift of access ``acc`` (index = time + shift), None without a time index,
+    False where it is neither."""
+    if len(acc.indices) == len(prog.dims):
+        return None
+    idx = acc.indices[0]
+    for ti in prog.time_indices:
+        if idx == ti.symbol:
+            return ti.shift
+    off = sympy.expand(idx - prog.time)
+    return int(off) if off.is_Integer else False
+
+
+def _home(prog, k, written):
+    """(nest, lag) of sparse kernel ``k``: the nest whose region holds its nodes and how many
+    steps before this one it computed the values there; None and why where it has none."""
+    grid = [a for a in sympy.sympify(k.expr).atoms(sympy.Indexed)
+            if not prog.array(a.base.name).sparse and a.base.name in written]
+    if k.kind == "inject":
+        grid.append(k.target)
+    homes = set()
+    for acc in grid:
+        nest, wshift = written.get(acc.base.name, (None, None))
+        if nest is None:
+            return None, f"it injects into {acc.base.name}, which no nest of the step writes"
+        rshift = _shift(prog, acc)
+        if rshift is False or (rshift is None) != (wshift is None):
+            return None, f"it reads {acc} at a time index it cannot place"
+        lag = 0 if rshift is None else (wshift - rshift) * prog.time_step
+        homes.add((nest, lag))
+    if len(homes) > 1:
+        return None, "its nodes' values come from several nests or steps"
+    if not homes:
+        return ("", 0), ""   # reads no array the loop writes: any one tile may run it
+    nest, lag = homes.pop()
+    if k.kind == "inject" and lag != 0:
+        return None, "it injects into values another step computes"
+    return (nest, lag), ""
+
+
+def _boundary(backend, t: Tiling, nest, i: int, b: str, steps_back: int) -> str:
+    """C text of the raw lower boundary of tile ``b`` along tiled dimension ``i`` for
+    ``nest``, ``steps_back`` steps before the current one: x_m + b W - S (t - t0) + e."""
+    x = backend.program.dims[i]
+    sh = f"sg_sh{i} - {t.skews[i] * steps_back}" if steps_back else f"sg_sh{i}"
+    return f"{x.lower} + ({b})*sg_tw{i} - ({sh}) + {t.ahead[nest.name][i]}"
+
+
+def region(backend, t: Tiling, nest, i: int) -> tuple[str, str]:
+    """C text of the first and last point along tiled dimension ``i`` that ``nest``
+    computes in the current tile at the current step: its points (a widened nest's too) cut
+    at the tile's boundaries."""
+    x = backend.program.dims[i]
+    (first, lo), (last, hi) = nest.span(i)
+    start, stop = moved(getattr(x, first), lo), moved(getattr(x, last), hi)
+    b = f"sg_b{i}"
+    return (f"({b} == 0 ? {start} : sg_maxl({start}, {_boundary(backend, t, nest, i, b, 0)}))",
+            f"({b} == sg_n{i} - 1 ? {stop} : "
+            f"sg_minl({stop}, {_boundary(backend, t, nest, i, b + ' + 1', 0)} - 1))")
+
+
+def nodes(backend, t: Tiling, nest, steps_back: int, names) -> str:
+    """C test that a node (``names``: its index per dimension) lies in the current tile's
+    share of ``nest``'s points ``steps_back`` steps ago: along each tiled dimension the
+    domain's points as the nest's region cut them, those below the domain in the first tile,
+    those above in the last."""
+    tests = []
+    for i in range(t.dims):
+        x, b = backend.program.dims[i], f"sg_b{i}"
+
+        def clamp(edge, i=i, x=x):
+            return f"sg_minl(sg_maxl({_boundary(backend, t, nest, i, edge, steps_back)}, " \
+                   f"{x.lower}), {x.upper} + 1)"
+        tests.append(f"({b} == 0 || {names[i]} >= {clamp(b)}) && "
+                     f"({b} == sg_n{i} - 1 || {names[i]} < {clamp(b + ' + 1')})")
+    return " && ".join(tests)
+
+
+def _step_body(backend, t: Tiling) -> list:
+    """One step of the current tile: its nests over their regions, its share of the sparse
+    operations."""
+    prog = backend.program
+    nests = {k.name: k for k in prog.steps if not k.is_sparse}
+    body = []
+    for k in prog.steps:
+        if k.is_sparse:
+            nest, lag = t.homes[k.name]
+            backend.tile_nodes = (lambda names, n=nests.get(nest), lag=lag:
+                                  nodes(backend, t, n, lag, names)) if nest else None
+            try:
+                code = backend.when(k, backend.sparse_loop(k))
+            finally:
+                backend.tile_nodes = None
+            first = " && ".join(f"sg_b{i} == 0" for i in range(t.dims))
+            body.append(code if nest else c.If(first, code))
+            continue
+        ranges = {i: region(backend, t, k, i) for i in range(t.dims)}
+        backend.tile_ranges = ranges
+        try:
+            code = backend.when(k, nest_code(backend, k))
+        finally:
+            backend.tile_ranges = None
+        body.append(c.If(" && ".join(f"{a} <= {b}" for a, b in ranges.values()), code))
+    return body
+
+
+def time_loop(backend, t: Tiling) -> c.Block:
+    """The time loop in batches of tiles (``backend`` a CBackend)."""
+    prog = backend.program
+    tm, tM = prog.time_bounds
+    time, down = prog.time.name, prog.time_step < 0
+    backend.in_tile = t.parallel   # nests serial inside a tile that a thread runs
+    try:
+        body = _step_body(backend, t)
+    finally:
+        backend.in_tile = False
+    elapsed = f"sg_t0 - {time}" if down else f"{time} - sg_t0"
+    shifts = [c.Initializer(c.Value("const long", f"sg_sh{i}"), f"{s}*({elapsed})")
+              for i, s in enumerate(t.skews)]
+    steps = c.For(f"long {time} = sg_t0", f"{time} {'>=' if down else '<='} sg_t1",
+                  f"{time} {'-' if down else '+'}= 1",
+                  c.Block(shifts + backend.time_slots() + body))
+    if t.parallel:
+        tiles = c.Block([
+            c.Comment("the tiles of one wave-front b0 + b1 = w at once"),
+            c.For("long sg_w = 0", "sg_w < sg_n0 + sg_n1 - 1", "sg_w += 1", c.Module([
+                c.Pragma("omp parallel for schedule(dynamic, 1)"),
+                c.For("long sg_b0 = sg_maxl(0, sg_w - sg_n1 + 1)",
+                      "sg_b0 <= sg_minl(sg_w, sg_n0 - 1)", "sg_b0 += 1",
+                      c.Block([c.Initializer(c.Value("const long", "sg_b1"), "sg_w - sg_b0"),
+                               steps]))]))])
+    else:
+        tiles = c.For("long sg_b0 = 0", "sg_b0 < sg_n0", "sg_b0 += 1", c.Block([steps]))
+    ctl, count = prog.control, "sg_t0 - sg_t1 + 1" if down else "sg_t1 - sg_t0 + 1"
+    counts = [c.Initializer(c.Value("const long", f"sg_n{i}"),
+                            f"(({d.upper}) - ({d.lower}) + {s}*({count} - 1)) / sg_tw{i} + 1")
+              for i, (d, s) in enumerate(zip(prog.dims, t.skews))]
+    batch = [
+        c.Initializer(c.Value("const long", "sg_t1"),
+                      f"sg_maxl(sg_t0 - sg_td + 1, {tm})" if down else
+                      f"sg_minl(sg_t0 + sg_td - 1, {tM})"),
+        c.Comment("tiles: enough that the last starts inside at the batch's last step"),
+        *counts,
+        *zero_samples(backend),
+        tiles,
+        c.Line(f"if ({ctl}) {{ {ctl}[1] += {count}; if ({ctl}[0]) break; }}"),
+    ]
+    start, stop = (tM, tm) if down else (tm, tM)
+    first = next(k for k in prog.steps if not k.is_sparse)
+    table = ", ".join("{" + ", ".join(map(str, ch)) + "}" for ch in t.choices)
+    pick = tuned_choice(prog.tuning, first.section.timer, len(t.choices), t.default)
+    sizes = [c.Line(f"static const long sg_tiles[{len(t.choices)}][{t.dims + 1}] = "
+                    f"{{{table}}};"),
+             c.Initializer(c.Value("const long", "sg_tc"), pick)]
+    sizes += [c.Initializer(c.Value("const long", f"sg_tw{i}"), f"sg_tiles[sg_tc][{i}]")
+              for i in range(t.dims)]
+    sizes.append(c.Initializer(c.Value("const long", "sg_td"), f"sg_tiles[sg_tc][{t.dims}]"))
+    loop = c.For(f"long sg_t0 = {start}", f"sg_t0 {'>=' if down else '<='} {stop}",
+                 f"sg_t0 {'-' if down else '+'}= sg_td", c.Block(batch))
+    return backend.timed(first, c.Block([
+        c.Comment(f"time tiles (backends/c_timetile.py), the sizes the tuning argument picks "
+                  f"(default {t.describe(t.choices[t.default])}), the tiles' boundaries "
+                  f"moving {', '.join(map(str, t.skews))} a step; the whole tiled loop is "
+                  f"timed as this section"),
+        *sizes, loop]))
+
+
+def nest_code(backend, k):
+    """Nest ``k`` over the current x range, cache-blocked where the backend blocks it."""
+    return c_blocking.nest(backend, k) if backend.blocked(k) else backend.loop_nest(k)
+
+
+def zero_samples(backend) -> list:
+    """The rows of this batch's steps of each interpolation's samples set to zero: the tiles
+    add their parts into them."""
+    out = []
+    prog = backend.program
+    for k in prog.steps:
+        if not (k.is_sparse and k.kind == "interpolate") or k.increment:
+            continue
+        arr = prog.array(k.target.base.name)
+        lay = arr.layout
+        row = backend.printer.target(k.target)
+        p = k.point.name
+        time = prog.time.name
+        lo, hi = ("sg_t1", "sg_t0") if prog.time_step < 0 else ("sg_t0", "sg_t1")
+        out.append(c.For(f"long {time} = {lo}", f"{time} <= {hi}", f"{time} += 1",
+                         c.For(f"{backend.index} {p} = 0", f"{p} < {lay.npoint}", f"{p} += 1",
+                               c.Statement(f"{row} = 0"))))
+    return out
