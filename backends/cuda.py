@@ -230,8 +230,28 @@ class SlotPrinter(CudaPrinter):
 
 
 def slot_pointer(array, slot) -> str:
-    """The kernel parameter that points at time slot ``slot`` of ``array``."""
-    return f"sg_{array}_{slot}"
+    """The kernel parameter that points at time slot ``slot`` of ``array``: a ring slot
+    symbol (``sg_u_t0``) or a direct index ``time + c`` (``sg_usave_time_p1``)."""
+    if isinstance(slot, sympy.Symbol):
+        return f"sg_{array}_{slot}"
+    symbol, shift = _direct(slot)
+    return f"sg_{array}_{symbol}_{'p' if shift > 0 else 'm'}{abs(shift)}"
+
+
+def _factor(index) -> str:
+    """C text of a time index as a factor of a product."""
+    return str(index) if isinstance(index, sympy.Symbol) else f"({index})"
+
+
+def _direct(index):
+    """(symbol, c) of a time index ``symbol + c`` (c an integer), else None."""
+    if isinstance(index, sympy.Symbol):
+        return index, 0
+    if isinstance(index, sympy.Add) and len(index.args) == 2:
+        c, s = index.as_coeff_Add()
+        if c.is_Integer and isinstance(s, sympy.Symbol):
+            return s, int(c)
+    return None
 
 
 def statements(k) -> tuple:
@@ -271,8 +291,13 @@ def time_slots(k, prog) -> Slots:
 
     An array qualifies when every access names a slot symbol and no two of its slots are the
     same element: then the slot pointers alias nothing and may all be ``__restrict__``, which
-    lets nvcc batch the loads of several points and share those they have in common."""
+    lets nvcc batch the loads of several points and share those they have in common. A saved
+    array (a time axis indexed directly) qualifies when every access is at ``s + c`` for one
+    per-step symbol ``s`` (the time loop's, or a subsampling's) and constants ``c``: its
+    pointers are then a step's plane apart, and offsets within a plane fit the 32-bit index
+    type where offsets into the whole array (every saved step) would not."""
     ring = {ti.symbol: ti for ti in prog.time_indices}
+    steps = {prog.time.name} | {s.symbol.name for s in prog.subsamplings if s.symbol is not None}
     slots, mixed, read, written = {}, set(), set(), set()
     guard = [] if k.guard is None else [(a, False) for a in k.guard.atoms(sympy.Indexed)]
     fused = {t.name for t in k.fusion.onchip} if k.fusion else set()
@@ -286,15 +311,20 @@ def time_slots(k, prog) -> Slots:
             (written if store else read).add(key)
             if arr.time_size is None:
                 continue
-            if acc.indices[0] not in ring:
+            index = acc.indices[0]
+            direct = None if index in ring else _direct(index)
+            if index not in ring and (direct is None or direct[0].name not in steps):
                 mixed.add(name)
                 continue
             used = slots.setdefault(name, {})
-            used[acc.indices[0]] = used.get(acc.indices[0], False) or store
+            used[index] = used.get(index, False) or store
     views = {}
     for name, used in slots.items():
-        residues = {ring[s].shift % ring[s].modulo for s in used}
-        if name not in mixed and len(residues) == len(used):
+        if all(s in ring for s in used):
+            distinct = len({ring[s].shift % ring[s].modulo for s in used}) == len(used)
+        else:   # saved steps: one symbol, distinct shifts (keys), no ring slot beside them
+            distinct = len({_direct(s)[0] if s not in ring else None for s in used}) == 1
+        if name not in mixed and distinct:
             views[name] = used
     return Slots(views, bool(read & written), len(read | written))
 
@@ -397,7 +427,7 @@ class CudaBackend(CBackend):
             # one pointer per time slot, computed on the host; the time stride is not needed
             step = self._device_stride(a, lay.strides[0][0])
             out = [_Arg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
-                        f"{a.name} + {s}*{step}") for s, w in slots.items()]
+                        f"{a.name} + {_factor(s)}*{step}") for s, w in slots.items()]
             return out + strides[1:]
         out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
         if a.sparse:
@@ -712,7 +742,7 @@ class CudaBackend(CBackend):
         name, timer = k.section.function, k.section.timer
         call, r = ", ".join(a.host for a in args), self.points(k)
         stream = SHELL_STREAM if shell else None
-        launch = self._calls(name, call, r, stream) + \
+        launch = self._calls(name, call, r, self.narrow_flag(k), stream) + \
             [f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
         if k.is_sparse:
             sizes = [self.program.array(k.sparse).layout.npoint]
@@ -800,13 +830,13 @@ class CudaBackend(CBackend):
                 f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
 
     @staticmethod
-    def _calls(name, call, r, stream=None):
-        """The launch of the instance for the index type chosen and ``sg_r`` points per thread
-        (on ``stream``, else the legacy default stream)."""
+    def _calls(name, call, r, narrow, stream=None):
+        """The launch of the instance for the index type chosen (host flag ``narrow``) and
+        ``sg_r`` points per thread (on ``stream``, else the legacy default stream)."""
         config = "sg_grid, sg_block" + (f", 0, {stream}" if stream else "")
 
         def both(points):
-            return [f"if (sg_narrow) {name}<int, {points}><<<{config}>>>({call});",
+            return [f"if ({narrow}) {name}<int, {points}><<<{config}>>>({call});",
                     f"else {name}<long, {points}><<<{config}>>>({call});"]
         if r == 1:
             return both(1)
@@ -830,14 +860,32 @@ class CudaBackend(CBackend):
         return lines
 
     def narrow_choice(self):
-        """Whether the 32-bit instantiation may run: every array's offsets fit in it."""
+        """Whether each kernel's 32-bit instantiation may run (``narrow_flag``): every offset
+        it computes fits in it. An array read through slot pointers counts one step's plane
+        (a saved wavefield of many steps leaves its kernels 32-bit: the 64-bit instances of
+        the acoustic gradient's nests ran 1.4x slower on an H200)."""
         prog, types = self.program, self.program.index_types
-        sizes = [self._length(a) for a in prog.arrays]
-        sizes += [f"{a.layout.npoint}*{len(prog.dims)}" for a in prog.arrays if a.sparse]
-        fits = " && ".join(f"{n} <= {types.narrow_limit}L" for n in sizes) or "true"
-        return ["/* 32-bit index arithmetic in the kernels when every offset fits in it */",
-                "#ifdef STENCILGEN_WIDE_INDEX", "const bool sg_narrow = false;", "#else",
-                f"const bool sg_narrow = {fits if types.narrow else 'false'};", "#endif"]
+        lines = ["/* 32-bit index arithmetic in a kernel when every offset it computes fits */"]
+        for i, k in enumerate(prog.kernels):
+            views = self.slot_views(k)
+            touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
+            sizes = []
+            for a in prog.arrays:
+                if a.name not in touched:
+                    continue
+                sizes.append(self._device_stride(a, a.layout.strides[0][0])
+                             if a.name in views else self._length(a))
+                if a.sparse:
+                    sizes.append(f"{a.layout.npoint}*{len(prog.dims)}")
+            fits = " && ".join(f"{n} <= {types.narrow_limit}L" for n in sizes) or "true"
+            lines.append(f"const bool {self.narrow_flag(k)} = {fits if types.narrow else 'false'};")
+        return lines[:1] + ["#ifdef STENCILGEN_WIDE_INDEX"] + \
+            [ln.split(" = ")[0] + " = false;" for ln in lines[1:]] + ["#else"] + lines[1:] + \
+            ["#endif"]
+
+    def narrow_flag(self, k) -> str:
+        """The host variable saying whether kernel ``k`` runs its 32-bit instance."""
+        return f"sg_narrow{self.program.kernels.index(k)}"
 
     def time_loop_lines(self, launches):
         prog = self.program

@@ -690,7 +690,7 @@ class FusedKernel:
             test = " && ".join(f"sg_fshape[sg_s][{j + 1}] == {v}" for j, v in enumerate(tile))
             launch = []
             for itype in ("int", "long"):
-                head = "if (sg_narrow)" if itype == "int" else "else"
+                head = f"if ({b.narrow_flag(k)})" if itype == "int" else "else"
                 launch.append(f"{head} {name}<{itype}, {targs}><<<sg_grid, sg_threads, "
                               f"{nbytes}>>>({call}, sg_r);")
             launch.append(f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");')

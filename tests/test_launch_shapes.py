@@ -11,7 +11,7 @@ import sympy
 
 import programs
 from programs import TOL
-from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
+from stencilgen import ConditionalDimension, Eq, Function, Grid, Operator, TimeFunction, solve
 from stencilgen.runtime import autotune
 from stencilgen.compiler.pipeline import compile_program
 from test_cuda import needs_gpu
@@ -235,6 +235,28 @@ def test_cuda_kernels_read_time_slots_through_their_own_pointers():
     prog = programs.build("inplace2d", np.float32)
     inplace = Operator(prog.eqs, name="inplace2d", backend="cuda")
     assert "<int, 2><<<" not in inplace.ccode
+
+
+def test_saved_steps_are_read_through_a_pointer_per_step():
+    """A TimeFunction saving every step, read at time and time - 1 and written at time + 1:
+    three restrict pointers set on the host, so the kernel's 32-bit instance is chosen from
+    one step's plane, not from every saved step (which would leave it 64-bit)."""
+    grid = Grid(shape=(8, 8))
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=2, save=5)
+    src = Operator([Eq(u.forward, 2 * u - u.backward + u.laplace)], name="Saved",
+                   backend="cuda").ccode
+    assert "float *__restrict__ sg_u_time_p1" in src
+    assert "const float *__restrict__ sg_u_time_m1" in src
+    assert "u + (time + 1)*sg_d_u_st" in src and "u + (time - 1)*sg_d_u_st" in src
+    flags = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("const bool sg_narrow0")]
+    assert flags == ["const bool sg_narrow0 = false;",            # STENCILGEN_WIDE_INDEX
+                     "const bool sg_narrow0 = sg_d_u_st <= 1073741824L;"]
+    # snapshots at a ConditionalDimension's index: a pointer at the snapshot's step
+    v = TimeFunction(name="v", grid=grid, space_order=2)
+    t_sub = ConditionalDimension("t_sub", parent=grid.time_dim, factor=2)
+    snap = TimeFunction(name="snap", grid=grid, save=3, time_dim=t_sub)
+    snaps = Operator([Eq(v.forward, v + 1), Eq(snap, v)], name="SavedSub", backend="cuda").ccode
+    assert "float *__restrict__ sg_snap_t_sub" in snaps and "snap + t_sub*sg_d_snap_st" in snaps
 
 
 @pytest.mark.parametrize("dtype, per", [(np.float32, 32), (np.float64, 16)])
