@@ -434,6 +434,12 @@ class CBackend:
                                   f"{i * (1 + arr.support)}]") for i in range(n)]
         for i, sym in enumerate(k.dims):
             d, pos, cell = self.dims[sym], loc.position[i], loc.cell[i]
+            if d.exact:   # the copy of a batch the point belongs to: its nearest node
+                out.append(c.Initializer(
+                    c.Value(f"const {self.index}", cell),
+                    f"({self.index})floor(({lay.coords}[{k.point}*{n} + {i}] - {d.origin})/"
+                    f"{d.spacing} + 0.5)"))
+                continue
             # a staggered target's values sit half a cell ahead of the nodes; the position in
             # the arithmetic's type, the half cell taken off before dividing, as Devito's (in
             # float32 a point on a node then lies on it: 0.5/0.1 rounds to 5, not below)
@@ -468,7 +474,8 @@ class CBackend:
                                       "*".join(f"({real}){w}" for w in weights)))
         else:
             body.append(c.Initializer(c.Value(f"const {real}", loc.weight), "*".join(
-                f"({corner} ? {f} : 1 - {f})" for corner, f in zip(loc.corner, loc.fraction))))
+                f"({corner} ? {f} : 1 - {f})" for corner, f, d in
+                zip(loc.corner, loc.fraction, dims) if not d.exact) or f"({real})1"))
         # nodes as far beyond the domain (or a subdomain of the functions) as the weights
         # reach, into the halos, as Devito's: one for the multilinear weights (a staggered
         # field's point within half a cell of the edge), r/2 for precomputed ones; no
@@ -492,7 +499,10 @@ class CBackend:
         if self.tile_nodes is not None:   # a time tile's share of the nodes
             inside += " && " + self.tile_nodes([d.name for d in dims])
         inner = c.Block(body + [c.If(inside, c.Block(action))])
-        for corner in reversed(loc.corner):
+        for corner, d in reversed(list(zip(loc.corner, dims))):
+            if d.exact and not arr.support:   # one node along a batch's copies
+                inner = c.Block([c.Initializer(c.Value("const int", corner), "0"), inner])
+                continue
             inner = c.Module(self.corner_pragmas() + [
                 c.For(f"int {corner} = 0", f"{corner} <= {last}", f"{corner} += 1", inner)])
         return inner
@@ -529,6 +539,15 @@ class CBackend:
                 else loc.total
             body.append(c.Assign(target, self.printer.rounded(name, total)))
         return body
+
+    def timed_together(self) -> dict:
+        """Kernel name -> the kernel whose section timer also measures it: with time tiles,
+        every nest of a step runs inside the tiled loop its first grid nest times."""
+        if self.tiling() is None:
+            return {}
+        steps = self.program.steps
+        first = next(k for k in steps if not k.is_sparse)
+        return {k.name: first.name for k in steps if k is not first}
 
     def sparse_loop(self, k):
         """One iteration per point of the sparse function."""

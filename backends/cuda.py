@@ -18,7 +18,7 @@ import numpy as np
 import sympy
 
 from .c import CBackend
-from . import cuda_fused, cuda_pairs, device_layout, interrupt, split, zero_box
+from . import cuda_fused, cuda_pairs, cuda_sparse, device_layout, interrupt, split, zero_box
 from .device_layout import DeviceLayout
 from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -301,7 +301,12 @@ def time_slots(k, prog) -> Slots:
     slots, mixed, read, written = {}, set(), set(), set()
     guard = [] if k.guard is None else [(a, False) for a in k.guard.atoms(sympy.Indexed)]
     fused = {t.name for t in k.fusion.onchip} if k.fusion else set()
-    for found in [_accesses(a) for a in statements(k)] + [guard]:
+    if k.is_sparse:   # the node written (injection) or the sample, and what the value reads
+        accesses = [[(k.target, True)] + [(a, False) for a in sympy.preorder_traversal(k.expr)
+                                          if isinstance(a, sympy.Indexed)]]
+    else:
+        accesses = [_accesses(a) for a in statements(k)]
+    for found in accesses + [guard]:
         for acc, store in found:
             name = acc.base.name
             if k.fusion and name in fused:
@@ -428,17 +433,20 @@ class CudaBackend(CBackend):
             step = self._device_stride(a, lay.strides[0][0])
             out = [_Arg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
                         f"{a.name} + {_factor(s)}*{step}") for s, w in slots.items()]
-            return out + strides[1:]
+            return out + (self._points_args(a) if a.sparse else strides[1:])
         out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
-        if a.sparse:
-            out += [_Arg(lay.npoint, "const sg_int", lay.npoint),
-                    _Arg(lay.coords, "const double *__restrict__", lay.device_coords)]
-        else:
-            out += strides
+        out += self._points_args(a) if a.sparse else strides
         if self.options.debug:
             out += [_Arg(f"sg_{a.name}_{b}", "const sg_int", f"sg_{a.name}_{b}")
                     for b in ("lo", "hi")]
         return out
+
+    @staticmethod
+    def _points_args(a) -> list[_Arg]:
+        """A sparse function's point count and (device) coordinates."""
+        lay = a.layout
+        return [_Arg(lay.npoint, "const sg_int", lay.npoint),
+                _Arg(lay.coords, "const double *__restrict__", lay.device_coords)]
 
     def kernel_args(self, k) -> list[_Arg]:
         """The values kernel ``k`` reads, in the program's order of declaration."""
@@ -528,7 +536,7 @@ class CudaBackend(CBackend):
     def slot_views(self, k) -> dict:
         """The arrays kernel ``k`` reads through a pointer per time slot (not in debug builds,
         whose bounds checks are relative to each array's origin)."""
-        if k.is_sparse or self.options.debug:
+        if self.options.debug:
             return {}
         return self.slots(k).views
 
@@ -580,9 +588,7 @@ class CudaBackend(CBackend):
         """The nest as one thread per point (a few along the outermost dimension), innermost
         dimension on x, then y, then z."""
         if k.is_sparse:
-            p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
-            return c.For(f"sg_int {p} = {_thread('x')}", f"{p} < {npoint}",
-                         f"{p} += {_stride('x')}", c.Block(self.sparse_body(k)))
+            return self.sparse_part(k, "(sg_int)blockIdx.x", "(sg_int)gridDim.x")
         if k.sequential:
             return self.loop_nest(k)     # one thread walks the nest in order (a sum: some)
         # no grid-stride loop: the launch covers the nest (in chunks of at most the grid's
@@ -610,6 +616,14 @@ class CudaBackend(CBackend):
             inside.append(f"sg_first <= {stop}")
             body = self._pairs(name, stop, body)
         return c.Block(decls + [c.If(" && ".join(inside), c.Block(body))])
+
+    def sparse_part(self, k, block: str, blocks: str):
+        """Sparse kernel ``k`` as a grid-stride loop over its points, this block being number
+        ``block`` of ``blocks`` (C text: a launch of its own, or its part of a group's)."""
+        p, npoint = k.point.name, self.program.array(k.sparse).layout.npoint
+        return c.For(f"sg_int {p} = {block}*(sg_int)blockDim.x + (sg_int)threadIdx.x",
+                     f"{p} < {npoint}", f"{p} += (sg_int)blockDim.x*{blocks}",
+                     c.Block(self.sparse_body(k)))
 
     def _split_body(self, k, pairs, own):
         """``own`` (a point's or a pair's statements), or where ``k`` is split at run time a
@@ -883,6 +897,20 @@ class CudaBackend(CBackend):
             [ln.split(" = ")[0] + " = false;" for ln in lines[1:]] + ["#else"] + lines[1:] + \
             ["#endif"]
 
+    def timed_together(self) -> dict:
+        """The sparse kernels launched with another (``cuda_sparse``), timed as its section."""
+        return {k.name: first.name for first, members in self.sparse_groups().items()
+                for k in members[1:]}
+
+    def sparse_groups(self) -> dict:
+        """First kernel -> the sparse kernels launched with it (``cuda_sparse``), found once."""
+        if ("sparse", None) not in self._slots:
+            prog, found = self.program, {}
+            for kernels in (prog.before, prog.steps, prog.after):
+                found.update(cuda_sparse.groups(self, kernels))
+            self._slots[("sparse", None)] = found
+        return self._slots[("sparse", None)]
+
     def narrow_flag(self, k) -> str:
         """The host variable saying whether kernel ``k`` runs its 32-bit instance."""
         return f"sg_narrow{self.program.kernels.index(k)}"
@@ -1042,8 +1070,16 @@ class CudaBackend(CBackend):
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]
-        launches = {}
+        launches, grouped = {}, self.sparse_groups()
+        for first, members in grouped.items():
+            args = cuda_sparse.parameters(self, members)
+            parts.append(cuda_sparse.device_kernel(self, members, args, SPARSE_BLOCK))
+            launches[first.section.timer] = (
+                cuda_sparse.launch(self, members, args, SPARSE_BLOCK, GRID_LIMIT[0]), None)
+            launches.update({k.section.timer: ([], None) for k in members[1:]})
         for k in self.program.kernels:
+            if k.section.timer in launches:
+                continue
             args = self.kernel_args(k)
             parts.append(self.device_kernel(k, args))
             launches[k.section.timer] = (self.launch(k, args), self.shell_launch(k, args))

@@ -224,7 +224,9 @@ def test_cuda_source_tests_the_step_on_the_host():
     assert "const long t_sub = time / t_subf;" in host and \
         "if (time % t_subf == 0 && t_sub < usave_nt) {" in host
     kernel = src[src.index("WaveCuda_section1("):src.index("WaveCuda_section1(") + 400]
-    assert "const sg_int t_sub" in kernel and "% t_subf" not in kernel
+    # the snapshot written through a pointer at its step, set on the host
+    assert "float *__restrict__ sg_usave_t_sub" in kernel and "% t_subf" not in kernel
+    assert "usave + t_sub*sg_d_usave_st" in host
     assert op.cfunction is not None
 
 

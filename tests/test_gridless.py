@@ -12,7 +12,7 @@ import pytest
 import stencilgen
 from stencilgen import (Constant, Dimension, Eq, Function, Grid, HaloError, InvalidArgument,
                         InvalidEquation, Operator, SpaceDimension, SparseFunction,
-                        TimeFunction)
+                        SparseTimeFunction, TimeFunction)
 from test_cuda import needs_gpu, needs_nvcc
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
@@ -175,6 +175,33 @@ def test_a_batch_dimension_holds_independent_copies():
             return 2
     with pytest.raises(InvalidArgument, match="BatchDimension is not split over MPI ranks"):
         Grid(shape=(3, 24, 22), dimensions=(b, x, z), comm=TwoRanks())
+
+
+def test_sparse_points_of_a_batch_sit_on_its_copies():
+    """Along a BatchDimension a sparse point belongs to one copy: injection adds to copy k
+    only (no corner loop along the batch: half the atomics of a 2D batch), and a point's
+    samples read its own copy; the off-grid weights along x and z as without a batch."""
+    b, x, z = stencilgen.BatchDimension("b"), SpaceDimension("x"), SpaceDimension("z")
+    grid = Grid(shape=(3, 12, 10), extent=(2.0, 110.0, 90.0), dimensions=(b, x, z))
+    f = Function(name="f", grid=grid, space_order=2)
+    src = SparseTimeFunction(name="src", grid=grid, npoint=2, nt=1,
+                             coordinates=[(1.0, 33.0, 47.0), (2.0, 50.0, 50.0)])
+    src.data[:] = [[3.0, 5.0]]
+    op = Operator(src.inject(field=f, expr=src), name="BatchInject")
+    assert "for (int c_b" not in op.ccode and "const int c_b = 0;" in op.ccode
+    op.apply(time_M=0)
+    assert np.all(f.data[0] == 0)
+    assert f.data[1].sum() == pytest.approx(3.0) and f.data[2, 5, 5] == pytest.approx(5.0)
+    # 33 = 3.3 cells, 47 = 4.7 cells: the bilinear weights
+    assert f.data[1, 3, 4] == pytest.approx(3.0 * 0.7 * 0.3)
+    rec = SparseTimeFunction(name="rec", grid=grid, npoint=2, nt=1,
+                             coordinates=[(1.0, 33.0, 47.0), (2.0, 50.0, 50.0)])
+    f.data[0] = 100.0
+    Operator(rec.interpolate(expr=f), name="BatchSample").apply(time_M=0)
+    assert rec.data[0, 0] == pytest.approx(f.data[1, 3, 4] * 0.7 * 0.3 + f.data[1, 3, 5]
+                                           * 0.7 * 0.7 + f.data[1, 4, 4] * 0.3 * 0.3
+                                           + f.data[1, 4, 5] * 0.3 * 0.7)
+    assert rec.data[0, 1] == pytest.approx(5.0)
 
 
 def test_space_order_zero_has_no_halo():

@@ -664,7 +664,7 @@ def _loop_dim(d, names: NameRegistry) -> LoopDim:
     return LoopDim(symbol=sympy.Symbol(c, integer=True), user=d.name,
                    size=names.fresh(f"{c}_size"), lower=names.fresh(f"{c}_m"),
                    upper=names.fresh(f"{c}_M"), spacing=names.fresh(f"h_{c}"),
-                   origin=names.fresh(f"o_{c}"))
+                   origin=names.fresh(f"o_{c}"), exact=getattr(d, "is_Batch", False))
 
 
 class _Indexer:

@@ -27,6 +27,8 @@ class LoopDim:
     origin: str            # scalar: physical coordinate of the first point (sparse kernels)
     first: str | None = None   # split grid (MPI): parameter, global index of this rank's
                                # first point; ``size`` is then the points of its block
+    exact: bool = False        # a batch's copies: a sparse point sits on a node along it
+                               # (its nearest), never spread between two
 
     @property
     def name(self) -> str:

@@ -282,7 +282,8 @@ class Operator:
         wall, ranks = _time.perf_counter() - t0, ()
         if prog.split:
             wall, ranks = ranks_timed(self.grid.decomposition, timers, wall, split[0])
-        summary = summarize(prog, args, timers, wall, compiled, ranks)
+        summary = summarize(prog, args, timers, wall, compiled, ranks,
+                            self._emitter.timed_together())
         for line in summary.report():
             log.perf(line)
         if checks is not None:
@@ -358,7 +359,8 @@ class Operator:
         if last is not None:
             part = dict(run.args)
             part[prog.time_bounds[1 if prog.time_step > 0 else 0]] = last
-            summary = summarize(prog, part, timers, wall, compiled)
+            summary = summarize(prog, part, timers, wall, compiled,
+                                together=self._emitter.timed_together())
             span = tuple(part[b] for b in prog.time_bounds)
         written = finite.last_written(prog, span) if span else {}
         return longrun.interrupted(run, summary, fields, written)

@@ -63,7 +63,11 @@ class PerformanceSummary:
     def timings(self) -> dict:
         """Devito's ``summary.timings``: (section name, rank) -> seconds, the rank None on
         one process."""
-        return {PerfKey(name, None): entry.time for name, entry in self.sections.items()}
+        return {PerfKey(entry.name, None): entry.time for entry in self.entries()}
+
+    def entries(self) -> list:
+        """The section entries, each once (sections timed together share one)."""
+        return list({id(e): e for e in self.sections.values()}.values())
 
     @property
     def gflopss(self) -> float:
@@ -88,7 +92,7 @@ class PerformanceSummary:
                  f"{self.globals_with_setup.gflopss:.2f} GFlops/s, "
                  f"{self.globals_with_setup.gpointss:.2f} GPts/s]",
                  "Local performance:"]
-        lines += [f"  * {s.name} ran in {s.time:.2f} s {s.line()}" for s in self.sections.values()]
+        lines += [f"  * {s.name} ran in {s.time:.2f} s {s.line()}" for s in self.entries()]
         if self.ranks:
             lines.append(self.balance())
         return lines
@@ -139,9 +143,11 @@ def _steps_run(k, prog, args, steps) -> int:
     return int(np.count_nonzero(np.broadcast_to(test(*values), (steps,))))
 
 
-def summarize(prog, args, timers, wall, compiled, ranks=()) -> PerformanceSummary:
+def summarize(prog, args, timers, wall, compiled, ranks=(), together=None) -> PerformanceSummary:
     """The summary of one run of ``prog`` with arguments ``args`` and section ``timers``
-    (on a split grid, the slowest rank's; ``ranks``: each rank's ``RankTimes``)."""
+    (on a split grid, the slowest rank's; ``ranks``: each rank's ``RankTimes``).
+    ``together``: kernel name -> the kernel whose timer also measured it (run in one launch
+    or one tiled loop): their sections share one entry, named after all of them."""
     steps = (args[prog.time_bounds[1]] - args[prog.time_bounds[0]] + 1) if prog.has_time_loop else 1
     extent = [args[d.upper] - args[d.lower] + 1 for d in prog.dims]
     sections = {}
@@ -162,6 +168,14 @@ def summarize(prog, args, timers, wall, compiled, ranks=()) -> PerformanceSummar
         domain *= n
     flops = sum(s.flops for s in sections.values())
     traffic = sum(s.traffic for s in sections.values())
+    groups = {}
+    for name, lead in (together or {}).items():
+        groups.setdefault(lead, [lead]).append(name)
+    for names in groups.values():
+        parts = [sections[n] for n in names]
+        merged = PerfEntry("+".join(names), parts[0].time, sum(p.flops for p in parts),
+                           sum(p.points for p in parts), sum(p.traffic for p in parts))
+        sections.update({n: merged for n in names})
     # a split run: the slowest rank's whole run, halos and waiting included
     time = max(r.step for r in ranks) if ranks else float(timers.sum())
     glob = PerfEntry("global", time, flops, float(domain * steps), traffic)
