@@ -102,7 +102,7 @@ class CBackend:
 
     def blocked(self, k) -> bool:
         return (self.cache_blocking and not (k.is_sparse or k.sequential) and len(k.dims) == 3
-                and not k.fixed and not self.in_tile)
+                and not k.fixed and not k.outer and not self.in_tile)
 
     #: how much faster than the default block a tuned one must have run to replace it: the
     #: best of a few steps' wall clock still varies by several percent
@@ -255,10 +255,14 @@ class CBackend:
             return [c.Pragma(f"omp parallel for{collapse} schedule(static)")]
         if kernel.sequential:
             return []
-        if n == 1:
+        # a sum over the outer loops: they run in order, the threads share the others
+        first, rest = kernel.outer, n - kernel.outer
+        if depth < first:
+            return []
+        if rest == 1:
             return [c.Pragma("omp parallel for simd schedule(static)")]
-        if depth == 0:
-            collapse = " collapse(2)" if n == 3 else ""
+        if depth == first:
+            collapse = " collapse(2)" if rest == 3 else ""
             return [c.Pragma(f"omp parallel for{collapse} schedule(static)")]
         if depth == n - 1:
             return [c.Pragma("omp simd")]

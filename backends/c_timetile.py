@@ -101,6 +101,9 @@ def plan(backend) -> tuple[Tiling | None, str]:
             continue
         if k.sequential:
             return None, f"{k.name} runs in order ({k.sequential})"
+        if k.outer:
+            return None, (f"{k.name} sums over its outer loops (an Inc into a function "
+                          f"without them), which run in order")
         if tuple(k.dims) != prog.loop_symbols or any(f is not None for f in k.fixed or ()):
             return None, f"{k.name} does not run over every dimension of the grid"
         if k.fusion is not None:

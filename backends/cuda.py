@@ -545,7 +545,8 @@ class CudaBackend(CBackend):
         compute: two where the kernel reads nothing it writes (a point computed twice stores
         the same values); four ran slower than two on every workload measured. A paired
         kernel computes two along the innermost dimension at each of them."""
-        if k.is_sparse or k.sequential or k.fusion or len(k.dims) < 2 or self.slots(k).rereads:
+        if k.is_sparse or k.sequential or k.fusion or k.outer or len(k.dims) < 2 or \
+                self.slots(k).rereads:
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
 
@@ -555,8 +556,8 @@ class CudaBackend(CBackend):
             # global indices on a grid split along the innermost dimension: an even index
             # need not lie on an even address, which aligned pairs of 16-bit reads rely on
             inner_split = self.program.split and self.program.split[-1]
-            self._slots[("pairs", k.name)] = None if inner_split or k.fusion else \
-                cuda_pairs.plan(self, k)
+            self._slots[("pairs", k.name)] = None if inner_split or k.fusion or k.outer \
+                else cuda_pairs.plan(self, k)
         return self._slots[("pairs", k.name)]
 
     @contextmanager
@@ -591,6 +592,8 @@ class CudaBackend(CBackend):
             return self.sparse_part(k, "(sg_int)blockIdx.x", "(sg_int)gridDim.x")
         if k.sequential:
             return self.loop_nest(k)     # one thread walks the nest in order (a sum: some)
+        if k.outer:
+            return self._summing_loops(k)
         # no grid-stride loop: the launch covers the nest (in chunks of at most the grid's
         # limit, each starting at sg_base<axis>), which saves the integer work of grid-stride
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
@@ -625,10 +628,65 @@ class CudaBackend(CBackend):
                      f"{p} < {npoint}", f"{p} += (sg_int)blockDim.x*{blocks}",
                      c.Block(self.sparse_body(k)))
 
-    def _split_body(self, k, pairs, own):
+    def _summing_loops(self, k):
+        """A nest summing over its ``k.outer`` outermost loops (a batch's shots into a
+        model-sized gradient): a thread per point of the other loops walks the summed ones
+        in order, each sum kept in a register and added to its array once. The launch is
+        one thread deep along the summed axes."""
+        n, m = len(k.dims), k.outer
+        decls, inside = [], []
+        for depth in range(n):
+            i = n - 1 - depth
+            if depth < m:
+                inside.append(f"{_thread('xyz'[i])} == 0")
+                continue
+            start, stop = self.bounds(k, depth)
+            name = k.dims[depth].name
+            decls.append(c.Initializer(c.Value("const sg_int", name),
+                                       f"{start} + sg_base{i} + {_thread('xyz'[i])}"))
+            inside.append(f"{name} <= {stop}")
+        sums = self._sums(k)
+        own = self.guarded(k, [self._summed(a, sums) for a in k.body])
+        body = c.Block(self._split_body(k, None, own, lambda a: self._summed(a, sums)))
+        for depth in reversed(range(m)):
+            name, (start, stop) = k.dims[depth].name, self.bounds(k, depth)
+            body = c.For(f"sg_int {name} = {start}", f"{name} <= {stop}", f"++{name}", body)
+        real = ctype(self.program.dtype)
+        head = [c.Initializer(c.Value(real, acc), "0") for acc in sums.values()]
+        tail = []
+        for target, acc in sums.items():
+            name = target.base.name
+            place = self.printer.target(target)
+            tail.append(c.Assign(place, self.printer.rounded(
+                name, f"{self.printer.widened(name, place)} + {acc}")))
+        return c.Block(decls + [c.If(" && ".join(inside), c.Block(head + [body] + tail))])
+
+    def _sums(self, k) -> dict:
+        """Store -> register name of each sum of nest ``k`` over its outer loops: a store into
+        an array that does not span them, written as the array plus a term (an Inc) of a real
+        type; the others stay read-modify-writes in the loop."""
+        out, summed = {}, set(range(k.outer))
+        bodies = k.body + (k.split.body if k.split is not None else ())
+        for a in bodies:
+            if a.is_local or a.lhs in out:
+                continue
+            arr = self.program.array(a.lhs.base.name)
+            if arr.axes and not summed & set(arr.axes) and np.dtype(arr.dtype).kind == "f" \
+                    and not (a.rhs - a.lhs).has(a.lhs):
+                out[a.lhs] = f"sg_sum{len(out)}"
+        return out
+
+    def _summed(self, a, sums):
+        """Statement ``a`` of a summing nest: its term added to the register of its sum."""
+        if a.is_local or a.lhs not in sums:
+            return self.statement(a)
+        return c.Statement(f"{sums[a.lhs]} += {self.expr(a.rhs - a.lhs)}")
+
+    def _split_body(self, k, pairs, own, statement=None):
         """``own`` (a point's or a pair's statements), or where ``k`` is split at run time a
         test of the point (both points of a pair) against its zero box, the split body
-        inside it; ``own`` alone where the split body would not pair as ``own`` does."""
+        inside it; ``own`` alone where the split body would not pair as ``own`` does.
+        ``statement``: how a statement prints (a summing nest's: ``_summed``)."""
         if k.split is None:
             return own
         inner = dataclasses.replace(k, body=k.split.body, split=None)
@@ -643,7 +701,8 @@ class CudaBackend(CBackend):
             split_body = cuda_pairs.body(self, inner, plan)
         else:
             test = zero_box.inside(k, names)
-            split_body = self.guarded(k, [self.statement(a) for a in k.split.body])
+            split_body = self.guarded(k, [(statement or self.statement)(a)
+                                          for a in k.split.body])
         return [c.Comment("inside the zero box: the split body"),
                 c.If(test, c.Block(split_body), c.Block(own))]
 
@@ -763,7 +822,9 @@ class CudaBackend(CBackend):
             head = [f"const dim3 sg_block({SPARSE_BLOCK});",
                     f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, {GRID_LIMIT[0]}));"]
         else:
-            sizes = [self._extent(k, depth, s) for depth, s in reversed(list(enumerate(k.dims)))]
+            # one thread deep along the loops a summing nest walks in order
+            sizes = [self._extent(k, depth, s) if depth >= k.outer else "1"
+                     for depth, s in reversed(list(enumerate(k.dims)))]
             if self.paired(k):   # threads along x: pairs of points
                 sizes[0] = cuda_pairs.pair_count(sizes[0])
         if k.sequential and k.reduces:
@@ -829,6 +890,10 @@ class CudaBackend(CBackend):
         an H200; SA-TTI's nests, with 10-14 arrays and 90-250 flops per point, 5% slower)."""
         if k.fusion:
             return cuda_fused.default_shape(k)
+        n = len(k.dims)
+        if k.outer:   # the first shape one thread deep along the loops walked in order
+            return next((j for j, shape in enumerate(SHAPES[n])
+                         if all(shape[n - d] == 1 for d in range(k.outer))), 0)
         light = self.points(k) > 1 and self.slots(k).touched <= PAIRED_ARRAYS_MAX
         return 1 if light else 0
 

@@ -215,11 +215,13 @@ class OpenACCBackend(CBackend):
     split_style = "points"
 
     def loop_pragmas(self, kernel, depth):
-        if depth != 0:
+        # a sum over the outer loops (``Kernel.outer``): they run in order on the host, each
+        # iteration a parallel loop over the others
+        if depth != kernel.outer:
             return []
         if kernel.sequential:
             return [c.Pragma(f"acc serial {self._present(kernel)}")]
-        n = len(kernel.dims)
+        n = len(kernel.dims) - kernel.outer
         collapse = f" collapse({n})" if n > 1 else ""
         length = self.options.vector_length
         vl = f" vector_length({length})" if length else ""

@@ -20,6 +20,10 @@ within both codes' stability limits) with stencilgen and with deepwave's ``scala
 the two codes' data and gradients in v are (deepwave's source term has the other sign). deepwave comes from the trimmed
 build of ../shared/deepwave (its ``src`` on PYTHONPATH).
 
+``--breakdown`` (with ``deepwave``, on a GPU): one more gradient of each code under
+torch.profiler: each GPU kernel's time a step (CUPTI), the kernels' total, the wall time and
+the difference, the GPU idle between and around kernels.
+
 ``keeping``: one shot's gradient with the forward wavefield kept as the shot plans it from
 the free memory (every step where it fits, else checkpoints: a model larger than the GPU),
 then recomputed from each ``--checkpoints`` count and kept one step in each ``--snapshots``
@@ -201,6 +205,32 @@ def batches(args, torch):
             _empty_cache(torch)
 
 
+def _breakdown(torch, name, run, steps):
+    """Print where one call of ``run`` spends the GPU's time: per kernel (a step: ``steps``
+    forward and adjoint steps in all), the kernels' sum and the wall time."""
+    from torch.profiler import ProfilerActivity, profile
+    if _ON["device"] != "cuda":
+        print("--breakdown: kernel times need the GPU (--backend cuda)")
+        return
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        run()
+        wall = time.perf_counter() - start
+    def device_us(e):   # torch >= 2.4 names it device_time_total
+        value = getattr(e, "device_time_total", None)
+        return getattr(e, "cuda_time_total", 0) if value is None else value
+    rows = [(e.key, device_us(e), e.count) for e in prof.key_averages()]
+    rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
+    total = sum(r[1] for r in rows) / 1e6
+    print(f"## {name}: kernels {total * 1e3:.2f} ms, wall {wall * 1e3:.2f} ms (profiled), "
+          f"GPU idle {(wall - total) * 1e3:.2f} ms")
+    print("| kernel | launches | us a launch | ms in all |")
+    print("|---|---:|---:|---:|")
+    for key, us, count in rows[:8]:
+        print(f"| {key.split('(')[0][:60]} | {count} | {us / count:.1f} | {us / 1e3:.2f} |")
+    print(f"({steps} steps)")
+
+
 def versus_deepwave(args, torch):
     import warnings
 
@@ -226,6 +256,8 @@ def versus_deepwave(args, torch):
                                         weights)
     ours = _timed(run, args.repeat)
     ours_grad, ours_data = m.grad.detach().clone(), data[-1].detach()
+    if args.breakdown:
+        _breakdown(torch, "stencilgen", run, 2 * args.nt)
     del run, m, data
     _empty_cache(torch)
 
@@ -245,6 +277,8 @@ def versus_deepwave(args, torch):
         _synchronize(torch)
         theirs_data[:] = [-out[-1].detach().transpose(1, 2)]
     theirs = _timed(theirs_run, args.repeat)
+    if args.breakdown:
+        _breakdown(torch, "deepwave", theirs_run, 2 * args.nt)
     # m = 1/v^2 (v in km/s; deepwave's in m/s): dJ/dv = -2 dJ/dm / v^3 / 1000
     in_v = ours_grad * (-2.0 / torch.tensor(v, device=_ON["device"]) ** 3) / 1000
 
@@ -323,6 +357,8 @@ def main(argv=None) -> int:
     parser.add_argument("--snapshots", type=int, nargs="*", default=[],
                         help="keeping: snapshot factors to time")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="deepwave: each code's kernels a step, under torch.profiler")
     parser.add_argument("--backend", choices=["cuda", "c"], default="cuda",
                         help="c: the C backend with CPU tensors (a check of the script)")
     args = parser.parse_args(argv)

@@ -110,7 +110,8 @@ def test_a_sum_on_a_grid_split_over_ranks_is_refused(monkeypatch):
 
 def test_a_sum_over_the_inner_loops_runs_the_outer_ones_in_parallel_on_a_cpu():
     """Inc(f(x), g(x, y)): each x is one thread's (OpenMP over x, y in order); a sum over
-    an outer loop (h(y) += k(x, y)) runs wholly in order. Both give NumPy's sums."""
+    the outer loop (h(y) += k(x, y)) runs x in order, the threads sharing y. Both give
+    NumPy's sums."""
     grid = Grid(shape=(64, 48), dtype=np.float64)
     x, y = grid.dimensions
     g = Function(name="g", grid=grid)
@@ -119,8 +120,49 @@ def test_a_sum_over_the_inner_loops_runs_the_outer_ones_in_parallel_on_a_cpu():
     h = Function(name="h", dimensions=(y,), shape=(48,), dtype=np.float64)
     inner = Operator(Inc(f, g), backend="c", name="SumInner")
     outer = Operator(Inc(h, g), backend="c", name="SumOuter")
-    assert inner.ccode.count("omp parallel for") > outer.ccode.count("omp parallel for")
+    assert "omp parallel for collapse" not in inner.ccode
+    assert [k.reduces for k in inner.program.kernels] == [1]
+    assert [k.outer for k in outer.program.kernels] == [1]
+    assert "omp parallel for simd" in outer.ccode and not outer.program.kernels[0].sequential
     inner.apply()
     outer.apply()
     np.testing.assert_allclose(f.data, g.data.sum(axis=1), rtol=1e-12)
     np.testing.assert_allclose(h.data, g.data.sum(axis=0), rtol=1e-12)
+
+
+def _batch_sum(backend, name, summed):
+    """A wave on (b, x, z) copies and, in its nest, the product u.forward * u summed over
+    the copies into g(x, z) (``summed``), or kept per copy in G(b, x, z)."""
+    import stencilgen
+    from stencilgen import SpaceDimension
+    b, x, z = stencilgen.BatchDimension("b"), SpaceDimension("x"), SpaceDimension("z")
+    grid = Grid(shape=(5, 14, 11), extent=(4.0, 130.0, 100.0), dimensions=(b, x, z))
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=4)
+    u.data[:, :, 7, 5] = np.arange(1, 6)
+    u.data[:, 2, 3, 8] = 0.5
+    if summed:
+        out = Function(name="g", dimensions=(x, z), shape=(14, 11), space_order=4)
+        acc = Inc(out, u.forward * u)
+    else:
+        out = Function(name="G", grid=grid, space_order=4)
+        acc = Eq(out, out + u.forward * u)
+    eqs = [Eq(u.forward, 2 * u - u.backward + 0.02 * (u.dx2 + u.dz2)), acc]
+    return Operator(eqs, backend=target(backend), name=name), out
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_a_sum_over_a_batch_shares_the_stencils_nest(backend, tmp_path):
+    """Inc(g(x, z), u.forward * u) over a BatchDimension b: one nest with the stencil, not
+    in order, the copies walked in order for each point (C: b in order, the threads over x;
+    CUDA: a thread per (x, z), the sum in a register); g is the sum over b of what each copy
+    accumulates on its own."""
+    op, g = _batch_sum(backend, f"BatchSum{backend}", True)
+    assert [(k.outer, k.sequential) for k in op.program.kernels] == [(1, None)]
+    if target(backend) == "cuda":
+        assert "sg_sum0 +=" in op.ccode
+    run(op, backend, tmp_path, time_M=9)
+    ref, per_copy = _batch_sum("c", "BatchApart", False)
+    ref.apply(time_M=9)
+    want = per_copy.data.sum(axis=0)
+    assert np.abs(want).max() > 0.1
+    np.testing.assert_allclose(g.data, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())

@@ -194,6 +194,11 @@ def test_what_cannot_be_tiled_says_why(caplog):
         caplog.clear()
         Operator(eqs, name="TToff")
         assert not _notes(caplog)
+        # a sum over the outer loop (x): the nest walks x in order, which tiles would cut
+        t = Function(name="t", grid=g, dimensions=(g.dimensions[1],), shape=(10,))
+        with switchconfig(time_tiling="4,4"):
+            Operator([Eq(u.forward, u + 1), Inc(t, u)], name="TTouter")
+        assert "sums over its outer loops" in _notes(caplog)
 
 
 def test_bad_tile_sizes_are_refused():

@@ -27,7 +27,8 @@ def _candidate(eq, arrays, dims) -> bool:
     """An accumulation into an array without a time axis, every read at its own point, that
     runs everywhere at every step."""
     if eq.sparse_kind or not eq.time_dependent or eq.when is not None or \
-            eq.guard is not None or eq.extent or eq.fixed or eq.anchors or eq.reduces:
+            eq.guard is not None or eq.extent or eq.fixed or eq.anchors or \
+            eq.reduces and not eq.outer_sum(len(dims)):
         return False
     target = arrays[eq.lhs.base.name]
     return target.time_size is None and not target.temporary and _pointwise(eq, dims) and \

@@ -169,6 +169,8 @@ def _refusal(prog: Program, k1, k2, others) -> str | None:
     for k in (k1, k2):
         if k.is_sparse or k.sequential:
             return f"{k.name} is {'a sparse loop' if k.is_sparse else 'sequential'}"
+        if k.outer:
+            return f"{k.name} sums over its outer loops"
         if k.when is not None or k.guard is not None:
             return f"{k.name} runs under a condition"
         # a producer may be widened (its temporaries past the domain's edges, Devito's

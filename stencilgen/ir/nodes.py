@@ -217,9 +217,18 @@ class IndexedEq:
     region: tuple = ()               # sparse: per dimension (left, right) points of the domain
                                      # it visits no nodes in (functions on a subdomain)
     reduces: tuple = ()              # an Inc summing over these loop axes (its function spans
-                                     # the others): its nest runs in order
+                                     # the others): its nest runs in order, but for
+                                     # ``outer_sum``
     when: sympy.Basic | None = None  # condition on the time step: the step runs it or not
     guard: sympy.Basic | None = None  # condition at each point (reads arrays, loop counters)
+
+    def outer_sum(self, ndim: int) -> int:
+        """How many outermost loops of ``ndim`` the equation sums over, where they are all it
+        sums over and the innermost is not one (a batch's shots summed into a model-sized
+        gradient): the points of the other loops are then independent, each running the
+        summed ones in order; 0 otherwise."""
+        k = len(self.reduces)
+        return k if k and set(self.reduces) == set(range(k)) and k < ndim else 0
 
     def beyond(self, ndim: int) -> tuple[tuple[int, int], ...]:
         """Points past the domain's (lo, hi) ends the equation computes, per dimension: its
@@ -324,6 +333,9 @@ class Kernel:
     directions: tuple[int, ...] = ()              # in order: +1 up or -1 down, per dimension
     reduces: int = 0                              # a sum over the innermost this many loops
                                                   # (an Inc into fewer dimensions, sequential)
+    outer: int = 0                                # a sum over the outermost this many loops
+                                                  # (``IndexedEq.outer_sum``): each point of
+                                                  # the others runs them in order
     anchors: tuple = ()                           # per dim: None, "lower" or "upper" (below)
     when: sympy.Basic | None = None               # run at the steps where it holds (host test)
     guard: sympy.Basic | None = None              # run the body at the points where it holds
@@ -391,6 +403,7 @@ class SparseKernel:
                                    # no nodes in (functions on a subdomain), else ()
     when: sympy.Basic | None = None   # run at the steps where it holds (host test)
     sequential = None              # points run in parallel (injection adds atomically)
+    outer = 0                      # no sum over outer loops
     fusion = None                  # no producer nest is fused into it
     split = None                   # nor split at run time
     guard = None                   # no test at each point

@@ -98,7 +98,7 @@ def in_place(eq, dims) -> str | None:
     """Why ``eq`` must sweep its points in order, or None: it reads the array slot it writes
     at a neighbouring point (an in-place stencil such as ``Eq(f, f + f.laplace)``)."""
     name = eq.lhs.base.name
-    if eq.reduces:
+    if eq.reduces and not eq.outer_sum(len(dims)):
         summed = ", ".join(str(dims[i]) for i in eq.reduces)
         return (f"{name} is a sum over {summed} (an Inc into a function of fewer "
                 f"dimensions), so its nest runs in order (where the sum is over the inner "
@@ -137,10 +137,22 @@ def fuse(eqs, dims) -> list[list]:
                     and g[0].anchors == e.anchors
                     and (g[0].when, g[0].guard) == (e.when, e.guard)
                     and not _conflict(g, e, dims)
-                    and not in_place(e, dims)):
+                    and not in_place(e, dims) and _sums_agree(g, e, dims)):
                 g.append(e)
                 break
     return groups
+
+
+def _sums_agree(g, e, dims) -> bool:
+    """Whether ``e`` may join nest ``g`` given their sums over outer loops: one count of
+    summed loops in a nest, and nothing in it reads what a sum writes but that sum (it would
+    read a partial sum)."""
+    group, n = list(g) + [e], len(dims)
+    if len({x.outer_sum(n) for x in group} - {0}) > 1:
+        return False
+    summed = {x.lhs.base.name for x in group if x.outer_sum(n)}
+    return not any(({a.base.name for a in x.rhs.atoms(sympy.Indexed)} -
+                    ({x.lhs.base.name} if x.outer_sum(n) else set())) & summed for x in group)
 
 
 def _runs(eqs) -> list:
@@ -173,7 +185,8 @@ def _kernels(eqs, dims, stage, point, counter) -> list:
                               anchors=group[0].anchors,
                               sequential=why, when=group[0].when, guard=group[0].guard,
                               directions=sweep(group[0], dims) if why else (),
-                              reduces=_inner_sum(group[0], dims)))
+                              reduces=_inner_sum(group[0], dims),
+                              outer=max(e.outer_sum(len(dims)) for e in group)))
     return out
 
 

@@ -201,8 +201,6 @@ class _Shot:
         in the sources' full shape (``wavelet_shape``'s with nsrc)."""
         self.rec_adj.data[:] = self._data_columns(grad_rec)
         gradient = np.array(self._run_adjoint().data)
-        if gradient.ndim > self.grid.dim:   # a batch's gradient, shot by shot
-            gradient = gradient.sum(axis=0)
         if self._scale != 1:
             gradient *= self._scale
         return gradient, np.array(self._per_shot(self.src_adj.data))
@@ -224,8 +222,6 @@ class _Shot:
     def backward_device(self, grad_rec, torch):
         self.rec_adj.data = self._data_columns(grad_rec.detach()).contiguous()
         gradient = torch.from_dlpack(self._run_adjoint().device_data)
-        if gradient.ndim > self.grid.dim:
-            gradient = gradient.sum(dim=0)
         return (gradient * self._scale if self._scale != 1 else gradient.clone(),
                 self._per_shot(torch.from_dlpack(self.src_adj.device_data)).clone())
 

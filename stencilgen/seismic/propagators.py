@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from stencilgen import (BatchDimension, ConditionalDimension, Derivative, Eq, Function, Grid,
-                        Operator, TimeFunction, solve)
+                        Inc, Operator, TimeFunction, solve)
 from stencilgen.distributed.mpi import allreduce_max, gather
 from stencilgen.runtime.profiling import PerfEntry, PerformanceSummary
 
@@ -101,7 +101,9 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     scale with it) from the kept u (from u itself, one adjoint step at a time, where the
     states are recomputed; over the snapshots' steps only, which the caller scales).
     ``model`` a BatchModel: the wavefields and the sparse functions on its
-    ``wavefield_grid``, the gradient per shot (to be summed over them). ``keep``: the kept
+    ``wavefield_grid``, the gradient on the model's grid, summed over the shots in the
+    adjoint's nest (each point's shots walked in order: the gradient read and written once
+    a step for all of them). ``keep``: the kept
     wavefield's storage (None: the grid's dtype; numpy.float16 or "bfloat16": half the
     memory and traffic, the gradient within the error docs/imaging.md states).
     ``options``: the Operators' other keyword arguments (``cflags=``...)."""
@@ -110,7 +112,10 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     nt = src.data.shape[0]
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=so)
     v = TimeFunction(name="v", grid=grid, time_order=2, space_order=so)
-    gradient = Function(name="grad", grid=grid, space_order=so)
+    batch = grid is not model.grid
+    gradient = Function(name="grad", dimensions=model.grid.dimensions, shape=model.grid.shape,
+                        space_order=so, dtype=grid.dtype) if batch else \
+        Function(name="grad", grid=grid, space_order=so)
     others = sum(field_bytes(f) for f in (u, v, gradient, model.m, model.damp))
     keeping = plan(who or name, nt, step_bytes(u, keep),
                             field_bytes(u), others, backend, checkpoints, snapshots,
@@ -136,7 +141,8 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     adj = [Eq(v.backward, solve(pde, v.backward))]
     adj += rec_adj.inject(field=v.backward, expr=rec_adj / cplus)
     adj += src_adj.interpolate(expr=v * cplus * dt ** 2 / model.m)
-    adj += [Eq(gradient, gradient - (u if kept is None else kept) * v.dt2, **dims)]
+    term = -(u if kept is None else kept) * v.dt2
+    adj += [Inc(gradient, term, **dims) if batch else Eq(gradient, gradient + term, **dims)]
     return (Operator(fwd, name=f"{name}F", backend=backend, **options),
             Operator(adj, name=f"{name}A", backend=backend, **options), (u, kept, v), gradient,
             keeping)
