@@ -13,8 +13,9 @@ import sympy
 from . import c_blocking, c_fusion, c_timetile, split, interrupt, zero_box
 from .c_rows import RowPointers
 from .device_layout import DeviceLayout
-from .cprinter import (BFLOAT16_C, moved, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
-                       has_complex, is_complex, part_dtype, stride_table, time_loop_header)
+from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
+                       has_complex, is_complex, moved, part_dtype, stride_table,
+                       time_loop_header)
 from .options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
@@ -55,9 +56,6 @@ static void *sg_flush_denormals(void) { return NULL; }
 static void sg_restore_denormals(void *saved) { (void)saved; }
 #endif
 """
-
-
-_moved = moved
 
 
 class CBackend:
@@ -118,7 +116,7 @@ class CBackend:
                   for k in self.program.kernels
                   if self.blocked(k) and k not in fused and k not in tiled}
         if t is not None and len(t.choices) > 1:   # the time tiles' sizes, on the tiled loop
-            first = next(k for k in self.program.steps if not k.is_sparse)
+            first = c_timetile.timed_nest(self.program)
             shapes[first.section.timer] = tuple(f"time tiles {t.describe(ch)}"
                                                 for ch in t.choices)
         return shapes
@@ -279,12 +277,12 @@ class CBackend:
             start = stop = str(at)
         else:
             (first, lo), (last, hi) = kernel.span(depth)
-            start, stop = _moved(getattr(d, first), lo), _moved(getattr(d, last), hi)
+            start, stop = moved(getattr(d, first), lo), moved(getattr(d, last), hi)
         if not self.program.split:
             return start, stop
         wlo, whi = kernel.widened[depth] if at is None else (0, 0)
         lo, hi = split.clip(self.program, kernel.dims[depth])
-        return f"sg_maxl({start}, {_moved(lo, -wlo)})", f"sg_minl({stop}, {_moved(hi, whi)})"
+        return f"sg_maxl({start}, {moved(lo, -wlo)})", f"sg_minl({stop}, {moved(hi, whi)})"
 
     def guarded(self, kernel, statements) -> list:
         """``statements`` under the kernel's condition at each point, where it has one."""
@@ -549,9 +547,8 @@ class CBackend:
         every nest of a step runs inside the tiled loop its first grid nest times."""
         if self.tiling() is None:
             return {}
-        steps = self.program.steps
-        first = next(k for k in steps if not k.is_sparse)
-        return {k.name: first.name for k in steps if k is not first}
+        first = c_timetile.timed_nest(self.program)
+        return {k.name: first.name for k in self.program.steps if k is not first}
 
     def sparse_loop(self, k):
         """One iteration per point of the sparse function."""

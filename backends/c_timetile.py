@@ -80,6 +80,12 @@ class Tiling:
         return f"{' x '.join(map(str, choice[:-1]))} points, {choice[-1]} steps"
 
 
+def timed_nest(prog):
+    """The nest whose section times the whole tiled loop, and whose tuning argument picks the
+    tile sizes: the step's first grid nest."""
+    return next(k for k in prog.steps if not k.is_sparse)
+
+
 def plan(backend) -> tuple[Tiling | None, str]:
     """The tiling of ``backend``'s program (of the sizes its options ask for, the
     ``time-tiling`` setting), or None and why it is not tiled."""
@@ -314,7 +320,7 @@ def time_loop(backend, t: Tiling) -> c.Block:
         c.Line(f"if ({ctl}) {{ {ctl}[1] += {count}; if ({ctl}[0]) break; }}"),
     ]
     start, stop = (tM, tm) if down else (tm, tM)
-    first = next(k for k in prog.steps if not k.is_sparse)
+    first = timed_nest(prog)
     table = ", ".join("{" + ", ".join(map(str, ch)) + "}" for ch in t.choices)
     pick = tuned_choice(prog.tuning, first.section.timer, len(t.choices), t.default)
     sizes = [c.Line(f"static const long sg_tiles[{len(t.choices)}][{t.dims + 1}] = "

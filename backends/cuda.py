@@ -259,11 +259,16 @@ def statements(k) -> tuple:
     return (k.fusion.producer.body if k.fusion else ()) + k.body
 
 
-def _accesses(assign):
-    """(Indexed, stored?) of one statement."""
-    out = [(assign.lhs, True)] if isinstance(assign.lhs, sympy.Indexed) else []
-    return out + [(a, False) for a in sympy.preorder_traversal(assign.rhs)
+def _accesses(lhs, rhs):
+    """(Indexed, stored?) of one statement, or of a sparse kernel (its target and value)."""
+    out = [(lhs, True)] if isinstance(lhs, sympy.Indexed) else []
+    return out + [(a, False) for a in sympy.preorder_traversal(rhs)
                   if isinstance(a, sympy.Indexed)]
+
+
+def _touched(k) -> set:
+    """The arrays kernel ``k`` reads or writes (a sparse kernel: its sparse function too)."""
+    return set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
 
 
 def _symbols(e, views):
@@ -301,11 +306,9 @@ def time_slots(k, prog) -> Slots:
     slots, mixed, read, written = {}, set(), set(), set()
     guard = [] if k.guard is None else [(a, False) for a in k.guard.atoms(sympy.Indexed)]
     fused = {t.name for t in k.fusion.onchip} if k.fusion else set()
-    if k.is_sparse:   # the node written (injection) or the sample, and what the value reads
-        accesses = [[(k.target, True)] + [(a, False) for a in sympy.preorder_traversal(k.expr)
-                                          if isinstance(a, sympy.Indexed)]]
-    else:
-        accesses = [_accesses(a) for a in statements(k)]
+    # a sparse kernel: the node written (injection) or the sample, and what the value reads
+    accesses = [_accesses(k.target, k.expr)] if k.is_sparse else \
+        [_accesses(a.lhs, a.rhs) for a in statements(k)]
     for found in accesses + [guard]:
         for acc, store in found:
             name = acc.base.name
@@ -451,7 +454,7 @@ class CudaBackend(CBackend):
     def kernel_args(self, k) -> list[_Arg]:
         """The values kernel ``k`` reads, in the program's order of declaration."""
         prog = self.program
-        touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
+        touched = _touched(k)
         exprs = [k.expr, k.target] if k.is_sparse else \
             [e for a in statements(k) for e in (a.lhs, a.rhs)]
         exprs += [k.guard] if k.guard is not None else []
@@ -947,7 +950,7 @@ class CudaBackend(CBackend):
         lines = ["/* 32-bit index arithmetic in a kernel when every offset it computes fits */"]
         for i, k in enumerate(prog.kernels):
             views = self.slot_views(k)
-            touched = set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
+            touched = _touched(k)
             sizes = []
             for a in prog.arrays:
                 if a.name not in touched:

@@ -38,21 +38,21 @@ def groups(backend, kernels) -> dict:
 
 
 def _touches(prog, k):
-    """(reads, writes) of sparse kernel ``k``: (array name, time index or None) pairs."""
-    def key(acc):
-        arr = prog.array(acc.base.name)
-        return acc.base.name, acc.indices[0] if arr.time_size is not None else None
-    reads = {key(a) for a in sympy.sympify(k.expr).atoms(sympy.Indexed)}
-    return reads, {key(k.target)}
+    """(reads, writes) of sparse kernel ``k`` (its counted accesses): (array name, time
+    index or None) pairs."""
+    def keys(table):
+        return {(name, o[0] if prog.array(name).time_size is not None else None)
+                for name, offsets in table.items() for o in offsets}
+    return keys(k.reads), keys(k.writes)
 
 
-def _same(prog, a, b) -> bool:
-    """Whether accesses ``a`` and ``b`` ((name, time index)) may reach one element."""
+def _same(ring, a, b) -> bool:
+    """Whether accesses ``a`` and ``b`` ((name, time index)) may reach one element (``ring``:
+    the program's time slot symbols)."""
     if a[0] != b[0]:
         return False
     if a[1] is None or b[1] is None:
         return True
-    ring = {ti.symbol: ti for ti in prog.time_indices}
     if a[1] in ring and b[1] in ring:
         ta, tb = ring[a[1]], ring[b[1]]
         return ta.modulo != tb.modulo or ta.shift % ta.modulo == tb.shift % tb.modulo
@@ -64,12 +64,13 @@ def _independent(prog, k1, k2) -> bool:
     """Whether ``k1`` and ``k2`` may run at once: neither writes what the other touches, but
     for two injections adding into one place."""
     (r1, w1), (r2, w2) = _touches(prog, k1), _touches(prog, k2)
+    ring = {ti.symbol: ti for ti in prog.time_indices}
     both_add = k1.kind == "inject" and k2.kind == "inject"
     for a in w1:
-        if any(_same(prog, a, b) for b in r2) or \
-                (not both_add and any(_same(prog, a, b) for b in w2)):
+        if any(_same(ring, a, b) for b in r2) or \
+                (not both_add and any(_same(ring, a, b) for b in w2)):
             return False
-    return not any(_same(prog, a, b) for a in w2 for b in r1)
+    return not any(_same(ring, a, b) for a in w2 for b in r1)
 
 
 def parameters(backend, members) -> list:

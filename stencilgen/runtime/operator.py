@@ -93,7 +93,7 @@ class Operator:
         if refused:
             raise InvalidOperator(f"Operator `{name}`: {refused}")
         self.ccode = self._emitter.emit()
-        for note in getattr(self._emitter, "notes", ()):   # what the backend chose, and why
+        for note in self._emitter.notes:   # what the backend chose, and why
             log.info(f"Operator `{name}`: {note}")
         self.codegen_seconds = _time.perf_counter() - start
         log.perf(f"Operator `{name}` generated in {self.codegen_seconds:.2f} s")
@@ -475,8 +475,7 @@ class Operator:
         if prog.has_time_loop:
             lo, hi = prog.time_bounds
             # a backend may need more steps for a representative trial (a batch of time tiles)
-            n = min(max(tuning.TRIAL_STEPS, getattr(self._emitter, "trial_steps", 0)),
-                    args[hi] - args[lo] + 1)
+            n = min(max(tuning.TRIAL_STEPS, self._emitter.trial_steps), args[hi] - args[lo] + 1)
             if prog.time_step > 0:
                 trial[hi] = args[lo] + n - 1
             else:

@@ -103,10 +103,10 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
     ``model`` a BatchModel: the wavefields and the sparse functions on its
     ``wavefield_grid``, the gradient on the model's grid, summed over the shots in the
     adjoint's nest (each point's shots walked in order: the gradient read and written once
-    a step for all of them). ``keep``: the kept
-    wavefield's storage (None: the grid's dtype; numpy.float16 or "bfloat16": half the
-    memory and traffic, the gradient within the error docs/imaging.md states).
-    ``options``: the Operators' other keyword arguments (``cflags=``...)."""
+    a step for all of them). ``keep``: the kept wavefield's storage (None: the grid's dtype;
+    numpy.float16 or "bfloat16": half the memory and traffic, the gradient within the error
+    docs/imaging.md states). ``options``: the Operators' other keyword arguments
+    (``cflags=``...)."""
     grid, so = getattr(model, "wavefield_grid", model.grid), model.space_order
     dt = grid.stepping_dim.spacing
     nt = src.data.shape[0]
@@ -117,9 +117,8 @@ def acoustic_imaging_operators(model, src, rec, rec_adj, src_adj, backend=None,
                         space_order=so, dtype=grid.dtype) if batch else \
         Function(name="grad", grid=grid, space_order=so)
     others = sum(field_bytes(f) for f in (u, v, gradient, model.m, model.damp))
-    keeping = plan(who or name, nt, step_bytes(u, keep),
-                            field_bytes(u), others, backend, checkpoints, snapshots,
-                            memory)
+    keeping = plan(who or name, nt, step_bytes(u, keep), field_bytes(u), others, backend,
+                   checkpoints, snapshots, memory)
     stencil = Eq(u.forward, solve(acoustic_pde(model, u), u.forward))
     kept, dims = None, {}
     if keeping.mode == "memory":
