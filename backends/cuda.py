@@ -19,6 +19,7 @@ import sympy
 
 from .c import CBackend
 from . import cuda_fused, cuda_pairs, cuda_sparse, device_layout, interrupt, split, zero_box
+from .cuda_launch import GRID_WAIT, early
 from .device_layout import DeviceLayout
 from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
 from .options import EmitOptions
@@ -40,6 +41,7 @@ SPARSE_BLOCK = 128
 GRID_LIMIT = ("2147483647L", "65535L", "65535L")   # gridDim.x, .y, .z maxima
 SHELL_STREAM = "sg_shells[sg_region - 1]"   # the stream of a split grid's shell region
 EVENT_SLOTS = 8   # event pairs per section: the host runs at most this many launches ahead
+TIMER_SAMPLE = 16  # past the first EVENT_SLOTS, a section's launches timed one in this many
 
 # Errors after which the CUDA context of the process cannot be used again.
 _STICKY = ("cudaErrorIllegalAddress", "cudaErrorAssert", "cudaErrorLaunchFailure",
@@ -103,19 +105,53 @@ sg_nonfinite(const T *__restrict__ p, const long n, unsigned long long *count)
   if (sg_e != cudaSuccess) { sg_status = sg_fail(sg_e, text); goto sg_cleanup; } } while (0)
 #define SG_CHECK(call) SG_CHECK_AS(call, #call)
 #define SG_SLOTS %(slots)d
-/* Section i's CUDA events live in a ring of SG_SLOTS pairs; a pair is read back (and its time
-   added to the timers' slot i) before it is reused and at the end, so timings hold with or without
+#define SG_SAMPLE %(sample)d
+/* Section i's launches are timed by CUDA events: the first SG_SLOTS and every SG_SAMPLE-th after
+   (sg_launched counts them, sg_used the timed ones); its time is the timed launches' sum scaled
+   by launched/timed. Events between two kernels keep the second from starting early (sg_early),
+   so sampling leaves most launches without them. The events live in a ring of SG_SLOTS pairs; a
+   pair is read back before it is reused and at the end, so timings hold with or without
    CUDA_LAUNCH_BLOCKING and the host never waits on the kernel it just launched. */
-#define SG_TIMER_START(sg_timers, i) do { const long sg_slot = sg_used[i] %% SG_SLOTS; \
-  if (sg_used[i] >= SG_SLOTS) { float sg_ms = 0.0f; \
-    SG_CHECK(cudaEventSynchronize(sg_events[i][sg_slot][1])); \
-    SG_CHECK(cudaEventElapsedTime(&sg_ms, sg_events[i][sg_slot][0], sg_events[i][sg_slot][1])); \
-    sg_timers[i] += 1.0e-3*sg_ms; } \
-  if (!sg_events[i][sg_slot][0]) { SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][0])); \
-    SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][1])); } \
-  SG_CHECK(cudaEventRecord(sg_events[i][sg_slot][0], 0)); } while (0)
-#define SG_TIMER_STOP(i) do { \
-  SG_CHECK(cudaEventRecord(sg_events[i][sg_used[i] %% SG_SLOTS][1], 0)); sg_used[i] += 1; } while (0)
+#define SG_TIMER_START(i) do { \
+  sg_timing = sg_launched[i] < SG_SLOTS || sg_launched[i] %% SG_SAMPLE == 0; sg_launched[i] += 1; \
+  if (sg_timing) { const long sg_slot = sg_used[i] %% SG_SLOTS; \
+    if (sg_used[i] >= SG_SLOTS) { float sg_ms = 0.0f; \
+      SG_CHECK(cudaEventSynchronize(sg_events[i][sg_slot][1])); \
+      SG_CHECK(cudaEventElapsedTime(&sg_ms, sg_events[i][sg_slot][0], sg_events[i][sg_slot][1])); \
+      sg_sampled[i] += 1.0e-3*sg_ms; } \
+    if (!sg_events[i][sg_slot][0]) { SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][0])); \
+      SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][1])); } \
+    SG_CHECK(cudaEventRecord(sg_events[i][sg_slot][0], 0)); } } while (0)
+#define SG_TIMER_STOP(i) do { if (sg_timing) { \
+  SG_CHECK(cudaEventRecord(sg_events[i][sg_used[i] %% SG_SLOTS][1], 0)); sg_used[i] += 1; } } while (0)
+
+#ifdef __CUDACC__
+/* A kernel launched early: it may start while the kernel before it on the stream finishes (a
+   programmatic dependent launch, sm_90), its threads waiting in SG_GRID_WAIT, before they touch
+   memory, for that kernel's writes. Back-to-back launches then overlap one's tail with the next
+   one's start (an H200 idled about 5 us between the kernels of a step otherwise). */
+template <typename... P, typename... A>
+static cudaError_t sg_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                            cudaStream_t stream, A... args)
+{
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute early[1];
+  early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = early;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define SG_GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define SG_GRID_WAIT() do {} while (0)
+#endif
 """
 
 _DEBUG_PRELUDE = r"""
@@ -286,7 +322,7 @@ class Slots:
     """How a kernel touches time-buffered arrays (see ``time_slots``)."""
 
     views: dict      # array -> {slot symbol: written?}, for those read through slot pointers
-    rereads: bool    # whether the kernel reads an element it writes
+    rereads: frozenset   # the arrays some of whose elements the kernel reads and writes
     touched: int     # distinct arrays, counting each time slot as one
 
 
@@ -334,7 +370,7 @@ def time_slots(k, prog) -> Slots:
             distinct = len({_direct(s)[0] if s not in ring else None for s in used}) == 1
         if name not in mixed and distinct:
             views[name] = used
-    return Slots(views, bool(read & written), len(read | written))
+    return Slots(views, frozenset(name for name, _ in read & written), len(read | written))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -548,10 +584,24 @@ class CudaBackend(CBackend):
         compute: two where the kernel reads nothing it writes (a point computed twice stores
         the same values); four ran slower than two on every workload measured. A paired
         kernel computes two along the innermost dimension at each of them."""
-        if k.is_sparse or k.sequential or k.fusion or k.outer or len(k.dims) < 2 or \
-                self.slots(k).rereads:
+        if k.is_sparse or k.sequential or k.fusion or len(k.dims) < 2:
+            return 1
+        # a summing nest's sums are registers: a point computed twice is added once
+        summed = {t.base.name for t in self._sums(k)} if k.outer else set()
+        if self.slots(k).rereads - summed:
             return 1
         return max(shape[0] for shape in SHAPES[len(k.dims)])
+
+    def stacked(self, k) -> int:
+        """The loop (depth) along which a thread's ``sg_r`` points lie: the outermost one that
+        is neither summed nor a batch's copies (``LoopDim.exact``: no stencil reaches across
+        them, so points there share no loads; the batch nest's x does), never the innermost
+        (a warp's threads stay on consecutive points)."""
+        batch = {d.name for d in self.program.dims if d.exact}
+        n, depth = len(k.dims), k.outer
+        while depth < n - 2 and k.dims[depth].name in batch:
+            depth += 1
+        return depth
 
     def paired(self, k):
         """The ``cuda_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
@@ -613,7 +663,7 @@ class CudaBackend(CBackend):
                                            cuda_pairs.first(start, _thread("x"))))
                 inside.append(f"{cuda_pairs.START} <= {stop}")
                 continue
-            if depth or n == 1:
+            if depth != self.stacked(k) or n == 1:
                 decls.append(c.Initializer(c.Value("const sg_int", name), here))
                 inside.append(f"{name} <= {stop}")
                 continue
@@ -633,10 +683,12 @@ class CudaBackend(CBackend):
 
     def _summing_loops(self, k):
         """A nest summing over its ``k.outer`` outermost loops (a batch's shots into a
-        model-sized gradient): a thread per point of the other loops walks the summed ones
-        in order, each sum kept in a register and added to its array once. The launch is
-        one thread deep along the summed axes."""
-        n, m = len(k.dims), k.outer
+        model-sized gradient): a thread per point of the other loops (``sg_r`` of them along
+        ``stacked``) walks the summed ones in order, each sum kept in a register and added to
+        its array once (a point two threads compute, by the one whose group it starts in). The
+        launch is one thread deep along the summed axes."""
+        n, m, along = len(k.dims), k.outer, self.stacked(k)
+        many = self.points(k) > 1
         decls, inside = [], []
         for depth in range(n):
             i = n - 1 - depth
@@ -645,24 +697,49 @@ class CudaBackend(CBackend):
                 continue
             start, stop = self.bounds(k, depth)
             name = k.dims[depth].name
+            if many and depth == along:
+                decls.append(c.Initializer(c.Value("const sg_int", "sg_first"),
+                                           f"{start} + sg_base{i} + sg_r*({_thread('xyz'[i])})"))
+                inside.append(f"sg_first <= {stop}")
+                continue
             decls.append(c.Initializer(c.Value("const sg_int", name),
                                        f"{start} + sg_base{i} + {_thread('xyz'[i])}"))
             inside.append(f"{name} <= {stop}")
         sums = self._sums(k)
-        own = self.guarded(k, [self._summed(a, sums) for a in k.body])
-        body = c.Block(self._split_body(k, None, own, lambda a: self._summed(a, sums)))
+        regs = {t: f"{acc}[sg_k]" if many else acc for t, acc in sums.items()}
+        own = self.guarded(k, [self._summed(a, regs) for a in k.body])
+        body = self._split_body(k, None, own, lambda a: self._summed(a, regs))
+
+        def each_point(lines, mine=False):
+            """``lines`` at each of the thread's points along ``along`` (the last group
+            shifted back to end at the last point, overlapping the one before it); ``mine``:
+            only at those the group before does not also compute."""
+            if not many:
+                return lines
+            name = k.dims[along].name
+            inner = c.If(f"{name} >= sg_first", c.Block(lines)) if mine else c.Block(lines)
+            return [c.Pragma("unroll"), c.For(
+                "int sg_k = 0", "sg_k < sg_r", "++sg_k", c.Block([
+                    c.Initializer(c.Value("const sg_int", name), "sg_start + sg_k"), inner]))]
+        body = c.Block(each_point(body))
         for depth in reversed(range(m)):
             name, (start, stop) = k.dims[depth].name, self.bounds(k, depth)
             body = c.For(f"sg_int {name} = {start}", f"{name} <= {stop}", f"++{name}", body)
         real = ctype(self.program.dtype)
-        head = [c.Initializer(c.Value(real, acc), "0") for acc in sums.values()]
+        head = [c.Initializer(c.Value(real, f"{acc}[sg_r]" if many else acc),
+                              "{}" if many else "0") for acc in sums.values()]
+        if many:
+            last = f"{self.bounds(k, along)[1]} - (sg_r - 1)"
+            head.append(c.Initializer(c.Value("const sg_int", "sg_start"),
+                                      f"sg_first < {last} ? sg_first : {last}"))
         tail = []
         for target, acc in sums.items():
             name = target.base.name
             place = self.printer.target(target)
             tail.append(c.Assign(place, self.printer.rounded(
-                name, f"{self.printer.widened(name, place)} + {acc}")))
-        return c.Block(decls + [c.If(" && ".join(inside), c.Block(head + [body] + tail))])
+                name, f"{self.printer.widened(name, place)} + {regs[target]}")))
+        return c.Block(decls + [c.If(" && ".join(inside),
+                                     c.Block(head + [body] + each_point(tail, True)))])
 
     def _sums(self, k) -> dict:
         """Store -> register name of each sum of nest ``k`` over its outer loops: a store into
@@ -711,7 +788,7 @@ class CudaBackend(CBackend):
 
     @staticmethod
     def _pairs(name, stop, body):
-        """``body`` at sg_r consecutive points along the outermost dimension ``name``."""
+        """``body`` at sg_r consecutive points along dimension ``name`` (``stacked``)."""
         last = f"{stop} - (sg_r - 1)"
         return [
             c.Comment(f"sg_r consecutive points along {name} (nvcc loads what they share once); "
@@ -743,7 +820,7 @@ class CudaBackend(CBackend):
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
                 f"template <typename sg_int, int sg_r>\n"
                 f"static __global__ void __launch_bounds__({self.threads(k)})\n"
-                f"{k.section.function}({params})\n{{\n{loops}\n}}\n")
+                f"{k.section.function}({params})\n{{\n  {GRID_WAIT}\n{loops}\n}}\n")
 
     # -- host code --------------------------------------------------------------------------
     def param_type(self, p) -> str:
@@ -842,8 +919,9 @@ class CudaBackend(CBackend):
         elif k.fusion:
             head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer)
         elif not k.is_sparse:
-            head, launch = self._shape(k, timer, r), self._chunks(len(k.dims), launch)
-        start = f"SG_TIMER_START({self.program.timers}, {timer});"
+            head = self._shape(k, timer, r)
+            launch = self._chunks(len(k.dims), launch, len(k.dims) - 1 - self.stacked(k))
+        start = f"SG_TIMER_START({timer});"
         if shell:   # a timer event between the slabs would order them again
             start = [f"if (!sg_timed) {{ {start} sg_timed = true; }}",
                      f"if (!{stream}) SG_CHECK(cudaStreamCreate(&{stream}));"]
@@ -894,10 +972,11 @@ class CudaBackend(CBackend):
         if k.fusion:
             return cuda_fused.default_shape(k)
         n = len(k.dims)
-        if k.outer:   # the first shape one thread deep along the loops walked in order
-            return next((j for j, shape in enumerate(SHAPES[n])
-                         if all(shape[n - d] == 1 for d in range(k.outer))), 0)
         light = self.points(k) > 1 and self.slots(k).touched <= PAIRED_ARRAYS_MAX
+        if k.outer:   # the first shape one thread deep along the loops walked in order
+            fits = [j for j, shape in enumerate(SHAPES[n])
+                    if all(shape[n - d] == 1 for d in range(k.outer))]
+            return next((j for j in fits if (SHAPES[n][j][0] > 1) == light), fits[0])
         return 1 if light else 0
 
     def _shape(self, k, timer, r):
@@ -907,30 +986,30 @@ class CudaBackend(CBackend):
         choices = len(SHAPES[n])
         pick = tuned_choice(tuning, timer, choices, self.default_shape(k))
         points = f"sg_shapes{n}[sg_s][0]"
+        along = n - 1 - self.stacked(k)
         return [f"const long sg_s = {pick};",
-                f"const long sg_r = {points} <= {r} && sg_n{n - 1} >= {points} ? {points} : 1;",
+                f"const long sg_r = {points} <= {r} && sg_n{along} >= {points} ? {points} : 1;",
                 f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
 
     @staticmethod
     def _calls(name, call, r, narrow, stream=None):
         """The launch of the instance for the index type chosen (host flag ``narrow``) and
         ``sg_r`` points per thread (on ``stream``, else the legacy default stream)."""
-        config = "sg_grid, sg_block" + (f", 0, {stream}" if stream else "")
-
         def both(points):
-            return [f"if ({narrow}) {name}<int, {points}><<<{config}>>>({call});",
-                    f"else {name}<long, {points}><<<{config}>>>({call});"]
+            return [f"if ({narrow}) {early(f'{name}<int, {points}>', call, stream=stream)}",
+                    f"else {early(f'{name}<long, {points}>', call, stream=stream)}"]
         if r == 1:
             return both(1)
         return [f"if (sg_r == {r}) {{"] + _indent(both(r)) + ["} else {"] + \
             _indent(both(1)) + ["}"]
 
     @staticmethod
-    def _chunks(n, launch):
+    def _chunks(n, launch, along=None):
         """``launch`` once per chunk of the nest that one grid can cover (almost always one):
         sg_b<axis> is where the chunk starts, sg_grid covers it (sg_r points per thread along
-        the outermost axis)."""
-        per = [f"sg_block.{'xyz'[i]}" + ("*sg_r" if i == n - 1 and n > 1 else "")
+        thread axis ``along``, default the outermost)."""
+        along = n - 1 if along is None else along
+        per = [f"sg_block.{'xyz'[i]}" + ("*sg_r" if i == along and n > 1 else "")
                for i in range(n)]
         grid = ", ".join(f"sg_blocks(sg_n{i} - sg_b{i}, {p}, {GRID_LIMIT[i]})"
                          for i, p in enumerate(per))
@@ -1028,8 +1107,10 @@ class CudaBackend(CBackend):
             "    float sg_ms = 0.0f;",
             "    SG_CHECK(cudaEventElapsedTime(&sg_ms, sg_events[sg_i][sg_k % SG_SLOTS][0], "
             "sg_events[sg_i][sg_k % SG_SLOTS][1]));",
-            f"    {self.program.timers}[sg_i] += 1.0e-3*sg_ms;",
+            "    sg_sampled[sg_i] += 1.0e-3*sg_ms;",
             "  }",
+            "  if (sg_used[sg_i])",
+            f"    {self.program.timers}[sg_i] += sg_sampled[sg_i]*sg_launched[sg_i]/sg_used[sg_i];",
             "}",
         ]
         return lines + self.finite_checks()
@@ -1090,6 +1171,8 @@ class CudaBackend(CBackend):
         lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"] + self.layouts()
         lines += self.narrow_choice()
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
+                  f"long sg_launched[{nk}] = {{}};", f"double sg_sampled[{nk}] = {{}};",
+                  "bool sg_timing = false;",
                   "unsigned long long *sg_d_checks = NULL;"]
         if prog.split:   # the shell's slabs, each on a stream of its own (``shell_launch``)
             lines.append(f"cudaStream_t sg_shells[{split.region_count(prog) - 1}] = {{}};")
@@ -1131,7 +1214,8 @@ class CudaBackend(CBackend):
             header += "#define SG_HD __host__ __device__\n" + COMPLEX_CXX
         if any(k.fusion is not None and k.fusion.pair > 1 for k in self.program.kernels):
             header += cuda_fused.PAIR_PRELUDE
-        parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS},
+        parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,
+                                     "sample": TIMER_SAMPLE},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
         if self.program.split or self.program.zero_boxes:
             parts.append(split.helpers("static inline __host__ __device__") + "\n")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import sympy
 
 from .cprinter import ctype, tuned_choice
+from .cuda_launch import GRID_WAIT, early
 
 #: chunks of the streamed dimension a launch shape may cut it in (more blocks, more warm-up)
 CHUNKS = (4, 2, 1, 8)
@@ -656,7 +657,7 @@ class FusedKernel:
                 f"template <typename sg_int, {tparams}>\n"
                 f"static __global__ void __launch_bounds__({self._threads()})\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
-                + "\n".join(_indent(lines)) + "\n}\n")
+                + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
 
     # -- the launch ------------------------------------------------------------------------
     def shared_bytes(self, tile) -> int:
@@ -691,8 +692,8 @@ class FusedKernel:
             launch = []
             for itype in ("int", "long"):
                 head = f"if ({b.narrow_flag(k)})" if itype == "int" else "else"
-                launch.append(f"{head} {name}<{itype}, {targs}><<<sg_grid, sg_threads, "
-                              f"{nbytes}>>>({call}, sg_r);")
+                launch.append(f"{head} " + early(f"{name}<{itype}, {targs}>", f"{call}, sg_r",
+                                                  block="sg_threads", shared=str(nbytes)))
             launch.append(f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");')
             chunked = b._chunks(n, launch)
             head = "if" if i == 0 else "} else if"

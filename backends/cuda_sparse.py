@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sympy
 
+from .cuda_launch import GRID_WAIT, early
+
 SPARSE_GROUP_MIN = 2
 
 
@@ -111,7 +113,8 @@ def device_kernel(backend, members, args, threads: int) -> str:
     return (f"/* {names}: one launch, blocks split between them */\n"
             f"template <typename sg_int, int sg_r>\n"
             f"static __global__ void __launch_bounds__({threads})\n"
-            f"{function_name(members)}({params})\n{{\n" + "\n".join(lines) + "\n}\n")
+            f"{function_name(members)}({params})\n{{\n  {GRID_WAIT}\n" + "\n".join(lines)
+            + "\n}\n")
 
 
 def launch(backend, members, args, threads: int, limit: str) -> list[str]:
@@ -127,9 +130,9 @@ def launch(backend, members, args, threads: int, limit: str) -> list[str]:
     narrow = " && ".join(backend.narrow_flag(k) for k in members)
     name = function_name(members)
     body = [f"const dim3 sg_block({threads});", f"const dim3 sg_grid({ends[-1]});",
-            f"SG_TIMER_START({prog.timers}, {timer});",
-            f"if ({narrow}) {name}<int, 1><<<sg_grid, sg_block>>>({call});",
-            f"else {name}<long, 1><<<sg_grid, sg_block>>>({call});",
+            f"SG_TIMER_START({timer});",
+            f"if ({narrow}) {early(f'{name}<int, 1>', call)}",
+            f"else {early(f'{name}<long, 1>', call)}",
             f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");',
             f"SG_TIMER_STOP({timer});"]
     lines += [f"if ({ends[-1]} > 0) {{"] + ["  " + ln for ln in body] + ["}"]

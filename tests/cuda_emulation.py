@@ -86,11 +86,16 @@ static cudaError_t sg_emu_Memset(void *p, int v, size_t n)
 static cudaError_t sg_emu_Memcpy(void *d, const void *s, size_t n, int)
 { memcpy(d, s, n); return cudaSuccess; }
 static cudaError_t sg_emu_EventCreate(cudaEvent_t *e) { *e = (cudaEvent_t)1; return cudaSuccess; }
-static cudaError_t sg_emu_EventRecord(cudaEvent_t, int) { return cudaSuccess; }
+/* event records made, and the milliseconds every timed pair reports */
+extern "C" long sg_emu_records;
+long sg_emu_records = 0;
+extern "C" double sg_emu_event_ms;
+double sg_emu_event_ms = 0;
+static cudaError_t sg_emu_EventRecord(cudaEvent_t, int) { ++sg_emu_records; return cudaSuccess; }
 static cudaError_t sg_emu_EventSynchronize(cudaEvent_t) { return cudaSuccess; }
 static cudaError_t sg_emu_EventDestroy(cudaEvent_t) { return cudaSuccess; }
 static cudaError_t sg_emu_EventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t)
-{ *ms = 0; return cudaSuccess; }
+{ *ms = (float)sg_emu_event_ms; return cudaSuccess; }
 static cudaError_t sg_emu_DeviceSynchronize(void) { return cudaSuccess; }
 static cudaError_t sg_emu_GetLastError(void)
 { const cudaError_t e = sg_emu_error; sg_emu_error = cudaSuccess; return e; }
@@ -272,6 +277,15 @@ def _launches(src: str, barriers: set[str] | None) -> str:
     return re.sub(r"(\w+(?:<[^<>]*>)?)<<<(.*?)>>>\((.*)\);", one, src)
 
 
+def _early(src: str) -> str:
+    """``sg_early(k, grid, block, bytes, stream, args);`` (a launch of the generated code) ->
+    ``k<<<grid, block, bytes>>>(args);``: the emulation runs launches in order."""
+    def one(m):
+        grid, block, shared, _stream, *args = _split_top(m.group(2))
+        return f"{m.group(1)}<<<{grid}, {block}, {shared}>>>({','.join(args)});"
+    return re.sub(r"\bsg_early\((\w+(?:<[^<>]*>)?), (.*)\);", one, src)
+
+
 def _shared(src: str) -> str:
     """``extern __shared__ [__align__(n)] T name[];`` -> a pointer ``name`` to the emulated
     block's dynamic shared memory."""
@@ -286,7 +300,7 @@ def host_source(cuda_source: str) -> str:
     host = _shared(cuda_source.replace("#include <cuda_runtime.h>", runtime))
     host = re.sub(r"cudaFuncSetAttribute\((\w+(?:<[^<>]*>)?),",
                   lambda m: f'sg_emu_FuncSetAttribute("{_key(m.group(1))}",', host)
-    return _launches(host, _barrier_kernels(cuda_source))
+    return _launches(_early(host), _barrier_kernels(cuda_source))
 
 
 def build(cuda_source: str, where: str):
@@ -335,12 +349,16 @@ _FENCES: list = []
 
 
 def run(op, where: str | None = None, fence: str | None = None,
-        tuning: list[int] | None = None, reverse: bool = False, **kwargs) -> int:
+        tuning: list[int] | None = None, reverse: bool = False, timed: dict | None = None,
+        **kwargs) -> int:
     """``op.apply(**kwargs)`` for CUDA Operator ``op``, emulated on the host; the fields get
     the results. Returns the entry point's status. ``fence`` ("start" or "end"): each device
     copy sits against an inaccessible page on that side (``_fenced``). ``tuning``: the launch
     shape of each section timer (an index into ``op._emitter.launch_shapes()[timer]``; None:
-    the defaults). ``reverse``: the threads of each block run in turn from the last one."""
+    the defaults). ``reverse``: the threads of each block run in turn from the last one.
+    ``timed``: every pair of timing events reports ``timed["ms"]`` milliseconds (default 0);
+    the run leaves the section timers in ``timed["timers"]`` and the event records made in
+    ``timed["records"]``."""
     where = where or tempfile.gettempdir()
     lib = build(op.ccode, where)
     prog, em, copies = op.program, op._emitter, []
@@ -368,6 +386,8 @@ def run(op, where: str | None = None, fence: str | None = None,
             raise ValueError(f"tuning: {len(timers)} launch shapes wanted, not {shapes.size}")
         args[prog.tuning] = shapes.ctypes.data
     ctypes.c_int.in_dll(lib, "sg_emu_reverse").value = int(reverse)
+    ctypes.c_double.in_dll(lib, "sg_emu_event_ms").value = (timed or {}).get("ms", 0.0)
+    ctypes.c_long.in_dll(lib, "sg_emu_records").value = 0
     fn = lib[prog.entry]
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_long if p.kind == "index" else
@@ -379,4 +399,6 @@ def run(op, where: str | None = None, fence: str | None = None,
             st.host()[...] = _rows(dev, lay).reshape(st.shape)
             st.host_written()
     del keep
+    if timed is not None:
+        timed.update(timers=timers, records=ctypes.c_long.in_dll(lib, "sg_emu_records").value)
     return status

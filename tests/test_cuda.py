@@ -77,8 +77,17 @@ def test_source_compiles(name, dtype, cuda_builds):
     assert src.count("__global__ void") == len(prog.kernels) - shared + 1
     # every kernel has its one-point-per-thread instances; those that may compute two points
     # per thread have those instances too
-    assert src.count("<int, 1><<<") == src.count("<long, 1><<<") == len(prog.kernels) - shared
-    assert src.count("<int, 2><<<") == src.count("<long, 2><<<") <= len(prog.kernels)
+    assert src.count("<int, 1>, sg_grid") == src.count("<long, 1>, sg_grid") == len(prog.kernels) - shared
+    assert src.count("<int, 2>, sg_grid") == src.count("<long, 2>, sg_grid") <= len(prog.kernels)
+    # every kernel is launched early, and its threads wait for the kernel before it before
+    # they touch memory (only the NaN/Inf count launches the usual way)
+    entry = src[src.index('extern "C" int'):]
+    assert entry.count("sg_early(") == 2 * (len(prog.kernels) - shared) + \
+        src.count("<int, 2>, sg_grid") + src.count("<long, 2>, sg_grid")
+    assert re.findall(r"(\w+)<<<", entry) == ["sg_nonfinite"] * len(re.findall(r"\w+<<<", entry))
+    for kernel, first in re.findall(r"__global__ void[^{;]*?\n(\w+)\([^{;]*?\)\n\{\n\s*(.*)",
+                                    src):
+        assert first == "SG_GRID_WAIT();" or kernel.startswith("sg_"), kernel
     injections = sum(1 for k in prog.kernels if getattr(k, "kind", None) == "inject")
     assert src.count("atomicAdd(") == injections + 1     # and the NaN/Inf count's
     # the host time loop: up from time_m, or down from time_M for a .backward operator

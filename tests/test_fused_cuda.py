@@ -167,7 +167,7 @@ def _kernels_in_time_loop(op):
     start = src.index("for (long time =")
     loop = src[start:src.index("cudaDeviceSynchronize()", start)]
     grid = {k.section.function for k in op.program.kernels if not k.is_sparse}
-    return {m.group(1) for m in re.finditer(r"(\w+)(?:<[^<>]*>)?<<<", loop)} & grid
+    return {m.group(1) for m in re.finditer(r"sg_early\((\w+)(?:<[^<>]*>)?,", loop)} & grid
 
 
 def test_sa_tti_is_one_fused_kernel_a_step(restore_settings):

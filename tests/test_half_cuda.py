@@ -202,7 +202,7 @@ def test_debug_builds_and_the_switch_keep_scalar_loads(monkeypatch):
     monkeypatch.setattr(CudaBackend, "pair_loads", False)
     op, _, _ = acoustic("float16", "cuda", "HalfSwitchOff")
     assert "float2 sg_h" not in op.ccode and "__half2float(" in op.ccode
-    assert "<int, 2><<<" in op.ccode        # two points along x, as for float32
+    assert "<int, 2>, sg_grid" in op.ccode        # two points along x, as for float32
     monkeypatch.setattr(CudaBackend, "pair_loads", True)
     from stencilgen.configuration import configuration
     monkeypatch.setitem(configuration._values, "debug", True)

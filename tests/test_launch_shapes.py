@@ -230,11 +230,11 @@ def test_cuda_kernels_read_time_slots_through_their_own_pointers():
     assert "const float *__restrict__ sg_u_t0" in src and "float *__restrict__ sg_u_t2" in src
     # set on the host with the time stride of the device copy (rows at a pitch)
     assert "u + t0*sg_d_u_st" in src and "u_st," not in src.split("extern \"C\"")[0]
-    assert "<int, 2><<<" in src
+    assert "<int, 2>, sg_grid" in src
     # inplace2d: a sequential sweep, and h = h + 1 then h = 2h + a at each point
     prog = programs.build("inplace2d", np.float32)
     inplace = Operator(prog.eqs, name="inplace2d", backend="cuda")
-    assert "<int, 2><<<" not in inplace.ccode
+    assert "<int, 2>, sg_grid" not in inplace.ccode
 
 
 def test_saved_steps_are_read_through_a_pointer_per_step():
