@@ -63,7 +63,9 @@ def block_loops(backend, k, xr, yr, printed) -> c.For:
 def choice(backend, k, default) -> list:
     """sg_s, sg_bx, sg_by: the block the tuning argument (else ``default``) gives ``k``."""
     (ys, ye) = backend.bounds(k, 1)
-    pick = tuned_choice(backend.program.tuning, k.section.timer, len(BLOCKS), default)
+    # inside time tiles the nest's tuning entry picks the tiles: its block is the default
+    pick = default if backend.tile_ranges is not None else \
+        tuned_choice(backend.program.tuning, k.section.timer, len(BLOCKS), default)
     return [c.Initializer(c.Value("const long", "sg_s"), pick),
             c.Initializer(c.Value("const long", "sg_bx"), "sg_blocks3[sg_s][0]"),
             c.Initializer(c.Value("const long", "sg_by"),

@@ -32,7 +32,7 @@ equals the untiled one to round-off). ``plan`` says when a program is tiled, or 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cgen as c
 import numpy as np
@@ -42,12 +42,18 @@ from . import c_blocking
 from .cprinter import moved, tuned_choice
 
 
-#: the sizes offered to the autotuner per number of tiled dimensions, (widths..., steps), and
-#: the one run where none is tuned (2 cores of an AMD EPYC, 160^3 and 256^3, so 8: 32 x 32
-#: points and 16 steps ran fastest of those tried, docs/performance.md)
-CHOICES = {2: ((16, 16, 8), (32, 32, 8), (32, 32, 16), (48, 48, 16)),
-           1: ((16, 8), (32, 8), (32, 16), (64, 16))}
-DEFAULT = 2
+#: a width that makes one tile of any extent: with one step a batch, the untiled loop
+WHOLE = 1 << 40
+#: the sizes offered to the autotuner per number of tileable dimensions, (widths..., steps):
+#: a choice of one width tiles x alone, the threads sharing each nest of a tile (16 cores:
+#: 1.07-1.13x the untiled loop, docs/performance.md), of two x and y, a thread a tile of a
+#: wave-front (2 cores: 1.6x, 16 cores: 0.24-0.57x); the first is the untiled loop itself
+CHOICES = {2: ((WHOLE, 1), (32, 8), (64, 4), (32, 16), (16, 16, 8), (32, 32, 8), (32, 32, 16),
+               (48, 48, 16)),
+           1: ((WHOLE, 1), (16, 8), (32, 8), (32, 16), (64, 16))}
+#: the choice run where none is tuned, per number of tileable dimensions (2 cores of an AMD
+#: EPYC, 160^3 and 256^3, so 8: 32 x 32 points and 16 steps ran fastest of those tried)
+DEFAULT = {2: 6, 1: 3}
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,18 @@ class Tiling:
         return max(ch[-1] for ch in self.choices)
 
     def describe(self, choice) -> str:
-        return f"{' x '.join(map(str, choice[:-1]))} points, {choice[-1]} steps"
+        if choice[0] == WHOLE:
+            return "none (one step at a time)"
+        tiles = f"{' x '.join(map(str, choice[:-1]))} points, {choice[-1]} steps"
+        if self.dims == 2 and len(choice) == 2:
+            return f"{tiles}, x alone, the threads sharing each nest"
+        return tiles
+
+    def variant(self, d: int) -> "Tiling":
+        """The tiling of the choices that tile ``d`` dimensions (the outermost ``d``)."""
+        return replace(self, choices=tuple(ch for ch in self.choices if len(ch) == d + 1),
+                       skews=self.skews[:d], default=0,
+                       ahead={k: v[:d] for k, v in self.ahead.items()})
 
 
 def timed_nest(prog):
@@ -159,7 +176,7 @@ def plan(backend) -> tuple[Tiling | None, str]:
             return None, f"{k.name}: {why}"
         homes[k.name] = home
     if chosen == "auto":
-        return Tiling(CHOICES[tiled], DEFAULT, skews, ahead, homes), ""
+        return Tiling(CHOICES[tiled], DEFAULT[tiled], skews, ahead, homes), ""
     *widths, depth = chosen
     widths = tuple(widths) * tiled if len(widths) == 1 else tuple(widths)
     if len(widths) != tiled:
@@ -279,7 +296,32 @@ def _step_body(backend, t: Tiling) -> list:
 
 
 def time_loop(backend, t: Tiling) -> c.Block:
-    """The time loop in batches of tiles (``backend`` a CBackend)."""
+    """The time loop in batches of tiles (``backend`` a CBackend): a loop per number of
+    tiled dimensions among ``t``'s choices (they come grouped by it), the tuning argument's
+    choice picking one and its sizes."""
+    prog = backend.program
+    first = timed_nest(prog)
+    pick = tuned_choice(prog.tuning, first.section.timer, len(t.choices), t.default)
+    branches, start = [], 0
+    for d in dict.fromkeys(len(ch) - 1 for ch in t.choices):
+        v = t.variant(d)
+        assert t.choices[start:start + len(v.choices)] == v.choices, "choices not grouped"
+        start += len(v.choices)
+        branches.append((f"sg_tc < {start}", _batches(backend, v, f"sg_tc - {start - len(v.choices)}")))
+    chain = c.Block(branches[-1][1])
+    for test, body in reversed(branches[:-1]):
+        chain = c.If(test, c.Block(body), chain)
+    return backend.timed(first, c.Block([
+        c.Comment(f"time tiles (backends/c_timetile.py), the sizes the tuning argument picks "
+                  f"(default {t.describe(t.choices[t.default])}), the tiles' boundaries "
+                  f"moving {', '.join(map(str, t.skews))} a step; the whole tiled loop is "
+                  f"timed as this section"),
+        c.Initializer(c.Value("const long", "sg_tc"), pick), chain]))
+
+
+def _batches(backend, t: Tiling, index: str) -> list:
+    """The batches of steps of the choices of ``t`` (all tiling ``t.dims`` dimensions), the
+    one run being number ``index`` (C text) of them."""
     prog = backend.program
     tm, tM = prog.time_bounds
     time, down = prog.time.name, prog.time_step < 0
@@ -320,23 +362,16 @@ def time_loop(backend, t: Tiling) -> c.Block:
         c.Line(f"if ({ctl}) {{ {ctl}[1] += {count}; if ({ctl}[0]) break; }}"),
     ]
     start, stop = (tM, tm) if down else (tm, tM)
-    first = timed_nest(prog)
-    table = ", ".join("{" + ", ".join(map(str, ch)) + "}" for ch in t.choices)
-    pick = tuned_choice(prog.tuning, first.section.timer, len(t.choices), t.default)
+    table = ", ".join("{" + ", ".join(f"{v}L" for v in ch) + "}" for ch in t.choices)
     sizes = [c.Line(f"static const long sg_tiles[{len(t.choices)}][{t.dims + 1}] = "
                     f"{{{table}}};"),
-             c.Initializer(c.Value("const long", "sg_tc"), pick)]
-    sizes += [c.Initializer(c.Value("const long", f"sg_tw{i}"), f"sg_tiles[sg_tc][{i}]")
+             c.Initializer(c.Value("const long", "sg_tk"), index)]
+    sizes += [c.Initializer(c.Value("const long", f"sg_tw{i}"), f"sg_tiles[sg_tk][{i}]")
               for i in range(t.dims)]
-    sizes.append(c.Initializer(c.Value("const long", "sg_td"), f"sg_tiles[sg_tc][{t.dims}]"))
+    sizes.append(c.Initializer(c.Value("const long", "sg_td"), f"sg_tiles[sg_tk][{t.dims}]"))
     loop = c.For(f"long sg_t0 = {start}", f"sg_t0 {'>=' if down else '<='} {stop}",
                  f"sg_t0 {'-' if down else '+'}= sg_td", c.Block(batch))
-    return backend.timed(first, c.Block([
-        c.Comment(f"time tiles (backends/c_timetile.py), the sizes the tuning argument picks "
-                  f"(default {t.describe(t.choices[t.default])}), the tiles' boundaries "
-                  f"moving {', '.join(map(str, t.skews))} a step; the whole tiled loop is "
-                  f"timed as this section"),
-        *sizes, loop]))
+    return sizes + [loop]
 
 
 def nest_code(backend, k):

@@ -8,6 +8,7 @@ import logging
 import numpy as np
 import pytest
 
+from backends import c_timetile
 from stencilgen import (ConditionalDimension, Eq, Function, Grid, Inc, Operator,
                         TimeFunction, solve, switchconfig)
 from stencilgen.seismic.geometry import make_shot
@@ -220,7 +221,10 @@ def test_the_autotuner_picks_the_tile_sizes(caplog):
         with switchconfig(time_tiling="on"):
             op, u, shot = build("TTtuned")
         offered = next(iter(op._emitter.launch_shapes().values()))
-        assert len(offered) == 4 and all(s.startswith("time tiles") for s in offered)
+        assert len(offered) == len(c_timetile.CHOICES[2])
+        assert all(s.startswith("time tiles") for s in offered)
+        assert offered[0] == "time tiles none (one step at a time)"
+        assert sum("x alone" in s for s in offered) == 3
         assert op._emitter.trial_steps == 16
         u1, r1 = tuned(op, u, shot)
     said = " ".join(r.getMessage() for r in caplog.records)
@@ -229,6 +233,27 @@ def test_the_autotuner_picks_the_tile_sizes(caplog):
         op0, u0, shot0 = build("TTuntuned")
     u2, r2 = tuned(op0, u0, shot0)
     assert np.array_equal(u1, u2) and np.abs(r1 - r2).max() <= 1e-6 * np.abs(r2).max()
+
+
+def test_every_offered_choice_gives_the_untiled_numbers(tmp_path, monkeypatch):
+    """time_tiling on in 3D: each choice the autotuner may keep (the untiled loop, x alone
+    with the threads sharing each nest, x and y a tile a thread) run as if tuned gives the
+    untiled fields bit for bit and the receivers to round-off."""
+    from stencilgen import configuration
+    from stencilgen.runtime import autotune
+    monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
+    build, run = _shot_run((21, 18, 11), so=4)
+    with switchconfig(time_tiling="0"):
+        u0, r0 = run(*build("TTchoices0"))
+    for choice in range(len(c_timetile.CHOICES[2])):
+        with switchconfig(time_tiling="on"):
+            op, u, shot = build("TTchoices")
+        args, _ = op._arguments(time_m=0, time_M=NT - 1, dt=shot.time.step)
+        autotune.Remembered(op.source_path.parent).put(
+            autotune.size_key(op.program, args), [choice] * len(op.program.kernels))
+        op.apply(time_m=0, time_M=NT - 1, dt=shot.time.step, autotune=False)
+        assert np.array_equal(np.array(u.data), u0), c_timetile.CHOICES[2][choice]
+        assert np.abs(np.array(shot.rec.data) - r0).max() <= 1e-6 * np.abs(r0).max()
 
 
 def test_sa_tti_in_tiles():
