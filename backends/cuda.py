@@ -580,10 +580,10 @@ class CudaBackend(CBackend):
         return self.slots(k).views
 
     def points(self, k) -> int:
-        """The most consecutive points along the outermost dimension a thread of ``k`` may
-        compute: two where the kernel reads nothing it writes (a point computed twice stores
-        the same values); four ran slower than two on every workload measured. A paired
-        kernel computes two along the innermost dimension at each of them."""
+        """The most consecutive points along ``stacked(k)`` a thread of ``k`` may compute: two
+        where the kernel reads nothing it writes (a point computed twice stores the same
+        values); four ran slower than two on every workload measured. A paired kernel
+        computes two along the innermost dimension at each of them."""
         if k.is_sparse or k.sequential or k.fusion or len(k.dims) < 2:
             return 1
         # a summing nest's sums are registers: a point computed twice is added once
@@ -951,7 +951,8 @@ class CudaBackend(CBackend):
     def launch_shapes(self) -> dict:
         def describe(k, shape):
             r = min(shape[0], self.points(k))
-            where = f" ({r} along the outermost, 2 along the innermost dimension)" \
+            where = f" ({r} along {k.dims[self.stacked(k)].name}, 2 along the innermost " \
+                "dimension)" \
                 if self.paired(k) else ""
             n = 2 * r if where else r
             return f"{n} point{'s' if n > 1 else ''} per thread" \
