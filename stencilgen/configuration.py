@@ -168,6 +168,10 @@ _SETTINGS: dict[str, _Setting] = {
                            "split the nests that read a Function with a zero box "
                            "(Function.zero_box: the sponge's layer) at run time, the box "
                            "run without the terms it zeroes; 0 turns it off"),
+    "staging": _Setting("STENCILGEN_STAGING", _bool, lambda: False,
+                        "CUDA: a 3D nest reading arrays at neighbours streams along its "
+                        "outermost dimension, those arrays' planes staged in shared memory "
+                        "(each value loaded and widened once a block); off by default"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

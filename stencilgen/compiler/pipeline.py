@@ -68,7 +68,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     program = _logged("run-time split", name,
                       split_zero_boxes(program, names, configuration["zero-split"]))
     split = grid.decomposition.decomposed if grid.decomposition is not None else None
-    program = _logged("fusion", name, fuse(program, fusion, any(split or ())))
+    program = _logged("fusion", name, fuse(program, fusion, any(split or ()),
+                                           configuration["staging"]))
     program = _logged("halo exchanges", name, halos.plan(program, split, names))
     program = _logged("layout", name, lay.layout(program, names))
     program = _logged("index types", name, lay.index_types(program, narrow_index))

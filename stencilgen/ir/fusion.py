@@ -23,7 +23,7 @@ import numpy as np
 import sympy
 
 from .. import logger as log
-from .nodes import Assign, Kernel, Program, element_size, real_type
+from .nodes import ArrayParam, Assign, Kernel, Program, element_size, real_type
 from .optimize import Literal, Local, count_bytes
 
 
@@ -365,12 +365,59 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
 _WHERE = {"queue": "a private queue", "shared": "a shared ring"}
 
 
-def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
+def _staging(prog: Program, k) -> tuple[Program, Kernel, Kernel] | str:
+    """Grid nest ``k`` as a producer and a consumer for staging, or why not: the producer
+    computes each value ``k`` stores into a temporary of its own, read at the point, from
+    its inputs; the consumer stores them. Fused, the inputs ``k`` reads at neighbours come
+    from shared rings of planes, each value loaded (and widened from 16 bits) once a block,
+    not once a stencil tap (issue 51). The program returned holds the temporaries."""
+    if len(k.dims) != 3:
+        return f"a {len(k.dims)}D nest (staging streams a 3D one along its outermost loop)"
+    if any(d.exact for d in prog.dims):
+        return "it spans a batch's copies (its stencils reach along no loop to stream)"
+    lead = {n: 1 if prog.array(n).time_size is not None else 0 for n in k.reads}
+    if not any(any(o[lead[n]:]) for n, offs in k.reads.items() for o in offs):
+        return "it reads nothing at neighbours"
+    temps, produce, consume = [], {}, []
+    zero = (0,) * len(k.dims)
+    for a in k.body:
+        if a.is_local:
+            continue
+        target = prog.array(a.lhs.base.name)
+        t = ArrayParam(name=f"sg_staged{len(temps)}_{k.name}", user=k.name, dtype=target.dtype,
+                       ndim=len(k.dims), temporary=True, halo=zero)
+        ref = t.base[tuple(k.dims)]
+        temps.append(t)
+        produce[a] = Assign(ref, a.rhs)
+        consume.append(Assign(a.lhs, ref))
+    names = [t.name for t in temps]
+    producer = replace(k, name=f"{k.name}_staged", body=tuple(produce.get(a, a) for a in k.body),
+                       reads=dict(k.reads), writes={n: {zero} for n in names}, split=None,
+                       section=None)
+    consumer = replace(k, body=tuple(consume), reads={n: {zero} for n in names},
+                       writes=dict(k.writes), flops=0, split=None)
+    return replace(prog, arrays=prog.arrays + tuple(temps)), producer, consumer
+
+
+def _stage(prog: Program, k, others, limits: Limits):
+    """``k`` fused with its own staging producer (``_staging``), or why not."""
+    split = _staging(prog, k)
+    if isinstance(split, str):
+        return split
+    prog2, k1, k2 = split
+    return _refusal(prog2, k1, k2, others) or _fuse(prog2, k1, k2, limits)
+
+
+def fuse(prog: Program, limits: Limits | None, split: bool = False,
+         stage: bool = False) -> Program:
     """Each time-step nest that only computes temporaries, fused into the nest after it that
-    reads them (``limits``: the target's; None: the target fuses nothing)."""
+    reads them (``limits``: the target's; None: the target fuses nothing); with ``stage``,
+    each nest left reading arrays at neighbours fused with its own staging producer
+    (``_staging``)."""
     if limits is None:
         return prog
-    steps, out, fused_temps, i = list(prog.steps), [], set(), 0
+    stage = stage and not split
+    steps, out, fused_temps, i, changed = list(prog.steps), [], set(), 0, False
     while i < len(steps):
         k1 = steps[i]
         k2 = steps[i + 1] if i + 1 < len(steps) else None
@@ -399,7 +446,20 @@ def fuse(prog: Program, limits: Limits | None, split: bool = False) -> Program:
         fused_temps |= set(k1.writes)
         out.append(fused)
         i += 2
-    if not fused_temps:
+    if stage:   # the nests left alone, each fused with its own staging producer
+        for j, k in enumerate(out):
+            if k.fusion is not None or k.is_sparse:
+                continue
+            staged = _stage(prog, k, [o for o in prog.kernels if o is not k], limits)
+            if isinstance(staged, str):
+                log.info(f"Operator `{prog.name}`: {k.name} is not staged: {staged}")
+                continue
+            log.info(f"Operator `{prog.name}`: {k.name} staged, streaming along {k.dims[0]} "
+                     f"(in shared rings: {', '.join(s.name for s in staged.fusion.staged)}; "
+                     f"tiles {', '.join('x'.join(map(str, t)) for t in staged.fusion.tiles)})")
+            out[j] = staged
+            changed = True
+    if not fused_temps and not changed:
         return prog
     arrays = tuple(a for a in prog.arrays if a.name not in fused_temps)
     return replace(prog, steps=tuple(out), arrays=arrays)
