@@ -8,7 +8,8 @@ NaNs, the threads of a block as coroutines meeting at each ``__syncthreads()``, 
 or backward so that a race between two threads changes the numbers) against the C backend, on
 odd grids leaving partial tiles and several chunks along the streamed dimension, with every
 launch shape the fused section offers. Without nvcc they skip; the IR checks run anywhere.
-Fusion is off by default (``configuration["fusion"]``): the module turns it on.
+Fusion runs where nothing is remembered (``configuration["fusion"]``, auto by default); the
+module turns it on outright.
 """
 from __future__ import annotations
 
