@@ -45,9 +45,10 @@ from .cprinter import moved, tuned_choice
 #: a width that makes one tile of any extent: with one step a batch, the untiled loop
 WHOLE = 1 << 40
 #: the sizes offered to the autotuner per number of tileable dimensions, (widths..., steps):
-#: a choice of one width tiles x alone, the threads sharing each nest of a tile (16 cores:
-#: 1.07-1.13x the untiled loop, docs/performance.md), of two x and y, a thread a tile of a
-#: wave-front (2 cores: 1.6x, 16 cores: 0.24-0.57x); the first is the untiled loop itself
+#: a choice of one width tiles x alone, the threads sharing each nest of a tile (16 cores,
+#: 256^3: up to 1.13x the untiled loop; at 160^3 slower, docs/performance.md), of two x and
+#: y, a thread a tile of a wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x); the
+#: first is the untiled loop itself, so the autotuner may keep it
 CHOICES = {2: ((WHOLE, 1), (32, 8), (64, 4), (32, 16), (16, 16, 8), (32, 32, 8), (32, 32, 16),
                (48, 48, 16)),
            1: ((WHOLE, 1), (16, 8), (32, 8), (32, 16), (64, 16))}
@@ -307,7 +308,8 @@ def time_loop(backend, t: Tiling) -> c.Block:
         v = t.variant(d)
         assert t.choices[start:start + len(v.choices)] == v.choices, "choices not grouped"
         start += len(v.choices)
-        branches.append((f"sg_tc < {start}", _batches(backend, v, f"sg_tc - {start - len(v.choices)}")))
+        first_index = start - len(v.choices)
+        branches.append((f"sg_tc < {start}", _batches(backend, v, f"sg_tc - {first_index}")))
     chain = c.Block(branches[-1][1])
     for test, body in reversed(branches[:-1]):
         chain = c.If(test, c.Block(body), chain)

@@ -123,7 +123,8 @@ sg_nonfinite(const T *__restrict__ p, const long n, unsigned long long *count)
       SG_CHECK(cudaEventCreate(&sg_events[i][sg_slot][1])); } \
     SG_CHECK(cudaEventRecord(sg_events[i][sg_slot][0], 0)); } } while (0)
 #define SG_TIMER_STOP(i) do { if (sg_timing) { \
-  SG_CHECK(cudaEventRecord(sg_events[i][sg_used[i] %% SG_SLOTS][1], 0)); sg_used[i] += 1; } } while (0)
+  SG_CHECK(cudaEventRecord(sg_events[i][sg_used[i] %% SG_SLOTS][1], 0)); \
+  sg_used[i] += 1; } } while (0)
 
 #ifdef __CUDACC__
 /* A kernel launched early: it may start while the kernel before it on the stream finishes (a
