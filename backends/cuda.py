@@ -128,13 +128,22 @@ sg_nonfinite(const T *__restrict__ p, const long n, unsigned long long *count)
 
 #ifdef __CUDACC__
 /* A kernel launched early: it may start while the kernel before it on the stream finishes (a
-   programmatic dependent launch, sm_90), its threads waiting in SG_GRID_WAIT, before they touch
-   memory, for that kernel's writes. Back-to-back launches then overlap one's tail with the next
-   one's start (an H200 idled about 5 us between the kernels of a step otherwise). */
+   programmatic dependent launch, compute capability 9.0 and later: older GPUs launch as usual),
+   its threads waiting in SG_GRID_WAIT, before they touch memory, for that kernel's writes.
+   Back-to-back launches then overlap one's tail with the next one's start (an H200 idled about
+   5 us between the kernels of a step otherwise). */
 template <typename... P, typename... A>
 static cudaError_t sg_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
                             cudaStream_t stream, A... args)
 {
+  static int sg_capable = -1;
+  if (sg_capable < 0) {
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+      major = 0;
+    sg_capable = major >= 9;
+  }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -144,7 +153,7 @@ static cudaError_t sg_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t 
   early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   early[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = early;
-  config.numAttrs = 1;
+  config.numAttrs = sg_capable ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
 #endif
