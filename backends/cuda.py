@@ -392,6 +392,22 @@ class _Arg:
     host: str
 
 
+def _group_start(stop: str) -> c.Initializer:
+    """sg_start: the first of a thread's sg_r points from sg_first, the last group shifted back
+    to end at ``stop`` (overlapping the group before it)."""
+    last = f"{stop} - (sg_r - 1)"
+    return c.Initializer(c.Value("const sg_int", "sg_start"),
+                         f"sg_first < {last} ? sg_first : {last}")
+
+
+def _each_point(name: str, body: list) -> list:
+    """``body`` at each of a thread's sg_r points along ``name`` from sg_start, unrolled."""
+    return [c.Pragma("unroll"),
+            c.For("int sg_k = 0", "sg_k < sg_r", "++sg_k",
+                  c.Block([c.Initializer(c.Value("const sg_int", name), "sg_start + sg_k")]
+                          + body))]
+
+
 def _thread(axis):
     """This thread's global index along ``axis``, in signed arithmetic of the index type."""
     return f"(sg_int)blockIdx.{axis}*(sg_int)blockDim.{axis} + (sg_int)threadIdx.{axis}"
@@ -607,11 +623,17 @@ class CudaBackend(CBackend):
         is neither summed nor a batch's copies (``LoopDim.exact``: no stencil reaches across
         them, so points there share no loads; the batch nest's x does), never the innermost
         (a warp's threads stay on consecutive points)."""
-        batch = {d.name for d in self.program.dims if d.exact}
-        n, depth = len(k.dims), k.outer
-        while depth < n - 2 and k.dims[depth].name in batch:
-            depth += 1
-        return depth
+        if ("stacked", k.name) not in self._slots:
+            batch = {d.name for d in self.program.dims if d.exact}
+            n, depth = len(k.dims), k.outer
+            while depth < n - 2 and k.dims[depth].name in batch:
+                depth += 1
+            self._slots[("stacked", k.name)] = depth
+        return self._slots[("stacked", k.name)]
+
+    def _stacked_axis(self, k) -> int:
+        """The thread axis (0: x, the innermost loop) of ``stacked(k)``."""
+        return len(k.dims) - 1 - self.stacked(k)
 
     def paired(self, k):
         """The ``cuda_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
@@ -721,16 +743,13 @@ class CudaBackend(CBackend):
         body = self._split_body(k, None, own, lambda a: self._summed(a, regs))
 
         def each_point(lines, mine=False):
-            """``lines`` at each of the thread's points along ``along`` (the last group
-            shifted back to end at the last point, overlapping the one before it); ``mine``:
-            only at those the group before does not also compute."""
+            """``lines`` at each of the thread's points along ``along``; ``mine``: only at
+            those the group before does not also compute."""
             if not many:
                 return lines
             name = k.dims[along].name
             inner = c.If(f"{name} >= sg_first", c.Block(lines)) if mine else c.Block(lines)
-            return [c.Pragma("unroll"), c.For(
-                "int sg_k = 0", "sg_k < sg_r", "++sg_k", c.Block([
-                    c.Initializer(c.Value("const sg_int", name), "sg_start + sg_k"), inner]))]
+            return _each_point(name, [inner])
         body = c.Block(each_point(body))
         for depth in reversed(range(m)):
             name, (start, stop) = k.dims[depth].name, self.bounds(k, depth)
@@ -739,9 +758,7 @@ class CudaBackend(CBackend):
         head = [c.Initializer(c.Value(real, f"{acc}[sg_r]" if many else acc),
                               "{}" if many else "0") for acc in sums.values()]
         if many:
-            last = f"{self.bounds(k, along)[1]} - (sg_r - 1)"
-            head.append(c.Initializer(c.Value("const sg_int", "sg_start"),
-                                      f"sg_first < {last} ? sg_first : {last}"))
+            head.append(_group_start(self.bounds(k, along)[1]))
         tail = []
         for target, acc in sums.items():
             name = target.base.name
@@ -799,18 +816,11 @@ class CudaBackend(CBackend):
     @staticmethod
     def _pairs(name, stop, body):
         """``body`` at sg_r consecutive points along dimension ``name`` (``stacked``)."""
-        last = f"{stop} - (sg_r - 1)"
         return [
             c.Comment(f"sg_r consecutive points along {name} (nvcc loads what they share once); "
                       f"the last group ends at {stop}, overlapping the one before it: those "
                       "points are computed twice, to the same values"),
-            c.Initializer(c.Value("const sg_int", "sg_start"),
-                          f"sg_first < {last} ? sg_first : {last}"),
-            c.Pragma("unroll"),
-            c.For("int sg_k = 0", "sg_k < sg_r", "++sg_k",
-                  c.Block([c.Initializer(c.Value("const sg_int", name), "sg_start + sg_k")]
-                          + body)),
-        ]
+            _group_start(stop)] + _each_point(name, body)
 
     def threads(self, k) -> int:
         if k.is_sparse or k.sequential and k.reduces:
@@ -930,7 +940,7 @@ class CudaBackend(CBackend):
             head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer)
         elif not k.is_sparse:
             head = self._shape(k, timer, r)
-            launch = self._chunks(len(k.dims), launch, len(k.dims) - 1 - self.stacked(k))
+            launch = self._chunks(len(k.dims), launch, self._stacked_axis(k))
         start = f"SG_TIMER_START({timer});"
         if shell:   # a timer event between the slabs would order them again
             start = [f"if (!sg_timed) {{ {start} sg_timed = true; }}",
@@ -997,9 +1007,9 @@ class CudaBackend(CBackend):
         choices = len(SHAPES[n])
         pick = tuned_choice(tuning, timer, choices, self.default_shape(k))
         points = f"sg_shapes{n}[sg_s][0]"
-        along = n - 1 - self.stacked(k)
         return [f"const long sg_s = {pick};",
-                f"const long sg_r = {points} <= {r} && sg_n{along} >= {points} ? {points} : 1;",
+                f"const long sg_r = {points} <= {r} && sg_n{self._stacked_axis(k)} >= {points} "
+                f"? {points} : 1;",
                 f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
 
     @staticmethod

@@ -4,7 +4,6 @@ section's time is the timed launches' scaled to all of them (the CUDA source run
 emulation, whose every event pair reports a set time)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from backends.cuda import EVENT_SLOTS, TIMER_SAMPLE
@@ -26,8 +25,9 @@ def test_a_section_counts_every_launch_though_few_are_timed(steps, tmp_path):
     op = Operator([Eq(u.forward, u + 0.1 * u.laplace)], name="Sampled", backend="cuda")
     timed = {"ms": 1.0}
     assert cuda_emulation.run(op, str(tmp_path), timed=timed, time_M=steps - 1) == 0
-    (k,) = [k for k in op.program.kernels]
+    (k,) = op.program.kernels
     # each timed pair reports 1 ms: the section's time is 1 ms a launch, for every launch
     assert timed["timers"][k.section.timer] == pytest.approx(steps * 1e-3, rel=1e-12)
     assert timed["records"] == 2 * _timed_launches(steps)
-    assert _timed_launches(100) < 100 / 4
+    if steps > EVENT_SLOTS + TIMER_SAMPLE:   # most launches of a long run go untimed
+        assert timed["records"] < 2 * steps / 4

@@ -251,6 +251,8 @@ def test_every_offered_choice_gives_the_untiled_numbers(tmp_path, monkeypatch):
         args, _ = op._arguments(time_m=0, time_M=NT - 1, dt=shot.time.step)
         autotune.Remembered(op.source_path.parent).put(
             autotune.size_key(op.program, args), [choice] * len(op.program.kernels))
+        timer = c_timetile.timed_nest(op.program).section.timer
+        assert op._launch_shapes(args, [], False, {})[timer] == choice   # what the run gets
         op.apply(time_m=0, time_M=NT - 1, dt=shot.time.step, autotune=False)
         assert np.array_equal(np.array(u.data), u0), c_timetile.CHOICES[2][choice]
         assert np.abs(np.array(shot.rec.data) - r0).max() <= 1e-6 * np.abs(r0).max()
