@@ -68,8 +68,9 @@ def _column(s) -> str:
 class _Context:
     """What the fused printer needs: the fusion, the loop symbols and the phase printed."""
 
-    def __init__(self, k):
+    def __init__(self, k, real: str):
         self.dims = k.dims
+        self.real = real           # the rings' element type
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
         self.pair = k.fusion.pair   # points a thread along the innermost
@@ -90,10 +91,11 @@ class _Context:
             self.families[key] = (len(self.families), key[0], plane)
 
     def slot(self, key, c: int) -> str:
-        """The offset in its ring of the plane in slot ``c`` (from the iteration's first):
-        ``sg_so<family>_<c>`` hold ``((sg_t + c) mod depth)*plane`` for the iteration
-        ``sg_t``, rotated a step at its end (a move each, where the modulo and the product
-        cost every ring read several integer instructions)."""
+        """The offset in bytes in its ring of the plane in slot ``c`` (from the iteration's
+        first): ``sg_so<family>_<c>`` hold ``((sg_t + c) mod depth)*plane*size`` for the
+        iteration ``sg_t``, rotated a step at its end (a move each, where the modulo and the
+        product cost every ring read several integer instructions). In bytes, block-uniform,
+        a read is one shared load at [thread's cell + slot + constant] (``at``)."""
         i, depth, _ = self.families[key]
         return f"sg_so{i}_{c % depth}"
 
@@ -102,12 +104,16 @@ class _Context:
         end of an iteration)."""
         decls, turn = [], []
         for i, depth, plane in self.families.values():
-            decls.append("int " + ", ".join(f"sg_so{i}_{c} = {c}*{plane}" for c in range(depth))
-                         + ";")
+            decls.append("int " + ", ".join(f"sg_so{i}_{c} = {c}*{plane}*(int)sizeof({self.real})"
+                                            for c in range(depth)) + ";")
             turn.append(f"{{ const int sg_r = sg_so{i}_0; "
                         + " ".join(f"sg_so{i}_{c} = sg_so{i}_{c + 1};" for c in range(depth - 1))
                         + f" sg_so{i}_{depth - 1} = sg_r; }}")
         return decls, turn
+
+    def at(self, ring: str, slot: str, index: str) -> str:
+        """A pointer to element ``index`` of the plane in ``slot`` (bytes) of ``ring``."""
+        return f"(({self.real} *)((char *)({ring} + {index}) + {slot}))"
 
     def offsets(self, expr):
         n = len(self.dims)
@@ -131,7 +137,13 @@ def fused_printer(base, ctx):
                 key = (ctx.phase, expr)
                 if key not in ctx.loads:
                     ctx.loads[key] = f"sg_ld{len(ctx.loads)}"
-                return ctx.loads[key]
+                reg = ctx.loads[key]
+                if not self.stored.get(name):
+                    return reg
+                # kept as stored, widened here: a conversion right after the load would wait
+                # for it, where the loop means to hide its latency
+                parts = [self.widened(name, f"{reg}_{c}") for c in range(ctx.pair)]
+                return parts[0] if ctx.pair == 1 else f"sg_f2{{{parts[0]}, {parts[1]}}}"
             return super()._print_Indexed(expr)
 
         def _read(self, ring, slot, offs, halo):
@@ -140,10 +152,11 @@ def fused_printer(base, ctx):
             the pairs around it."""
             b = f"{ring}_b"
             if ctx.pair == 1:
-                return f"{ring}[{slot} + {_cell(offs, halo, b)}]"
+                return "*" + ctx.at(ring, slot, f"{ring}_c{_moved(offs, b)}")
             if offs[-1] % 2:
-                return f"sg_pair_mid(&{ring}[{slot} + {_cell(offs[:-1] + (offs[-1] - 1,), halo, b)}])"
-            return f"sg_pair_ld(&{ring}[{slot} + {_cell(offs, halo, b)}])"
+                mid = _moved(offs[:-1] + (offs[-1] - 1,), b)
+                return f"sg_pair_mid({ctx.at(ring, slot, f'{ring}_c{mid}')})"
+            return f"sg_pair_ld({ctx.at(ring, slot, f'{ring}_c{_moved(offs, b)}')})"
 
         def _staged(self, s, offs):
             """A producer's staged read from the ring (the planes it reads, at any inner offset
@@ -158,14 +171,22 @@ def fused_printer(base, ctx):
             o = offs[0] - ctx.behind    # the plane read, from the producer's
             if t.place == "queue":
                 slot = ctx.slot((t.depth, t.place, None), o + t.depth - 1)
-                ring = f"sg_pr_{t.name}[{slot} + sg_ti]"
-                return ring if ctx.pair == 1 else f"sg_pair_ld(&{ring})"
+                ring = ctx.at(f"sg_pr_{t.name}", slot, "sg_ti")
+                return f"*{ring}" if ctx.pair == 1 else f"sg_pair_ld({ring})"
             return self._read(f"sg_sh_{t.name}", ctx.slot((t.depth, t.place, t.halo), o),
                               offs[1:], t.halo)
 
     p = Fused.__new__(Fused)
     p.__dict__.update(base.__dict__)
     return p
+
+
+def _moved(offs, row) -> str:
+    """`` + <constant>``: the index in a plane of rows ``row`` of the point at inner offsets
+    ``offs`` from the thread's own cell (``<ring>_c``, found once a thread: a read then costs
+    the slot's add, its offset an immediate of the load); empty at the cell itself."""
+    terms = [f"{q}*{row}" if j < len(offs) - 1 else str(q) for j, q in enumerate(offs) if q]
+    return f" + ({' + '.join(terms)})" if terms else ""
 
 
 def _cell(offs, halo, row) -> str:
@@ -218,8 +239,8 @@ class FusedKernel:
     def __init__(self, backend, k):
         self.b, self.k, self.f = backend, k, k.fusion
         self.base = backend.printer   # the kernel's own printer (slot pointers, checks)
-        self.ctx = _Context(k)
         self.real = ctype(backend.program.dtype)
+        self.ctx = _Context(k, self.real)
         self.inner = k.dims[1:]
         self.m = len(self.inner)
         (self.l0, self.h0), (self.l1, self.h1) = self.f.bands
@@ -260,14 +281,33 @@ class FusedKernel:
         """A value of the thread's type from one text a point."""
         return values[0] if self.q == 1 else f"sg_f2{{{values[0]}, {values[1]}}}"
 
-    def _inside(self, names, produce: bool = False) -> str:
-        """The test that the point (``names`` per dimension) lies in the consumer's range,
-        or the producer's."""
-        parts = []
-        for depth, v in enumerate(names):
-            lo, hi = self._bound(depth, produce)
-            parts.append(f"{v} >= {lo} && {v} <= {hi}")
-        return " && ".join(parts)
+    def _x_inside(self, x: str, produce: bool = False) -> str:
+        """The test that plane ``x`` lies in the producer's range, or the consumer's (the
+        same for every thread of the block; the inner part is ``_flag``'s)."""
+        lo, hi = self._bound(0, produce)
+        return f"{x} >= {lo} && {x} <= {hi}"
+
+    @staticmethod
+    def _flag(produce: bool, c: int) -> str:
+        """The thread's test that its point ``c`` lies in the producer's or the consumer's
+        range along the inner dimensions (``_flags``)."""
+        return f"sg_{'p' if produce else 'c'}in{c}"
+
+    def _flags(self) -> list[str]:
+        """The inner dimensions' part of each range test, found once a thread: inside the
+        plane loop only the streamed index changes (nvcc does not hoist the part of an ``&&``
+        chain after a changing term), and the consumer's plane always lies in its range."""
+        names = [d.name for d in self.inner]
+        out = []
+        for produce, who in ((True, "sg_kind != 3"), (False, "sg_kind == 0")):
+            for c in range(self.q):
+                tests = []
+                for depth, v in enumerate(self._shift(names, c)):
+                    lo, hi = self._bound(depth + 1, produce)
+                    tests.append(f"{v} >= {lo} && {v} <= {hi}")
+                out.append(f"const bool {self._flag(produce, c)} = {who} && "
+                           + " && ".join(tests) + ";")
+        return out
 
     def _point(self) -> list[str]:
         """The thread's point: tile-relative ``sg_i<j>``, its kind (0 the tile, 1 a halo row,
@@ -328,6 +368,41 @@ class FusedKernel:
                                            else tuple(idx)]
         return self.base.doprint(access)
 
+    def _elem(self, name: str) -> str:
+        """The element type array ``name`` is stored in (16 bits, or the arithmetic's)."""
+        return self.base.element_type(name, self.b.program.array(name).dtype)
+
+    def _zero(self, name: str) -> str:
+        """Zero as array ``name`` stores it."""
+        return self.base.rounded(name, f"({self.real})0") if self.base.stored.get(name) \
+            else f"({self.real})0"
+
+    def _column_raw(self, s, x: str, c: int) -> str:
+        """Staged ``s`` at plane ``x`` at the thread's point ``c`` as stored (zero where no
+        read reaches it)."""
+        names = self._shift([d.name for d in self.inner], c)
+        return f"{_column(s)}_ok{c} && {self._x_test(s, x)} ? {self._raw(s, x, names)} : " \
+               f"{self._zero(s.name)}"
+
+    def _raw(self, s, x: str, names) -> str:
+        """The element of staged ``s`` at plane ``x`` and inner point ``names`` (C text of
+        the place, unconverted)."""
+        idx = [sympy.Symbol(x)] + [sympy.Symbol(n) for n in names]
+        access = sympy.IndexedBase(s.name)[(s.slot,) + tuple(idx) if s.slot is not None
+                                           else tuple(idx)]
+        return self.base.target(access)
+
+    def _offset(self, s, names) -> str:
+        """The offset in a plane of staged ``s`` of inner point ``names`` (found once: a
+        plane's read is then the plane's pointer, ``_plane``, and the offset)."""
+        zero = ["0"] * self.m
+        return f"(int)(&{self._raw(s, '0', names)} - &{self._raw(s, '0', zero)})"
+
+    def _plane(self, s, i: int, x: str) -> str:
+        """The declaration of ``sg_gb<i>``, the first element of plane ``x`` of staged
+        ``s`` (block-uniform: the plane's reads add the thread's offsets to it)."""
+        return f"const auto *const sg_gb{i} = &{self._raw(s, x, ['0'] * self.m)};"
+
     def _column_load(self, s, x: str) -> str:
         """The value of staged ``s`` at plane ``x`` in the thread's own column (zero where
         no read reaches it)."""
@@ -335,12 +410,6 @@ class FusedKernel:
         return self._parts([f"{_column(s)}_ok{c} && {self._x_test(s, x)} ? "
                             f"{self._load(s, x, names, c)} : ({self.real})0"
                             for c in range(self.q)])
-
-    def _band_load(self, s) -> str:
-        """The value of staged ``s`` at plane ``sg_X`` at a point around (sg_g<j>), one its
-        reads reach along the inner dimensions."""
-        return f"{self._x_test(s, 'sg_X')} ? {self._load(s, 'sg_X', self._gnames())} : " \
-               f"({self.real})0"
 
     def _x_test(self, s, x: str) -> str:
         lo, hi = self._bound(0, True)
@@ -416,10 +485,13 @@ class FusedKernel:
                 q = _column(s)
                 out += [f"const bool {q}_ok{c} = sg_kind != 3 && "
                         f"{self._reach_test(s, self._shift(names, c))};" for c in range(self.q)]
-                out += [f"{self.vt} {q}_next = {self.zero};"]
+                out += [f"{self._elem(s.name)} " + ", ".join(
+                            f"{q}_next{c} = {self._zero(s.name)}" for c in range(self.q)) + ";",
+                        f"const int {q}_go = {self._offset(s, names)};"]
             out += [f"constexpr int {n} = ({lr}_pl + sg_nt - 1)/sg_nt;", f"int {lr}_at[{n}];"]
             out += [f"sg_int {lr}_g{j}[{n}];" for j in range(self.m)]
-            out += [f"{self.real} {_ring(s)}_v[{n}];" for s in group]
+            out += [f"{self._elem(s.name)} {_ring(s)}_v[{n}];" for s in group]
+            out += [f"int {_ring(s)}_go[{n}];" for s in group]
             zero = [f"    for (int sg_i = 0; sg_i < {s.ring}; ++sg_i) "
                     f"{_ring(s)}[sg_i*{_ring(s)}_pl + sg_e] = ({self.real})0;" for s in group]
             out += ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
@@ -430,19 +502,23 @@ class FusedKernel:
                  f"  const bool sg_reached = {self._reach_test(lead, self._gnames())};",
                  f"  {lr}_at[sg_k] = sg_mine && sg_reached ? sg_e : -1;"] + \
                 [f"  {lr}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)] + \
+                [f"  {_ring(s)}_go[sg_k] = {self._offset(s, self._gnames())};" for s in group] + \
                 ["  if (sg_mine && !sg_reached) {"] + zero + ["  }", "}"]
             fill, band = [], []
             for i, s in enumerate(group):
                 ring, q = _ring(s), _column(s)
-                own = _cell((0,) * self.m, s.halo, f"{ring}_b")
+                own = f"{ring}_c"
                 fill += [f"  {{ {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
                          f"    const {self.vt} sg_own = {self._column_load(s, 'sg_X')};",
                          f"    if (sg_i < {s.depth} && sg_kind != 3) "
                          f"{self._put('sg_pl', own, 'sg_own')}",
-                         f"    if (sg_i == {s.depth}) {q}_next = sg_own; }}"]
-                band += [f"{{ const {self.real} sg_v = {self._band_load(s)};",
-                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{ring}_pl + sg_e] = sg_v; "
-                         f"else {ring}_v[sg_k] = sg_v; }}"]
+                         f"    if (sg_i == {s.depth}) {{ "
+                         + " ".join(f"{q}_next{c} = {self._column_raw(s, 'sg_X', c)};"
+                                    for c in range(self.q)) + " } }"]
+                band += [f"{{ const {self._elem(s.name)} sg_v = {self._x_test(s, 'sg_X')} ? "
+                         f"{self._raw(s, 'sg_X', self._gnames())} : {self._zero(s.name)};",
+                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{ring}_pl + sg_e] = "
+                         f"{self.base.widened(s.name, 'sg_v')}; else {ring}_v[sg_k] = sg_v; }}"]
             out += [f"for (int sg_i = 0; sg_i <= {lead.depth}; ++sg_i) {{",
                     f"  const sg_int sg_X = sg_pa + {lead.reach[0]} + sg_i;"] + fill + \
                 self._band_each(lead, band, "  ") + ["}"]
@@ -461,12 +537,18 @@ class FusedKernel:
             band = []
             for i, s in enumerate(group):
                 ring, q = _ring(s), _column(s)
-                own = _cell((0,) * self.m, s.halo, f"{ring}_b")
-                out += [f"  {self.real} *const sg_pl{i} = {ring} + {slot};",
-                        f"  if (sg_kind != 3) {self._put(f'sg_pl{i}', own, q + '_next')}",
-                        f"  {q}_next = {self._column_load(s, 'sg_X')};"]
-                band += [f"sg_pl{i}[sg_e] = {ring}_v[sg_k];",
-                         f"{ring}_v[sg_k] = {self._band_load(s)};"]
+                own = f"{ring}_c"
+                test = self._x_test(s, "sg_X")
+                now = self._parts([self.base.widened(s.name, f"{q}_next{c}")
+                                   for c in range(self.q)])
+                out += [f"  {self.real} *const sg_pl{i} = {self.ctx.at(ring, slot, '0')};",
+                        "  " + self._plane(s, i, "sg_X"),
+                        f"  if (sg_kind != 3) {self._put(f'sg_pl{i}', own, now)}"]
+                out += [f"  {q}_next{c} = {q}_ok{c} && {test} ? sg_gb{i}[{q}_go + {c}] : "
+                        f"{self._zero(s.name)};" for c in range(self.q)]
+                band += [f"sg_pl{i}[sg_e] = {self.base.widened(s.name, f'{ring}_v[sg_k]')};",
+                         f"{ring}_v[sg_k] = {test} ? sg_gb{i}[{ring}_go[sg_k]] : "
+                         f"{self._zero(s.name)};"]
             out += self._band_each(lead, band, "  ") + ["}"]
         return out
 
@@ -477,6 +559,10 @@ class FusedKernel:
             return f"{ring}[{index}] = {value};"
         return f"sg_pair_st(&{ring}[{index}], {value});"
 
+    def _put_at(self, ptr: str, value: str) -> str:
+        """``_put`` at pointer ``ptr``."""
+        return f"*{ptr} = {value};" if self.q == 1 else f"sg_pair_st({ptr}, {value});"
+
     def _produce_point(self, body, temps, test) -> list[str]:
         """The producer ``body`` at the thread's point(s): its temporaries into ``sg_v_*``
         (zero outside the producer's range), then into their queue slot or shared ring.
@@ -484,7 +570,8 @@ class FusedKernel:
         together)."""
         lines = [f"{self.vt} {', '.join(f'sg_v_{t} = {self.zero}' for t in temps)};"]
         stmts = [self._stmt(a, True) for a in body]
-        tests = [self._inside(self._shift(test, c), True) for c in range(self.q)]
+        tests = [f"{self._x_inside(test[0], True)} && {self._flag(True, c)}"
+                 for c in range(self.q)]
         if self.q == 1:
             lines += [f"if ({tests[0]}) {{"] + _indent(stmts) + ["}"]
         else:
@@ -496,12 +583,12 @@ class FusedKernel:
             oc = self.ctx.temps[t]
             if oc.place == "queue":
                 slot = self.ctx.slot((oc.depth, oc.place, None), oc.depth - 1)
-                lines.append(self._put(f"sg_pr_{t}", f"{slot} + sg_ti", f"sg_v_{t}"))
+                lines.append(self._put_at(self.ctx.at(f"sg_pr_{t}", slot, "sg_ti"), f"sg_v_{t}"))
             else:
                 ring = f"sg_sh_{t}"
-                cell = _cell((0,) * self.m, oc.halo, f"{ring}_b")
+                cell = f"{ring}_c"
                 slot = self.ctx.slot((oc.depth, oc.place, oc.halo), 0)
-                lines.append(self._put(ring, f"{slot} + {cell}", f"sg_v_{t}"))
+                lines.append(self._put_at(self.ctx.at(ring, slot, cell), f"sg_v_{t}"))
         return ["{"] + _indent(lines) + ["}"]
 
     def _producer(self) -> list[str]:
@@ -529,31 +616,47 @@ class FusedKernel:
         """The global reads at the thread's own point(s) of ``phase`` (the producer's or the
         consumer's) at plane ``x`` (zero outside the nest). Each is issued right after the
         last use of its register, an iteration ahead of its own: the loop hides its latency."""
-        names = ["x"] + [d.name for d in self.inner]
-        who = "sg_kind != 3" if phase == "produce" else "sg_kind == 0"
         reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
         if not reads:
             return []
         block = [f"const sg_int x = {x};"]
-        block += [f"const bool sg_in{c} = {who} && "
-                  f"{self._inside(self._shift(names, c), phase == 'produce')};"
-                  for c in range(self.q)]
+        block += [f"const bool sg_in{c} = {self._x_inside('x', phase == 'produce')} && "
+                  f"{self._flag(phase == 'produce', c)};" for c in range(self.q)]
         for e, name in reads:
             at = [e, self._second(e)][:self.q]
+            arr = e.base.name
+            if self.base.stored.get(arr):   # kept as stored (widened at the use)
+                block += [f"{name}_{c} = sg_in{c}{self._outside_box(a)} ? "
+                          f"{self.base.target(a)} : {self._zero(arr)};" for c, a in enumerate(at)]
+                continue
             block.append(f"{name} = " + self._parts(
-                [f"sg_in{c} ? {self.base.doprint(a)} : ({self.real})0"
+                [f"sg_in{c}{self._outside_box(a)} ? {self.base.doprint(a)} : ({self.real})0"
                  for c, a in enumerate(at)]) + ";")
         return ["{"] + _indent(block) + ["}"]
+
+    def _outside_box(self, a) -> str:
+        """`` && !(...)``: the test that access ``a`` lies outside its array's zero box
+        (``Function.zero_box``, where the nest is split at run time): inside, the value is
+        zero by declaration and is not read (the sponge's damping: 4 bytes a point less in
+        the interior). Empty for other arrays."""
+        split = self.k.split
+        name = a.base.name
+        if split is None or name not in split.arrays:
+            return ""
+        box = next(b for b in self.b.program.zero_boxes if b.array == name)
+        own = a.indices[-len(box.lower):]   # the array's own dimensions (``box.axes``)
+        tests = [f"{self.base.doprint(i)} >= {lo} && {self.base.doprint(i)} <= {hi}"
+                 for i, lo, hi in zip(own, box.lower, box.upper)]
+        return f" && !({' && '.join(tests)})"
 
     def _consumer(self) -> list[str]:
         """The consumer at the tile thread's point(s), ``lag + 1`` planes behind, where the
         point lies in the nest's range and the block's chunk (a pair: computed together, each
         point stored where it lies in the range)."""
         k = self.k
-        names = ["x"] + [d.name for d in self.inner]
         out = [f"const sg_int x = sg_p - {self.ctx.behind};"]
         if self.q == 1:
-            return out + [f"if (sg_kind == 0 && x >= sg_xs && {self._inside(names)}) {{"] + \
+            return out + [f"if ({self._flag(False, 0)} && x >= sg_xs) {{"] + \
                 _indent([self._stmt(a) for a in k.body]) + ["}"]
         body = []
         for i, a in enumerate(k.body):
@@ -564,7 +667,7 @@ class FusedKernel:
             body.append(f"const sg_f2 sg_w{i} = {self.b.expr(a.rhs)};")
             for c, part in enumerate("xy"):
                 target = self.b.printer.target(a.lhs if c == 0 else self._second(a.lhs))
-                body.append(f"if ({self._inside(self._shift(names, c))}) {target} = "
+                body.append(f"if ({self._flag(False, c)}) {target} = "
                             f"{self.b.printer.rounded(name, f'sg_w{i}.{part}')};")
         return out + ["if (sg_kind == 0 && x >= sg_xs) {"] + _indent(body) + ["}"]
 
@@ -592,6 +695,13 @@ class FusedKernel:
             lines.append(f"{self.real} *const {name} = {start};")
             prev, prev_size = name, size
         return lines
+
+    def _cells(self) -> list[str]:
+        """Each plane's index of the thread's own point (``<ring>_c``), found once."""
+        rings = {_ring(s): s.halo for s in self.f.staged}
+        rings.update({f"sg_sh_{t.name}": t.halo for t in self.f.onchip if t.place == "shared"})
+        return [f"const int {name}_c = {_cell((0,) * self.m, halo, f'{name}_b')};"
+                for name, halo in rings.items()]
 
     def _threads(self) -> str:
         """The block's thread count, a constant expression of the tile."""
@@ -631,7 +741,7 @@ class FusedKernel:
                   f"const sg_int sg_xe = sg_xs + sg_planes - 1 < {hi_x} ? "
                   f"sg_xs + sg_planes - 1 : {hi_x};",
                   f"const sg_int sg_pa = sg_xs + {first};"]
-        lines += self._point()
+        lines += self._point() + self._flags() + self._cells()
         tile_index = "sg_i0*sg_T1 + sg_i1" if self.m == 2 else "sg_i0"
         lines.append(f"const int sg_ti = {tile_index};   // a tile thread's slot in private rings")
         lines += self._staged_setup()
@@ -641,7 +751,10 @@ class FusedKernel:
         ctx.phase = "consume"
         cons = self._consumer()
         ctx.point = False
-        lines += [f"{self.vt} {name};" for name in ctx.loads.values()]
+        for (_, e), name in ctx.loads.items():
+            a = e.base.name
+            lines.append(f"{self._elem(a)} {name}_0{', ' + name + '_1' if self.q > 1 else ''};"
+                         if self.base.stored.get(a) else f"{self.vt} {name};")
         behind = ctx.behind
         plane = ["{"] + _indent(cons) + ["}"] + \
             self._loads("consume", f"sg_p + 1 - {behind}") + self._stage()

@@ -405,7 +405,10 @@ def _stage(prog: Program, k, others, limits: Limits):
     if isinstance(split, str):
         return split
     prog2, k1, k2 = split
-    return _refusal(prog2, k1, k2, others) or _fuse(prog2, k1, k2, limits)
+    fused = _refusal(prog2, k1, k2, others) or _fuse(prog2, k1, k2, limits)
+    # the nest's run-time split kept: the fused printer skips the reads of its zero arrays
+    # inside their boxes (one body everywhere, the loads predicated off)
+    return fused if isinstance(fused, str) else replace(fused, split=k.split)
 
 
 def fuse(prog: Program, limits: Limits | None, split: bool = False,
