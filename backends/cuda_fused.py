@@ -377,12 +377,41 @@ class FusedKernel:
         return self.base.rounded(name, f"({self.real})0") if self.base.stored.get(name) \
             else f"({self.real})0"
 
-    def _column_raw(self, s, x: str, c: int) -> str:
-        """Staged ``s`` at plane ``x`` at the thread's point ``c`` as stored (zero where no
-        read reaches it)."""
-        names = self._shift([d.name for d in self.inner], c)
-        return f"{_column(s)}_ok{c} && {self._x_test(s, x)} ? {self._raw(s, x, names)} : " \
-               f"{self._zero(s.name)}"
+    # the thread's own column of staged ``s``, its next plane's value(s) loaded an iteration
+    # ahead: a register of the thread's value type, or where ``s`` is stored in 16 bits one
+    # register a point as stored (widened when it goes into the ring)
+    def _column_decl(self, s) -> str:
+        q = _column(s)
+        if not self.base.stored.get(s.name):
+            return f"{self.vt} {q}_next = {self.zero};"
+        return f"{self._elem(s.name)} " + ", ".join(
+            f"{q}_next{c} = {self._zero(s.name)}" for c in range(self.q)) + ";"
+
+    def _column_first(self, s) -> str:
+        """The statement(s) loading the first plane's value(s) (at ``sg_X``) in the setup."""
+        q, names = _column(s), [d.name for d in self.inner]
+        if not self.base.stored.get(s.name):
+            return f"{q}_next = sg_own;"
+        return " ".join(f"{q}_next{c} = {q}_ok{c} && {self._x_test(s, 'sg_X')} ? "
+                        f"{self._raw(s, 'sg_X', self._shift(names, c))} : {self._zero(s.name)};"
+                        for c in range(self.q))
+
+    def _column_now(self, s) -> str:
+        """The value(s) loaded an iteration ago, widened."""
+        q = _column(s)
+        if not self.base.stored.get(s.name):
+            return f"{q}_next"
+        return self._parts([self.base.widened(s.name, f"{q}_next{c}") for c in range(self.q)])
+
+    def _column_next(self, s, i: int, test: str) -> list[str]:
+        """The next plane's value(s) from plane pointer ``sg_gb<i>``."""
+        q = _column(s)
+        if not self.base.stored.get(s.name):
+            return [f"{q}_next = " + self._parts([
+                f"{q}_ok{c} && {test} ? sg_gb{i}[{q}_go + {c}] : ({self.real})0"
+                for c in range(self.q)]) + ";"]
+        return [f"{q}_next{c} = {q}_ok{c} && {test} ? sg_gb{i}[{q}_go + {c}] : "
+                f"{self._zero(s.name)};" for c in range(self.q)]
 
     def _raw(self, s, x: str, names) -> str:
         """The element of staged ``s`` at plane ``x`` and inner point ``names`` (C text of
@@ -485,9 +514,7 @@ class FusedKernel:
                 q = _column(s)
                 out += [f"const bool {q}_ok{c} = sg_kind != 3 && "
                         f"{self._reach_test(s, self._shift(names, c))};" for c in range(self.q)]
-                out += [f"{self._elem(s.name)} " + ", ".join(
-                            f"{q}_next{c} = {self._zero(s.name)}" for c in range(self.q)) + ";",
-                        f"const int {q}_go = {self._offset(s, names)};"]
+                out += [self._column_decl(s), f"const int {q}_go = {self._offset(s, names)};"]
             out += [f"constexpr int {n} = ({lr}_pl + sg_nt - 1)/sg_nt;", f"int {lr}_at[{n}];"]
             out += [f"sg_int {lr}_g{j}[{n}];" for j in range(self.m)]
             out += [f"{self._elem(s.name)} {_ring(s)}_v[{n}];" for s in group]
@@ -512,9 +539,7 @@ class FusedKernel:
                          f"    const {self.vt} sg_own = {self._column_load(s, 'sg_X')};",
                          f"    if (sg_i < {s.depth} && sg_kind != 3) "
                          f"{self._put('sg_pl', own, 'sg_own')}",
-                         f"    if (sg_i == {s.depth}) {{ "
-                         + " ".join(f"{q}_next{c} = {self._column_raw(s, 'sg_X', c)};"
-                                    for c in range(self.q)) + " } }"]
+                         f"    if (sg_i == {s.depth}) {{ {self._column_first(s)} }} }}"]
                 band += [f"{{ const {self._elem(s.name)} sg_v = {self._x_test(s, 'sg_X')} ? "
                          f"{self._raw(s, 'sg_X', self._gnames())} : {self._zero(s.name)};",
                          f"  if (sg_i < {s.depth}) {ring}[sg_i*{ring}_pl + sg_e] = "
@@ -539,13 +564,10 @@ class FusedKernel:
                 ring, q = _ring(s), _column(s)
                 own = f"{ring}_c"
                 test = self._x_test(s, "sg_X")
-                now = self._parts([self.base.widened(s.name, f"{q}_next{c}")
-                                   for c in range(self.q)])
                 out += [f"  {self.real} *const sg_pl{i} = {self.ctx.at(ring, slot, '0')};",
                         "  " + self._plane(s, i, "sg_X"),
-                        f"  if (sg_kind != 3) {self._put(f'sg_pl{i}', own, now)}"]
-                out += [f"  {q}_next{c} = {q}_ok{c} && {test} ? sg_gb{i}[{q}_go + {c}] : "
-                        f"{self._zero(s.name)};" for c in range(self.q)]
+                        f"  if (sg_kind != 3) {self._put(f'sg_pl{i}', own, self._column_now(s))}"]
+                out += ["  " + ln for ln in self._column_next(s, i, test)]
                 band += [f"sg_pl{i}[sg_e] = {self.base.widened(s.name, f'{ring}_v[sg_k]')};",
                          f"{ring}_v[sg_k] = {test} ? sg_gb{i}[{ring}_go[sg_k]] : "
                          f"{self._zero(s.name)};"]
