@@ -168,10 +168,15 @@ _SETTINGS: dict[str, _Setting] = {
                            "split the nests that read a Function with a zero box "
                            "(Function.zero_box: the sponge's layer) at run time, the box "
                            "run without the terms it zeroes; 0 turns it off"),
-    "staging": _Setting("STENCILGEN_STAGING", _bool, lambda: False,
+    # on by default: with fusion auto the autotuner times the staged nest against the nest
+    # itself and keeps the faster per size (acoustic so 8 at 512^3 on an H200: 1.24x staged in
+    # float32, 0.96x in float16: docs/performance.md, issue 51)
+    "staging": _Setting("STENCILGEN_STAGING", _bool, lambda: True,
                         "CUDA: a 3D nest reading arrays at neighbours streams along its "
                         "outermost dimension, those arrays' planes staged in shared memory "
-                        "(each value loaded and widened once a block); off by default"),
+                        "(each value loaded and widened once a block); on by default (with "
+                        "fusion auto, the autotuner keeps the nest unstaged for a size where "
+                        "that ran faster); 0 turns it off"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

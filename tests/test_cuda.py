@@ -77,13 +77,16 @@ def test_source_compiles(name, dtype, cuda_builds):
     assert src.count("__global__ void") == len(prog.kernels) - shared + 1
     # every kernel has its one-point-per-thread instances; those that may compute two points
     # per thread have those instances too
-    assert src.count("<int, 1>, sg_grid") == src.count("<long, 1>, sg_grid") == len(prog.kernels) - shared
+    # (a fused or staged nest: one instance a tile and index type, ``cuda_fused``)
+    fused = [k for k in prog.kernels if k.fusion is not None]
+    plain = len(prog.kernels) - len(fused) - shared
+    assert src.count("<int, 1>, sg_grid") == src.count("<long, 1>, sg_grid") == plain
     assert src.count("<int, 2>, sg_grid") == src.count("<long, 2>, sg_grid") <= len(prog.kernels)
     # every kernel is launched early, and its threads wait for the kernel before it before
     # they touch memory (only the NaN/Inf count launches the usual way)
     entry = src[src.index('extern "C" int'):]
-    assert entry.count("sg_early(") == 2 * (len(prog.kernels) - shared) + \
-        src.count("<int, 2>, sg_grid") + src.count("<long, 2>, sg_grid")
+    assert entry.count("sg_early(") == 2 * plain + sum(2 * len(k.fusion.tiles) for k in fused) \
+        + src.count("<int, 2>, sg_grid") + src.count("<long, 2>, sg_grid")
     assert re.findall(r"(\w+)<<<", entry) == ["sg_nonfinite"] * len(re.findall(r"\w+<<<", entry))
     for kernel, first in re.findall(r"__global__ void[^{;]*?\n(\w+)\([^{;]*?\)\n\{\n\s*(.*)",
                                     src):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from backends.cuda import CudaBackend
-from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve
+from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve, switchconfig
 from stencilgen.compiler.pipeline import compile_program
 from stencilgen.ir.fusion import Limits, _pair_halo, fuse, producer_threads, shared_bytes
 
@@ -101,6 +101,7 @@ def test_variable_density_fuses_in_3d_and_2d():
     assert [t.place for t in f.onchip] == ["queue", "shared"]
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
     eqs = _sa_tti()
     f = _program(eqs).steps[0].fusion
@@ -219,6 +220,7 @@ def test_a_producer_reading_what_the_consumer_writes_is_not_fused(caplog):
     assert f"{k2.name} writes {written}, which {k1.name} reads" in caplog.text
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 def test_programs_without_the_pattern_compile_as_before():
     grid = Grid(shape=(16, 18, 20), dtype=np.float32)
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)

@@ -21,7 +21,7 @@ import cuda_emulation
 from backends import cuda_runtime, device_layout
 from backends.cuda import CudaBackend
 from stencilgen import (ConditionalDimension, Eq, Function, Grid, Gt, NumericalWarning,
-                        Operator, SparseTimeFunction, TimeFunction, solve)
+                        Operator, SparseTimeFunction, TimeFunction, solve, switchconfig)
 from test_cuda import needs_gpu, needs_nvcc
 
 FORMATS = ["float16", "bfloat16"]
@@ -132,6 +132,7 @@ def _kernel(src, name):
 
 # -- everywhere nvcc is: the sources compile and say what they should -------------------------
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 @needs_nvcc
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_acoustic_reads_pairs_and_injects_with_one_rounding(fmt):
@@ -198,6 +199,7 @@ def test_odd_offsets_read_the_pairs_around_them():
     assert op.cfunction is not None
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 def test_debug_builds_and_the_switch_keep_scalar_loads(monkeypatch):
     monkeypatch.setattr(CudaBackend, "pair_loads", False)
     op, _, _ = acoustic("float16", "cuda", "HalfSwitchOff")
@@ -258,6 +260,7 @@ def test_runtime_source_compiles(tmp_path):
 
 # -- emulated on the host: the CUDA source's numbers --------------------------------------------
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 @needs_nvcc
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_emulated_acoustic_equals_the_c_backend(fmt, tmp_path):
@@ -295,6 +298,7 @@ def test_emulated_staggered_equals_the_c_backend_in_chunks(tmp_path, monkeypatch
     assert _close(pc, pg) <= ULP["float16"] and _close(vc, vg) <= ULP["float16"]
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 @needs_nvcc
 def test_emulated_compensated_stepping_equals_the_c_backend(tmp_path):
     """The wavefield to one unit in the last place; its companion (rounding residues, which

@@ -11,7 +11,8 @@ import sympy
 
 import programs
 from programs import TOL
-from stencilgen import ConditionalDimension, Eq, Function, Grid, Operator, TimeFunction, solve
+from stencilgen import (ConditionalDimension, Eq, Function, Grid, Operator, TimeFunction, solve,
+                        switchconfig)
 from stencilgen.runtime import autotune
 from stencilgen.compiler.pipeline import compile_program
 from test_cuda import needs_gpu
@@ -222,6 +223,7 @@ def test_gpu_recomputes_a_division_but_stores_angles():
     assert sum(counted.values()) < sum(k.bytes for k in cpu.steps)
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 def test_cuda_kernels_read_time_slots_through_their_own_pointers():
     """u[t0], u[t1] and u[t2] are three restrict pointers, set on the host; a kernel that
     reads what it writes (an in-place sweep) is never launched two points per thread."""

@@ -21,7 +21,8 @@ NT = 7
 
 
 def _shot(name, backend="cuda", stage=True, storage=None, shape=(23, 21, 37)):
-    """The acoustic with a damping term, a source and three receivers."""
+    """The acoustic with a damping term, a source and three receivers (``stage`` None: the
+    configuration's setting)."""
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape))
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8, storage=storage)
     m = Function(name="m", grid=grid, space_order=8)
@@ -36,7 +37,7 @@ def _shot(name, backend="cuda", stage=True, storage=None, shape=(23, 21, 37)):
     eqs = [Eq(u.forward, solve(m * u.dt2 - u.laplace + d * u.dt, u.forward))]
     eqs += src.inject(field=u.forward, expr=src * 0.5)
     eqs += rec.interpolate(expr=u)
-    with switchconfig(staging=stage):
+    with switchconfig(**({} if stage is None else {"staging": stage})):
         op = Operator(eqs, name=name, backend=backend)
     return op, u, rec
 
@@ -48,9 +49,12 @@ def _run(op, backend, tmp_path, **kw):
         op.apply(time_M=NT - 1, dt=1.0)
 
 
-def test_staging_is_off_by_default():
-    assert configuration["staging"] is False
-    op, _, _ = _shot("StagedDefault", stage=False)
+def test_staging_is_on_by_default_and_turns_off():
+    assert configuration["staging"] is True
+    op, _, _ = _shot("StagedDefault", stage=None)
+    assert sum(k.fusion is not None for k in op.program.kernels) == 1
+    with switchconfig(staging=False):
+        op, _, _ = _shot("StagedOff", stage=None)
     assert all(k.fusion is None for k in op.program.kernels)
 
 

@@ -65,6 +65,7 @@ def test_the_split_nest_gives_the_unsplit_numbers(backend, caplog):
     assert np.abs(b).max() > 0 and np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 @needs_nvcc
 def test_the_emulated_cuda_source_splits_per_point(tmp_path):
     """The CUDA source (a test per point, the box's bounds kernel arguments), run by the
@@ -79,6 +80,7 @@ def test_the_emulated_cuda_source_splits_per_point(tmp_path):
                                                             # the arithmetic differently
 
 
+@switchconfig(staging=False)   # the unstaged kernel's code (staged: tests/test_staging.py)
 @needs_nvcc
 def test_the_emulated_cuda_source_splits_paired_16_bit_nests(tmp_path):
     """float16 fields: each thread computes a pair of points (``cuda_pairs``), both tested
