@@ -363,15 +363,19 @@ def _env():
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_gpu_acoustic_equals_the_c_backend(fmt):
     """50 steps of the acoustic shot (sources, receivers) stored in 16 bits: the CUDA backend
-    (paired kernel) against the C backend storing the same format."""
+    (the paired kernel, and the staged one) against the C backend storing the same format."""
     shape, kw = (40, 36, 33), dict(time_m=1, time_M=50, dt=1.0)
     op_c, uc, rc = acoustic(fmt, "c", f"HalfGpuC_{fmt}", shape=shape, nt=52)
     op_c.apply(**kw)
-    op_g, ug, rg = acoustic(fmt, "cuda", f"HalfGpuG_{fmt}", shape=shape, nt=52)
-    assert PAIR_LOAD[fmt] in op_g.ccode
-    op_g.apply(**kw)
-    assert _close(uc, ug) <= TOL[fmt]
-    assert _close(rc, rg) <= TOL[fmt]
+    for stage in (False, True):
+        with switchconfig(staging=stage, fusion="on"):   # "on": no twin run apart
+            op_g, ug, rg = acoustic(fmt, "cuda", f"HalfGpuG{int(stage)}_{fmt}", shape=shape,
+                                    nt=52)
+            assert (PAIR_LOAD[fmt] in op_g.ccode) == (not stage)
+            assert any(k.fusion is not None for k in op_g.program.kernels) == stage
+            op_g.apply(**kw)
+        assert _close(uc, ug) <= TOL[fmt]
+        assert _close(rc, rg) <= TOL[fmt]
 
 
 @pytest.mark.gpu
