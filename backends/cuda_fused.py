@@ -359,15 +359,6 @@ class FusedKernel:
             out += [f"{v} >= {lo} + {s.reads[j][0]}", f"{v} <= {hi} + {s.reads[j][1]}"]
         return " && ".join(out)
 
-    def _load(self, s, x: str, names, shift: int = 0) -> str:
-        """The global read of staged ``s`` at plane ``x`` and inner point ``names`` (the
-        innermost ``shift`` on)."""
-        idx = [sympy.Symbol(x)] + [sympy.Symbol(n) for n in names]
-        idx[-1] += shift
-        access = sympy.IndexedBase(s.name)[(s.slot,) + tuple(idx) if s.slot is not None
-                                           else tuple(idx)]
-        return self.base.doprint(access)
-
     def _elem(self, name: str) -> str:
         """The element type array ``name`` is stored in (16 bits, or the arithmetic's)."""
         return self.base.element_type(name, self.b.program.array(name).dtype)
@@ -379,7 +370,8 @@ class FusedKernel:
 
     # the thread's own column of staged ``s``, its next plane's value(s) loaded an iteration
     # ahead: a register of the thread's value type, or where ``s`` is stored in 16 bits one
-    # register a point as stored (widened when it goes into the ring)
+    # register a point as stored (widened when it goes into the ring; a float32 column kept
+    # as two registers cost the loop 12 instructions and 7 %)
     def _column_decl(self, s) -> str:
         q = _column(s)
         if not self.base.stored.get(s.name):
@@ -387,14 +379,12 @@ class FusedKernel:
         return f"{self._elem(s.name)} " + ", ".join(
             f"{q}_next{c} = {self._zero(s.name)}" for c in range(self.q)) + ";"
 
-    def _column_first(self, s) -> str:
-        """The statement(s) loading the first plane's value(s) (at ``sg_X``) in the setup."""
-        q, names = _column(s), [d.name for d in self.inner]
+    def _column_set(self, s, values) -> str:
+        """The column's next value(s) set from one text a point (as stored)."""
+        q = _column(s)
         if not self.base.stored.get(s.name):
-            return f"{q}_next = sg_own;"
-        return " ".join(f"{q}_next{c} = {q}_ok{c} && {self._x_test(s, 'sg_X')} ? "
-                        f"{self._raw(s, 'sg_X', self._shift(names, c))} : {self._zero(s.name)};"
-                        for c in range(self.q))
+            return f"{q}_next = {self._parts(values)};"
+        return " ".join(f"{q}_next{c} = {v};" for c, v in enumerate(values))
 
     def _column_now(self, s) -> str:
         """The value(s) loaded an iteration ago, widened."""
@@ -403,15 +393,10 @@ class FusedKernel:
             return f"{q}_next"
         return self._parts([self.base.widened(s.name, f"{q}_next{c}") for c in range(self.q)])
 
-    def _column_next(self, s, i: int, test: str) -> list[str]:
-        """The next plane's value(s) from plane pointer ``sg_gb<i>``."""
-        q = _column(s)
-        if not self.base.stored.get(s.name):
-            return [f"{q}_next = " + self._parts([
-                f"{q}_ok{c} && {test} ? sg_gb{i}[{q}_go + {c}] : ({self.real})0"
-                for c in range(self.q)]) + ";"]
-        return [f"{q}_next{c} = {q}_ok{c} && {test} ? sg_gb{i}[{q}_go + {c}] : "
-                f"{self._zero(s.name)};" for c in range(self.q)]
+    def _column_value(self, s, c: int, x: str, place: str) -> str:
+        """Point ``c`` of the column at plane ``x`` as stored, read at ``place`` (zero where
+        no read reaches it)."""
+        return f"{_column(s)}_ok{c} && {self._x_test(s, x)} ? {place} : {self._zero(s.name)}"
 
     def _raw(self, s, x: str, names) -> str:
         """The element of staged ``s`` at plane ``x`` and inner point ``names`` (C text of
@@ -431,14 +416,6 @@ class FusedKernel:
         """The declaration of ``sg_gb<i>``, the first element of plane ``x`` of staged
         ``s`` (block-uniform: the plane's reads add the thread's offsets to it)."""
         return f"const auto *const sg_gb{i} = &{self._raw(s, x, ['0'] * self.m)};"
-
-    def _column_load(self, s, x: str) -> str:
-        """The value of staged ``s`` at plane ``x`` in the thread's own column (zero where
-        no read reaches it)."""
-        names = [d.name for d in self.inner]
-        return self._parts([f"{_column(s)}_ok{c} && {self._x_test(s, x)} ? "
-                            f"{self._load(s, x, names, c)} : ({self.real})0"
-                            for c in range(self.q)])
 
     def _x_test(self, s, x: str) -> str:
         lo, hi = self._bound(0, True)
@@ -535,11 +512,18 @@ class FusedKernel:
             for i, s in enumerate(group):
                 ring, q = _ring(s), _column(s)
                 own = f"{ring}_c"
-                fill += [f"  {{ {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;",
-                         f"    const {self.vt} sg_own = {self._column_load(s, 'sg_X')};",
-                         f"    if (sg_i < {s.depth} && sg_kind != 3) "
-                         f"{self._put('sg_pl', own, 'sg_own')}",
-                         f"    if (sg_i == {s.depth}) {{ {self._column_first(s)} }} }}"]
+                raw = [self._column_value(s, c, "sg_X",
+                                          self._raw(s, "sg_X", self._shift(names, c)))
+                       for c in range(self.q)]
+                fill += [f"  {{ {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;"]
+                fill += [f"    const {self._elem(s.name)} sg_own{c} = {v};"
+                         for c, v in enumerate(raw)]
+                own_value = self._parts([self.base.widened(s.name, f"sg_own{c}")
+                                         for c in range(self.q)])
+                fill += [f"    if (sg_i < {s.depth} && sg_kind != 3) "
+                         f"{self._put('sg_pl', own, own_value)}",
+                         f"    if (sg_i == {s.depth}) {{ "
+                         f"{self._column_set(s, [f'sg_own{c}' for c in range(self.q)])} }} }}"]
                 band += [f"{{ const {self._elem(s.name)} sg_v = {self._x_test(s, 'sg_X')} ? "
                          f"{self._raw(s, 'sg_X', self._gnames())} : {self._zero(s.name)};",
                          f"  if (sg_i < {s.depth}) {ring}[sg_i*{ring}_pl + sg_e] = "
@@ -567,7 +551,9 @@ class FusedKernel:
                 out += [f"  {self.real} *const sg_pl{i} = {self.ctx.at(ring, slot, '0')};",
                         "  " + self._plane(s, i, "sg_X"),
                         f"  if (sg_kind != 3) {self._put(f'sg_pl{i}', own, self._column_now(s))}"]
-                out += ["  " + ln for ln in self._column_next(s, i, test)]
+                out.append("  " + self._column_set(s, [
+                    self._column_value(s, c, "sg_X", f"sg_gb{i}[{q}_go + {c}]")
+                    for c in range(self.q)]))
                 band += [f"sg_pl{i}[sg_e] = {self.base.widened(s.name, f'{ring}_v[sg_k]')};",
                          f"{ring}_v[sg_k] = {test} ? sg_gb{i}[{ring}_go[sg_k]] : "
                          f"{self._zero(s.name)};"]
@@ -575,14 +561,12 @@ class FusedKernel:
         return out
 
     def _put(self, ring: str, index: str, value: str) -> str:
-        """The statement storing the thread's ``value`` at ``index`` of ``ring`` (a pair: an
-        aligned 8-byte store)."""
-        if self.q == 1:
-            return f"{ring}[{index}] = {value};"
-        return f"sg_pair_st(&{ring}[{index}], {value});"
+        """The statement storing the thread's ``value`` at ``index`` of ``ring``."""
+        return self._put_at(f"({ring} + {index})", value)
 
     def _put_at(self, ptr: str, value: str) -> str:
-        """``_put`` at pointer ``ptr``."""
+        """The statement storing the thread's ``value`` at pointer ``ptr`` (a pair: an
+        aligned 8-byte store)."""
         return f"*{ptr} = {value};" if self.q == 1 else f"sg_pair_st({ptr}, {value});"
 
     def _produce_point(self, body, temps, test) -> list[str]:
@@ -661,15 +645,51 @@ class FusedKernel:
         (``Function.zero_box``, where the nest is split at run time): inside, the value is
         zero by declaration and is not read (the sponge's damping: 4 bytes a point less in
         the interior). Empty for other arrays."""
-        split = self.k.split
-        name = a.base.name
-        if split is None or name not in split.arrays:
+        box = self._zero_box(a.base.name)
+        if box is None:
             return ""
-        box = next(b for b in self.b.program.zero_boxes if b.array == name)
-        own = a.indices[-len(box.lower):]   # the array's own dimensions (``box.axes``)
-        tests = [f"{self.base.doprint(i)} >= {lo} && {self.base.doprint(i)} <= {hi}"
-                 for i, lo, hi in zip(own, box.lower, box.upper)]
+        own = tuple(a.indices[-len(box.lower):])   # the array's own dimensions (``box.axes``)
+        tests = self._box_tests(box, own)
+        for c in range(self.q):   # at the thread's point: the inner part found once
+            if own == self._box_point(box, c):
+                streamed = [t for t, axis in zip(tests, box.axes) if axis == 0]
+                return f" && !({' && '.join(streamed + [self._box_flag(box, c)])})"
         return f" && !({' && '.join(tests)})"
+
+    def _zero_box(self, name: str):
+        """The zero box of array ``name`` where the nest is split at run time, else None."""
+        split = self.k.split
+        if split is None or name not in split.arrays:
+            return None
+        return next(b for b in self.b.program.zero_boxes if b.array == name)
+
+    def _box_tests(self, box, idx) -> list[str]:
+        """Per axis of ``box``, the test that index ``idx`` (sympy, per axis) lies in it."""
+        return [f"{self.base.doprint(i)} >= {lo} && {self.base.doprint(i)} <= {hi}"
+                for i, lo, hi in zip(idx, box.lower, box.upper)]
+
+    def _box_point(self, box, c: int) -> tuple:
+        """The thread's point ``c`` on ``box``'s axes."""
+        last = len(self.k.dims) - 1
+        return tuple(self.k.dims[axis] + (c if axis == last else 0) for axis in box.axes)
+
+    @staticmethod
+    def _box_flag(box, c: int) -> str:
+        return f"sg_zb_{box.array}{c}"
+
+    def _box_flags(self) -> list[str]:
+        """Per zero box and point of the thread, the test that its inner indices lie in the
+        box, found once (``_outside_box``)."""
+        split = self.k.split
+        out = []
+        for name in (split.arrays if split is not None else ()):
+            box = self._zero_box(name)
+            for c in range(self.q):
+                inner = [t for t, axis in zip(self._box_tests(box, self._box_point(box, c)),
+                                              box.axes) if axis != 0]
+                out.append(f"const bool {self._box_flag(box, c)} = "
+                           f"{' && '.join(inner) or 'true'};")
+        return out
 
     def _consumer(self) -> list[str]:
         """The consumer at the tile thread's point(s), ``lag + 1`` planes behind, where the
@@ -763,7 +783,7 @@ class FusedKernel:
                   f"const sg_int sg_xe = sg_xs + sg_planes - 1 < {hi_x} ? "
                   f"sg_xs + sg_planes - 1 : {hi_x};",
                   f"const sg_int sg_pa = sg_xs + {first};"]
-        lines += self._point() + self._flags() + self._cells()
+        lines += self._point() + self._flags() + self._box_flags() + self._cells()
         tile_index = "sg_i0*sg_T1 + sg_i1" if self.m == 2 else "sg_i0"
         lines.append(f"const int sg_ti = {tile_index};   // a tile thread's slot in private rings")
         lines += self._staged_setup()

@@ -357,7 +357,8 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     fusion = Fusion(k1, lag, onchip, staged, parts, bands, tuple(t for t, _ in fit),
                     tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit),
                     pair, tuple(threads(t) for t, _ in fit))
-    # a fused nest runs its own body everywhere (its printer keeps no run-time split)
+    # a fused nest runs its own body everywhere (no run-time split; a staged nest keeps its
+    # split for its loads alone: ``_stage``)
     return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes), split=None,
                    flops=k1.flops + k2.flops, bytes=count_bytes(reads, k2.writes, sizes))
 
