@@ -18,7 +18,8 @@ import numpy as np
 import sympy
 
 from .c import CBackend
-from . import cuda_fused, cuda_pairs, cuda_sparse, device_layout, interrupt, split, zero_box
+from . import (cuda_fused, cuda_pairs, cuda_sparse, cuda_steps, device_layout, interrupt, split,
+               zero_box)
 from .cuda_launch import GRID_WAIT, early
 from .device_layout import DeviceLayout
 from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
@@ -454,11 +455,18 @@ class CudaBackend(CBackend):
     #: rounding to a warp may add; tiles of the inner dimensions (innermost last, a warp along
     #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most
     FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32,
-                  tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))})
+                  tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))},
+                  # two steps a pass: wider tiles, the first step's halo a smaller share
+                  step_tiles={2: ((32, 32), (24, 32), (16, 64), (16, 32))})
 
     def __init__(self, program, options: EmitOptions = EmitOptions()):
         super().__init__(program, options)
         self._slots: dict = {}
+        # the nest running two time steps a pass, if any (``cuda_steps``), its pass; while the
+        # pass's loop is printed, the field its launches reach through the level table
+        self.stepped = next((k for k in program.steps if getattr(k, "steps", None)), None)
+        self.passed = cuda_steps.pass_kernel(self.stepped) if self.stepped else None
+        self._leveled = False
         # device code is a template over its index type: 32-bit where every array fits
         self.index = "sg_int"
         if options.debug:
@@ -497,7 +505,8 @@ class CudaBackend(CBackend):
             # one pointer per time slot, computed on the host; the time stride is not needed
             step = self._device_stride(a, lay.strides[0][0])
             out = [_Arg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
-                        f"{a.name} + {_factor(s)}*{step}") for s, w in slots.items()]
+                        self._level(a, s) or f"{a.name} + {_factor(s)}*{step}")
+                   for s, w in slots.items()]
             return out + (self._points_args(a) if a.sparse else strides[1:])
         out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
         out += self._points_args(a) if a.sparse else strides
@@ -505,6 +514,24 @@ class CudaBackend(CBackend):
             out += [_Arg(f"sg_{a.name}_{b}", "const sg_int", f"sg_{a.name}_{b}")
                     for b in ("lo", "hi")]
         return out
+
+    def _level(self, a, slot) -> str | None:
+        """Where the loop of passes prints: the level table's buffer of ``a``'s ``slot``
+        (``cuda_steps``), else None."""
+        k = self.stepped
+        if not self._leveled or a.name != k.steps.field:
+            return None
+        s = k.steps
+        return cuda_steps.level(k, s.level(slot) if s.has(slot) else _direct(slot)[1])
+
+    @contextmanager
+    def leveled(self):
+        """Launch arguments printed through the level table (``_level``)."""
+        self._leveled = True
+        try:
+            yield
+        finally:
+            self._leveled = False
 
     @staticmethod
     def _points_args(a) -> list[_Arg]:
@@ -903,7 +930,7 @@ class CudaBackend(CBackend):
                 copies += [f"SG_CHECK(cudaMalloc((void **)&{dc}, {nb}));",
                            f"SG_CHECK(cudaMemcpy({dc}, {lay.coords}, {nb}, "
                            "cudaMemcpyHostToDevice));"]
-        for k in self.program.kernels:
+        for k in self.program.kernels + ((self.passed,) if self.passed else ()):
             if k.fusion:
                 lines += cuda_fused.FusedKernel(self, k).attributes()
         return lines + self._nvtx("coordinates", copies)
@@ -937,7 +964,9 @@ class CudaBackend(CBackend):
             ones = ", ".join("1" for _ in k.dims)
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
         elif k.fusion:
-            head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer)
+            pick = cuda_steps.pass_pick(self.stepped, self.program.tuning) \
+                if self.passed is not None and k.name == self.passed.name else None
+            head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer, pick)
         elif not k.is_sparse:
             head = self._shape(k, timer, r)
             launch = self._chunks(len(k.dims), launch, self._stacked_axis(k))
@@ -977,8 +1006,14 @@ class CudaBackend(CBackend):
             n = 2 * r if where else r
             return f"{n} point{'s' if n > 1 else ''} per thread" \
                 f"{where}, {'x'.join(map(str, shape[1:]))} threads"
-        return {k.section.timer: tuple(cuda_fused.describe(k, sh) for sh in cuda_fused.shapes(k))
-                if k.fusion else tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
+        def fused(k):
+            one = tuple(cuda_fused.describe(k, sh) for sh in cuda_fused.shapes(k))
+            if k is not self.stepped:
+                return one
+            pk = self.passed   # the pass's shapes after the one-step nest's
+            return one + tuple(cuda_steps.describe(pk, sh) for sh in cuda_fused.shapes(pk))
+        return {k.section.timer: fused(k) if k.fusion else
+                tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
     def default_shapes(self) -> dict:
@@ -1081,6 +1116,8 @@ class CudaBackend(CBackend):
 
     def narrow_flag(self, k) -> str:
         """The host variable saying whether kernel ``k`` runs its 32-bit instance."""
+        if self.passed is not None and k.name == self.passed.name:
+            k = self.stepped
         return f"sg_narrow{self.program.kernels.index(k)}"
 
     def time_loop_lines(self, launches):
@@ -1090,7 +1127,33 @@ class CudaBackend(CBackend):
         for k in prog.steps:
             lines += _indent(self.exchanged(k, launches[k.section.timer], prog.time.name))
         # the steps launched are the steps done: the copies back wait for all of them
-        return lines + _indent([interrupt.step_end(prog)]) + ["}"]
+        lines += _indent([interrupt.step_end(prog)]) + ["}"]
+        if self.stepped is None:
+            return lines
+        k = self.stepped
+        ctl = prog.control
+        stepped = cuda_steps.loop(self, k, *self._pass_lines,
+                                  [str(s) for s in self.time_slots()],
+                                  lambda n: f"if ({ctl}) {{ {ctl}[1] += {n}; if ({ctl}[0]) break; }}")
+        return cuda_steps.setup(self, k) + ["if (sg_two) {"] + _indent(stepped) + \
+            ["} else {"] + _indent(lines) + ["}"]
+
+    def _stepped_launches(self, launches) -> tuple:
+        """The launch lines of the loop of passes (``cuda_steps.loop``), through the level
+        table: the pass, the one-step nest, the sparse kernels of a step in order."""
+        k, pk, grouped = self.stepped, self.passed, self.sparse_groups()
+        with self.leveled():
+            one = self.launch(pk, self.kernel_args(pk))
+            step = self.launch(k, self.kernel_args(k))
+            sparse, grouped_in = [], {m.name for ms in grouped.values() for m in ms}
+            for o in self.program.steps:
+                if o in grouped:
+                    members = grouped[o]
+                    sparse += cuda_sparse.launch(self, members, cuda_sparse.parameters(
+                        self, members), SPARSE_BLOCK, GRID_LIMIT[0])
+                elif o.is_sparse and o.name not in grouped_in:
+                    sparse += self.launch(o, self.kernel_args(o))
+        return one, step, sparse
 
     def exchanged(self, k, launches, time: str) -> list[str]:
         """The launch lines of kernel ``k`` (``launches``: the plain ones and the shell's) with
@@ -1175,6 +1238,8 @@ class CudaBackend(CBackend):
         ]
         lines.append('if (sg_d_checks) sg_release(cudaFree(sg_d_checks), "cudaFree(sg_d_checks)", '
                      "&sg_status);")
+        if self.stepped is not None:
+            lines += cuda_steps.cleanup(self.stepped)
         if self.program.split:
             lines += [f"for (int sg_i = 0; sg_i < {split.region_count(self.program) - 1}; ++sg_i)",
                       "  if (sg_shells[sg_i]) sg_release(cudaStreamDestroy(sg_shells[sg_i]), "
@@ -1195,6 +1260,9 @@ class CudaBackend(CBackend):
                   f"long sg_launched[{nk}] = {{}};", f"double sg_sampled[{nk}] = {{}};",
                   "bool sg_timing = false;",
                   "unsigned long long *sg_d_checks = NULL;"]
+        if self.stepped is not None:
+            k = self.stepped
+            lines += cuda_steps.declarations(k, self.ctypes[k.steps.field])
         if prog.split:   # the shell's slabs, each on a stream of its own (``shell_launch``)
             lines.append(f"cudaStream_t sg_shells[{split.region_count(prog) - 1}] = {{}};")
         lines += [str(s) for s in self.complex_scalars() + self.prologue()]
@@ -1256,6 +1324,9 @@ class CudaBackend(CBackend):
             args = self.kernel_args(k)
             parts.append(self.device_kernel(k, args))
             launches[k.section.timer] = (self.launch(k, args), self.shell_launch(k, args))
+        if self.stepped is not None:
+            parts.append(self.device_kernel(self.passed, self.kernel_args(self.passed)))
+            self._pass_lines = self._stepped_launches(launches)
         body = self.host_body(launches)
         parts.append(str(self.signature()).rstrip(";") + "\n{\n" +
                      "\n".join("  " + ln if ln and not ln.endswith(":") and not ln.startswith("#")

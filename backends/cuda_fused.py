@@ -605,8 +605,9 @@ class FusedKernel:
         lines = ["if (sg_kind == 0) {"]
         lines += _indent(self._produce_point(self.f.producer.body, temps, test))
         for kind, axis in ((1, 0), (2, 1))[:self.m]:
-            parts = [p for p in self.f.parts if any(p.halo[axis])
-                     and all(p.halo[j] == (0, 0) for j in range(self.m) if j != axis)]
+            # a part read across both dimensions (a two-step pass's next level) runs on the
+            # halo rows and the halo columns (a cross)
+            parts = [p for p in self.f.parts if any(p.halo[axis])]
             if not parts:
                 continue
             lines.append(f"}} else if (sg_kind == {kind}) {{")
@@ -826,12 +827,14 @@ class FusedKernel:
                 f"{self.shared_bytes(tile)}));"
                 for tile in self.f.tiles for itype in ("int", "long")]
 
-    def launch(self, call, timer) -> list[str]:
-        """Host lines that launch the nest with the shape tuned (or the default); ``sg_n<i>``
-        are the points per dimension, innermost first."""
+    def launch(self, call, timer, pick: str | None = None) -> list[str]:
+        """Host lines that launch the nest with the shape tuned (or the default; ``pick``: the
+        C text of the shape's index instead); ``sg_n<i>`` are the points per dimension,
+        innermost first."""
         b, k = self.b, self.k
         table = shapes(k)
-        pick = tuned_choice(b.program.tuning, timer, len(table), default_shape(k))
+        if pick is None:
+            pick = tuned_choice(b.program.tuning, timer, len(table), default_shape(k))
         name = k.section.function
         n = len(k.dims)
         lines = [f"const long sg_s = {pick};",

@@ -177,6 +177,13 @@ _SETTINGS: dict[str, _Setting] = {
                         "(each value loaded and widened once a block); on by default (with "
                         "fusion auto, the autotuner keeps the nest unstaged for a size where "
                         "that ran faster); 0 turns it off"),
+    # offered to the autotuner, not the default: a pass computes the first step on the halo
+    # the second reads as well (docs/performance.md, issue 51)
+    "time-steps": _Setting("STENCILGEN_TIME_STEPS", _bool, lambda: True,
+                           "CUDA: a staged nest stepping one buffered field may also run two "
+                           "time steps a pass (the first step's plane kept in shared memory for "
+                           "the second), a choice the autotuner times beside one step; 0 "
+                           "offers one step only"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

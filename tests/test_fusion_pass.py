@@ -167,16 +167,35 @@ def test_staged_reads_off_the_axes_refuse(caplog):
     assert "off the axes (along x and an inner dimension at once)" in caplog.text
 
 
-def test_a_temporary_read_across_two_inner_dimensions_refuses(caplog):
+def test_a_temporary_read_off_the_inner_axes_refuses(caplog):
     """Its halo would have corners, which no thread of the fused layout owns."""
     prog = _program(_variable_density(), None)
     k1, k2 = prog.steps
     temp = next(t for t in sorted(k1.writes) if any(o[2] for o in k2.reads[t]))
-    k2r = replace(k2, reads=dict(k2.reads, **{temp: set(k2.reads[temp]) | {(0, 1, 0)}}))
+    k2r = replace(k2, reads=dict(k2.reads, **{temp: set(k2.reads[temp]) | {(0, 1, 1)}}))
     with caplog.at_level(logging.INFO, logger="stencilgen"):
         out = fuse(replace(prog, steps=(k1, k2r)), CUDA)
     assert len(out.steps) == 2
     assert f"{temp} would be read across two inner dimensions" in caplog.text
+
+
+def test_a_temporary_read_along_both_inner_axes_runs_on_a_cross():
+    """Read along y and along z (never both at once, a star): its producer runs on the halo
+    rows and the halo columns, no corners (a two-step pass's next level)."""
+    prog = _program(_variable_density(), None)
+    k1, k2 = prog.steps
+    temp = next(t for t in sorted(k1.writes) if any(o[2] for o in k2.reads[t]))
+    k2r = replace(k2, reads=dict(k2.reads, **{temp: set(k2.reads[temp]) | {(0, 2, 0)}}))
+    out = fuse(replace(prog, steps=(k1, k2r)), SINGLE)
+    (f,) = [k.fusion for k in out.steps]
+    (cross,) = [p for p in f.parts if temp in p.temps]
+    assert cross.halo[0] == (0, 2) and any(cross.halo[1])
+    rows, cols = f.bands
+    assert rows[1] >= 2 and cols == tuple(max(p.halo[1][i] for p in f.parts) for i in (0, 1))
+    # the producer's statements of the cross part on its rows and columns, no corners
+    ty, tz = f.tiles[0]
+    extra = sum((sum(p.halo[0]) * tz + sum(p.halo[1]) * ty) * len(p.body) for p in f.parts)
+    assert f.recompute[0] == pytest.approx(1 + extra / (ty * tz * len(f.producer.body)))
 
 
 def test_no_tiles_for_the_dimension_count_refuses(caplog):

@@ -20,9 +20,10 @@ from test_cuda import needs_gpu, needs_nvcc
 NT = 7
 
 
-def _shot(name, backend="cuda", stage=True, storage=None, shape=(23, 21, 37)):
-    """The acoustic with a damping term, a source and three receivers (``stage`` None: the
-    configuration's setting)."""
+def _shot(name, backend="cuda", stage=True, storage=None, shape=(23, 21, 37),
+          src_at=(101.0, 97.3, 181.7)):
+    """The acoustic with a damping term, a source (at ``src_at``) and three receivers
+    (``stage`` None: the configuration's setting)."""
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape))
     u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8, storage=storage)
     m = Function(name="m", grid=grid, space_order=8)
@@ -30,7 +31,7 @@ def _shot(name, backend="cuda", stage=True, storage=None, shape=(23, 21, 37)):
     d = Function(name="d", grid=grid, space_order=8)
     d.data[:] = np.linspace(0.0, 0.02, shape[0])[:, None, None]
     src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=NT + 1,
-                             coordinates=[(101.0, 97.3, 181.7)])
+                             coordinates=[src_at])
     src.data[:] = np.sin(np.arange(NT + 1) / 2.0)[:, None]
     rec = SparseTimeFunction(name="rec", grid=grid, npoint=3, nt=NT + 1,
                              coordinates=[(92.0 + 9.5 * i, 95.0, 186.0) for i in range(3)])

@@ -69,7 +69,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
                       split_zero_boxes(program, names, configuration["zero-split"]))
     split = grid.decomposition.decomposed if grid.decomposition is not None else None
     program = _logged("fusion", name, fuse(program, fusion, any(split or ()),
-                                           configuration["staging"]))
+                                           configuration["staging"],
+                                           configuration["time-steps"]))
     program = _logged("halo exchanges", name, halos.plan(program, split, names))
     program = _logged("layout", name, lay.layout(program, names))
     program = _logged("index types", name, lay.index_types(program, narrow_index))

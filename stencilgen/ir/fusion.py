@@ -23,6 +23,7 @@ import numpy as np
 import sympy
 
 from .. import logger as log
+from . import steps
 from .nodes import ArrayParam, Assign, Kernel, Program, element_size, real_type
 from .optimize import Literal, Local, count_bytes
 
@@ -107,6 +108,7 @@ class Limits:
     points: int = 1024    # threads a block
     pair: int = 1         # points a thread may compute along the innermost of a 3D nest
     warp: int = 1         # the halo columns' threads are rounded up to a multiple of it
+    step_tiles: dict | None = None   # the tiles of two-step passes (``ir/steps``; None: tiles)
 
 
 def _span(offsets) -> tuple[int, int]:
@@ -286,9 +288,8 @@ def producer_bands(parts, m: int) -> tuple[tuple[int, int], tuple[int, int]]:
     innermost in 3D (those read across that), the widest part's each."""
     def widest(halos):
         return max((h[0] for h in halos), default=0), max((h[1] for h in halos), default=0)
-    rows = [p.halo[0] for p in parts if m == 1 or p.halo[1] == (0, 0)]
-    cols = [p.halo[1] for p in parts if m == 2 and p.halo[0] == (0, 0)]
-    return widest(rows), widest(cols)
+    # a part read across both (a two-step pass's next level, ``_on_axes``) runs on both
+    return widest([p.halo[0] for p in parts]), widest([p.halo[1] for p in parts if m == 2])
 
 
 def producer_threads(tile, bands, pair: int = 1, warp: int = 1) -> int:
@@ -309,12 +310,16 @@ def _recompute(tile, k1, parts) -> float:
     for size in tile:
         area *= size
     extra = 0
-    for p in parts:
-        box = 1
-        for size, (lo, hi) in zip(tile, p.halo):
-            box *= size + lo + hi
-        extra += (box - area) * len(p.body)
+    for p in parts:   # the bands beside the tile along each dimension (a cross: no corners)
+        for j, (lo, hi) in enumerate(p.halo):
+            extra += (lo + hi) * area // tile[j] * len(p.body)
     return 1 + extra / (area * max(len(k1.body), 1))
+
+
+def _on_axes(k2, temps) -> bool:
+    """Whether ``k2`` reads each of ``temps`` along one inner dimension at a time (a star:
+    the producer then runs on a cross around the tile, no corners)."""
+    return all(sum(1 for q in o[1:] if q) <= 1 for t in temps for o in k2.reads[t])
 
 
 def _fuse(prog: Program, k1, k2, limits: Limits):
@@ -331,7 +336,8 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     if isinstance(staged, str):
         return staged
     parts = _parts(k1, onchip)
-    across = [p for p in parts if sum(1 for h in p.halo if any(h)) > 1]
+    across = [p for p in parts if sum(1 for h in p.halo if any(h)) > 1
+              and not _on_axes(k2, p.temps)]
     if across:
         return f"{', '.join(across[0].temps)} would be read across two inner dimensions"
     bands = producer_bands(parts, inner)
@@ -412,12 +418,27 @@ def _stage(prog: Program, k, others, limits: Limits):
     return fused if isinstance(fused, str) else replace(fused, split=k.split)
 
 
+def _two_steps(prog: Program, k, staged, limits: Limits):
+    """Staged nest ``staged`` (of ``k``) with its two-step pass (``ir/steps``), logged."""
+    others = [o for o in prog.steps if o is not k]
+    found = steps.plan(prog, k, others, limits, _fuse)
+    if isinstance(found, str):
+        log.info(f"Operator `{prog.name}`: {k.name} runs one time step a pass: {found}")
+        return staged
+    f = found.kernel.fusion
+    log.info(f"Operator `{prog.name}`: {k.name} may run two time steps a pass (tiles "
+             f"{', '.join('x'.join(map(str, t)) for t in f.tiles)}, the first step run "
+             f"{f.recompute[0]:.2f}x a point on the first)")
+    return replace(staged, steps=found)
+
+
 def fuse(prog: Program, limits: Limits | None, split: bool = False,
-         stage: bool = False) -> Program:
+         stage: bool = False, two_steps: bool = False) -> Program:
     """Each time-step nest that only computes temporaries, fused into the nest after it that
     reads them (``limits``: the target's; None: the target fuses nothing); with ``stage``,
     each nest left reading arrays at neighbours fused with its own staging producer
-    (``_staging``)."""
+    (``_staging``); with ``two_steps``, each staged nest stepping one buffered field planned
+    to run two time steps a pass too (``ir/steps``)."""
     if limits is None:
         return prog
     stage = stage and not split
@@ -461,7 +482,7 @@ def fuse(prog: Program, limits: Limits | None, split: bool = False,
             log.info(f"Operator `{prog.name}`: {k.name} staged, streaming along {k.dims[0]} "
                      f"(in shared rings: {', '.join(s.name for s in staged.fusion.staged)}; "
                      f"tiles {', '.join('x'.join(map(str, t)) for t in staged.fusion.tiles)})")
-            out[j] = staged
+            out[j] = _two_steps(prog, k, staged, limits) if two_steps else staged
             changed = True
     if not fused_temps and not changed:
         return prog

@@ -341,6 +341,7 @@ class Kernel:
     guard: sympy.Basic | None = None              # run the body at the points where it holds
     fusion: object = None                         # ir/fusion.Fusion: a producer nest fused in
     split: ZeroSplit | None = None                # another body inside a run-time zero box
+    steps: object = None                          # ir/steps.Steps: two time steps a pass
 
     @property
     def widened(self) -> tuple[tuple[int, int], ...]:
