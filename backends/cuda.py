@@ -113,8 +113,12 @@ sg_nonfinite(const T *__restrict__ p, const long n, unsigned long long *count)
    so sampling leaves most launches without them. The events live in a ring of SG_SLOTS pairs; a
    pair is read back before it is reused and at the end, so timings hold with or without
    CUDA_LAUNCH_BLOCKING and the host never waits on the kernel it just launched. */
-#define SG_TIMER_START(i) do { \
-  sg_timing = sg_launched[i] < SG_SLOTS || sg_launched[i] %% SG_SAMPLE == 0; sg_launched[i] += 1; \
+#define SG_TIMER_START(i) SG_TIMER_START_IF(i, sg_launched[i] < SG_SLOTS || sg_launched[i] %% SG_SAMPLE == 0)
+/* a launch timed where ``timed`` holds: one that always follows another of the section (a
+   two-step pass's second step again around the sources) timed with it, so the samples hold
+   as many of each as the launches (cuda_steps) */
+#define SG_TIMER_START_IF(i, timed) do { \
+  sg_timing = (timed); sg_launched[i] += 1; \
   if (sg_timing) { const long sg_slot = sg_used[i] %% SG_SLOTS; \
     if (sg_used[i] >= SG_SLOTS) { float sg_ms = 0.0f; \
       SG_CHECK(cudaEventSynchronize(sg_events[i][sg_slot][1])); \
@@ -1301,7 +1305,9 @@ class CudaBackend(CBackend):
         header += "".join(format_prelude(f) for f in sorted(set(self.stored.values())))
         if self.complex:
             header += "#define SG_HD __host__ __device__\n" + COMPLEX_CXX
-        if any(k.fusion is not None and k.fusion.pair > 1 for k in self.program.kernels):
+        fused = [k for k in self.program.kernels if k.fusion is not None]
+        fused += [self.passed] if self.passed is not None else []
+        if any(k.fusion.pair > 1 for k in fused):
             header += cuda_fused.PAIR_PRELUDE
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,
                                      "sample": TIMER_SAMPLE},

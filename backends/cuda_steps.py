@@ -152,9 +152,15 @@ def loop(backend, k, pass_launch, one_step, sparse, slot_lines, step_end) -> lis
             ["    " + ln for ln in slot_lines + body] + ["  }", "}"]
     box = [f"const long {d.lower} = sg_fix[{2 * i}], {d.upper} = sg_fix[{2 * i + 1}];"
            for i, d in enumerate(prog.dims)]
+    timer = k.section.timer
+    again = [ln.replace(f"SG_TIMER_START({timer});", f"SG_TIMER_START_IF({timer}, sg_pass_timed);")
+             for ln in one_step]
     fix = [f"if ({' && '.join(f'sg_fix[{2 * i}] <= sg_fix[{2 * i + 1}]' for i in range(n))}) {{"] \
-        + ["  " + ln for ln in box + one_step] + ["}"]
-    two = pass_launch + at(0, sparse) + at(1, fix + sparse)
+        + ["  " + ln for ln in box + again] + ["}"]
+    # the second step again is timed where its pass was (the section's timer samples a launch
+    # in SG_SAMPLE: the pass's launches alone would stand for both)
+    two = pass_launch + ["const bool sg_pass_timed = sg_timing;"] + at(0, sparse) + \
+        at(1, fix + sparse)
     lines = ["/* the loop of passes (cuda_steps) */", f"long sg_next = {lo};",
              f"for (long {t} = {lo}; {t} <= {hi}; ) {{",
              f"  if ({t} + 1 <= {hi}) {{"] + ["    " + ln for ln in two] + \
