@@ -112,10 +112,13 @@ def setup(backend, k) -> list[str]:
     first = [f"{t}[(({lo} + {c}) % {b} + {b}) % {b}] = {a.name} + "
              f"(({lo} + {c}) % {slots} + {slots}) % {slots}*{st};"
              for c in range(2 - slots, 2)]
+    size = f"({front} + {st})*sizeof({real})"
     lines += [f"{real} *{t}[{b}] = {{}};",
+              "/* no memory for the buffer more: one step at a time (the same results) */",
+              f"if (sg_two && cudaMalloc((void **)&{extra(k)}, {size}) != cudaSuccess) {{",
+              f"  (void)cudaGetLastError(); {extra(k)} = NULL; sg_two = false;", "}",
               "if (sg_two) {",
-              f"  SG_CHECK(cudaMalloc((void **)&{extra(k)}, ({front} + {st})*sizeof({real})));",
-              f"  SG_CHECK(cudaMemset({extra(k)}, 0, ({front} + {st})*sizeof({real})));"]
+              f"  SG_CHECK(cudaMemset({extra(k)}, 0, {size}));"]
     lines += ["  " + ln for ln in first]
     lines += [f"  {t}[(({lo} + 2) % {b} + {b}) % {b}] = {extra(k)} + ({a.name} - "
               f"{a.layout.vec});", "}"]

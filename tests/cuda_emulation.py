@@ -79,7 +79,15 @@ static void sg_emu_fail(cudaError_t e, const char *why)
 { if (sg_emu_error == cudaSuccess) { sg_emu_error = e; fprintf(stderr, "emulation: %%s\n", why); } }
 static const char *sg_emu_GetErrorString(cudaError_t) { return "emulated"; }
 static const char *sg_emu_GetErrorName(cudaError_t) { return "emulated"; }
-static cudaError_t sg_emu_Malloc(void **p, size_t n) { *p = calloc(n, 1); return cudaSuccess; }
+/* allocations of more bytes than this fail as out of memory (``run(malloc_max=)``) */
+extern "C" unsigned long sg_emu_malloc_max;
+unsigned long sg_emu_malloc_max = ~0UL;
+/* the allocations made */
+extern "C" long sg_emu_mallocs;
+long sg_emu_mallocs = 0;
+static cudaError_t sg_emu_Malloc(void **p, size_t n)
+{ if (n > sg_emu_malloc_max) { *p = NULL; return cudaErrorMemoryAllocation; }
+  ++sg_emu_mallocs; *p = calloc(n, 1); return cudaSuccess; }
 static cudaError_t sg_emu_Free(void *p) { free(p); return cudaSuccess; }
 static cudaError_t sg_emu_Memset(void *p, int v, size_t n)
 { memset(p, v, n); return cudaSuccess; }
@@ -350,7 +358,7 @@ _FENCES: list = []
 
 def run(op, where: str | None = None, fence: str | None = None,
         tuning: list[int] | None = None, reverse: bool = False, timed: dict | None = None,
-        **kwargs) -> int:
+        malloc_max: int | None = None, **kwargs) -> int:
     """``op.apply(**kwargs)`` for CUDA Operator ``op``, emulated on the host; the fields get
     the results. Returns the entry point's status. ``fence`` ("start" or "end"): each device
     copy sits against an inaccessible page on that side (``_fenced``). ``tuning``: the launch
@@ -358,7 +366,8 @@ def run(op, where: str | None = None, fence: str | None = None,
     the defaults). ``reverse``: the threads of each block run in turn from the last one.
     ``timed``: every pair of timing events reports ``timed["ms"]`` milliseconds (default 0);
     the run leaves the section timers in ``timed["timers"]`` and the event records made in
-    ``timed["records"]``."""
+    ``timed["records"]``, the allocations made in ``timed["mallocs"]``. ``malloc_max``: the entry point's allocations of more bytes fail
+    (out of memory)."""
     where = where or tempfile.gettempdir()
     lib = build(op.ccode, where)
     prog, em, copies = op.program, op._emitter, []
@@ -388,6 +397,9 @@ def run(op, where: str | None = None, fence: str | None = None,
     ctypes.c_int.in_dll(lib, "sg_emu_reverse").value = int(reverse)
     ctypes.c_double.in_dll(lib, "sg_emu_event_ms").value = (timed or {}).get("ms", 0.0)
     ctypes.c_long.in_dll(lib, "sg_emu_records").value = 0
+    ctypes.c_long.in_dll(lib, "sg_emu_mallocs").value = 0
+    ctypes.c_ulong.in_dll(lib, "sg_emu_malloc_max").value = \
+        (1 << 64) - 1 if malloc_max is None else malloc_max
     fn = lib[prog.entry]
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_long if p.kind == "index" else
@@ -400,5 +412,6 @@ def run(op, where: str | None = None, fence: str | None = None,
             st.host_written()
     del keep
     if timed is not None:
-        timed.update(timers=timers, records=ctypes.c_long.in_dll(lib, "sg_emu_records").value)
+        timed.update(timers=timers, records=ctypes.c_long.in_dll(lib, "sg_emu_records").value,
+                     mallocs=ctypes.c_long.in_dll(lib, "sg_emu_mallocs").value)
     return status

@@ -140,6 +140,21 @@ def test_a_source_on_the_edge_runs_one_step_at_a_time(tmp_path):
 
 
 @needs_nvcc
+def test_no_memory_for_the_buffer_more_runs_one_step_at_a_time(tmp_path):
+    """The pass needs a buffer of one of the field's slots more: where the GPU has no memory
+    for it, the run goes one step at a time (the same results, no error)."""
+    results = []
+    for limit in (None, 1024):
+        op, u, rec = _shot("StepsNoMemory")
+        timed = {}
+        _run(op, tmp_path, 6, _pass_shapes(op)[0], malloc_max=limit, timed=timed)
+        results.append((np.array(u.data), np.array(rec.data), timed["mallocs"]))
+    (u0, r0, n0), (u1, r1, n1) = results
+    assert np.array_equal(u0, u1) and np.array_equal(r0, r1)
+    assert n0 == n1 + 1   # the buffer more, allocated where there was memory for it
+
+
+@needs_nvcc
 def test_the_seismic_shot_with_its_sponge_runs_two_steps_a_pass(tmp_path):
     """The seismic acoustic (its sponge a zero box, the nest split at run time): the pass keeps
     the split; fields and records equal one step at a time's."""
