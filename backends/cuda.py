@@ -1020,6 +1020,13 @@ class CudaBackend(CBackend):
                 tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
+    @property
+    def trial_steps(self) -> int:
+        """Steps an autotuning trial needs at least: with a two-step pass, an even number (the
+        three of a trial would run a pass and a step alone, the pass's shape paying for the
+        step)."""
+        return 4 if self.stepped is not None else 0
+
     def default_shapes(self) -> dict:
         """Section timer -> the shape each offered section runs with when none is tuned."""
         return {k.section.timer: self.default_shape(k) for k in self.program.kernels
