@@ -390,9 +390,20 @@ class Operator:
             self._apart_sizes[key] = found is not None and bool(found[0])
         return self._apart_sizes[key]
 
+    def _trial_steps(self, args) -> int:
+        """Steps a trial runs: ``TRIAL_STEPS``, or more where the backend needs them for a
+        representative trial (a batch of time tiles, an even count for two-step passes), no
+        more than the run's (``args``' time bounds, where given)."""
+        prog = self.program
+        if not prog.has_time_loop:
+            return 1
+        n = max(tuning.TRIAL_STEPS, self._emitter.trial_steps)
+        lo, hi = prog.time_bounds
+        return min(n, args[hi] - args[lo] + 1) if lo in args and hi in args else n
+
     def _trial_seconds(self, kwargs) -> float:
         """Tunes the launch shapes for the run ``kwargs`` describes (kept as any tuning's) and
-        returns the seconds the sections take for the trial steps at the shapes kept, the
+        returns the seconds the sections take a step of the trial at the shapes kept, the
         best of two runs (the run's arrays put back)."""
         self._ensure_built()
         prog = self.program
@@ -407,20 +418,22 @@ class Operator:
             if shapes is None:
                 shapes = np.zeros(max(len(prog.kernels), 1), dtype=np.int64)
             seconds = _best_of_two(self._trial(args, written, bound), shapes)
+            steps = self._trial_steps(args)
             del keep
-        return seconds
+        return seconds / steps
 
     def _choose_fusion(self, args, written, bound, choice, key, kwargs) -> bool:
         """Times the fused nests (at the launch shapes just tuned) against the twin with the
-        nests apart (at its own), keeps the faster for this size and says which; True: apart."""
-        fused = _best_of_two(self._trial(args, written, bound), choice)
+        nests apart (at its own), keeps the faster for this size and says which; True: apart.
+        Both by the step: the two trials may run different step counts (``_trial_steps``)."""
+        fused = _best_of_two(self._trial(args, written, bound), choice) / self._trial_steps(args)
         apart = self._fusion_twin()._trial_seconds(kwargs)
         chosen = tuning.keep_apart(fused, apart)
         tuning.Remembered(self._build.source_path.parent).put(tuning.apart_key(key),
                                                               [int(chosen)])
         self._apart_sizes[key] = chosen
         log.info(f"Operator `{self.name}`: fused nests {1e3 * fused:.2f} ms, apart "
-                 f"{1e3 * apart:.2f} ms for {tuning.TRIAL_STEPS} steps of size {key}: "
+                 f"{1e3 * apart:.2f} ms a step of size {key}: "
                  f"{'apart' if chosen else 'fused'} kept")
         return chosen
 
@@ -474,8 +487,7 @@ class Operator:
         halos = self._trial_halos(trial, bound)
         if prog.has_time_loop:
             lo, hi = prog.time_bounds
-            # a backend may need more steps for a representative trial (a batch of time tiles)
-            n = min(max(tuning.TRIAL_STEPS, self._emitter.trial_steps), args[hi] - args[lo] + 1)
+            n = self._trial_steps(args)
             if prog.time_step > 0:
                 trial[hi] = args[lo] + n - 1
             else:
