@@ -224,7 +224,8 @@ OPENACC = _words("""
 # what the generated code itself defines at file scope without a reserved prefix: its macros
 # (CUDA's SG_*, OpenACC's STENCILGEN_*) and the program entry point
 GENERATED = _words("""
-    SG_CHECK SG_CHECK_AS SG_SLOTS SG_SAMPLE SG_NARROW_MAX SG_TIMER_START SG_TIMER_STOP SG_GRID_WAIT
+    SG_CHECK SG_CHECK_AS SG_SLOTS SG_SAMPLE SG_NARROW_MAX SG_TIMER_START SG_TIMER_START_IF
+    SG_TIMER_STOP SG_GRID_WAIT
     STENCILGEN_EXPORT STENCILGEN_ACC_HOST STENCILGEN_WIDE_INDEX
     main
 """)

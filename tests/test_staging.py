@@ -125,30 +125,37 @@ def test_staged_on_the_gpu_equals_c(storage):
         tol * np.abs(np.array(rec0.data)).max()
 
 
+def sponge_shot(name):
+    """The seismic acoustic shot of 19x17x23 points and a sponge of 6 (its damping a zero
+    box: the nest split at run time), a source and five receivers, 12 steps, on CUDA:
+    (Operator, u, shot, dt)."""
+    from stencilgen.seismic.geometry import make_shot
+    from stencilgen.seismic.model import Model
+    from stencilgen.seismic.propagators import acoustic_operator
+    from stencilgen.seismic.wavelets import TimeAxis
+    shape = (19, 17, 23)
+    model = Model(vp=np.full(shape, 1.5, dtype=np.float32), spacing=10.0, nbl=6,
+                  space_order=8, dtype=np.float32)
+    dt = float(model.critical_dt)
+    axis = TimeAxis(start=0.0, stop=11 * dt, step=dt, num=12)
+    ext = model.extent
+    rec = [[x, 0.45 * ext[1], 0.3 * ext[2]] for x in np.linspace(0.3, 0.7, 5) * ext[0]]
+    shot = make_shot(model, axis, 0.05, [0.5 * ext[0], 0.5 * ext[1], 0.3 * ext[2]],
+                     np.array(rec))
+    op, u = acoustic_operator(model, shot, name=name, backend="cuda")
+    return op, u, shot, dt
+
+
 @needs_nvcc
 def test_a_staged_nest_with_a_sponge_skips_the_damping_in_its_box(tmp_path):
     """The seismic acoustic shot (its sponge a zero box: the unstaged nest splits at run time):
     staged, the nest keeps the split and runs one body, its read of the damping predicated off
     inside the box (zero there by declaration); fields and records equal to the split unstaged
     nest's."""
-    from stencilgen.seismic.geometry import make_shot
-    from stencilgen.seismic.model import Model
-    from stencilgen.seismic.propagators import acoustic_operator
-    from stencilgen.seismic.wavelets import TimeAxis
     out = []
     for stage in (False, True):
-        shape = (19, 17, 23)
-        model = Model(vp=np.full(shape, 1.5, dtype=np.float32), spacing=10.0, nbl=6,
-                      space_order=8, dtype=np.float32)
-        dt = float(model.critical_dt)
-        axis = TimeAxis(start=0.0, stop=11 * dt, step=dt, num=12)
-        ext = model.extent
-        rec = [[x, 0.45 * ext[1], 0.3 * ext[2]] for x in np.linspace(0.3, 0.7, 5) * ext[0]]
-        shot = make_shot(model, axis, 0.05, [0.5 * ext[0], 0.5 * ext[1], 0.3 * ext[2]],
-                         np.array(rec))
         with switchconfig(staging=stage):
-            op, u = acoustic_operator(model, shot, name=f"StagedSponge{int(stage)}",
-                                      backend="cuda")
+            op, u, shot, dt = sponge_shot(f"StagedSponge{int(stage)}")
         (k,) = [k for k in op.program.kernels if not k.is_sparse]
         assert (k.fusion is not None, k.split is not None) == (stage, True)
         if stage:   # the damping's load tests the box (its bounds are the kernel's arguments)

@@ -18,7 +18,7 @@ from stencilgen import (Eq, Grid, Operator, SparseTimeFunction, TimeFunction,
                         solve, switchconfig)
 from stencilgen.runtime import autotune
 from test_cuda import needs_gpu, needs_nvcc
-from test_staging import _shot
+from test_staging import _shot, sponge_shot
 
 
 def _nest(op):
@@ -158,22 +158,9 @@ def test_no_memory_for_the_buffer_more_runs_one_step_at_a_time(tmp_path):
 def test_the_seismic_shot_with_its_sponge_runs_two_steps_a_pass(tmp_path):
     """The seismic acoustic (its sponge a zero box, the nest split at run time): the pass keeps
     the split; fields and records equal one step at a time's."""
-    from stencilgen.seismic.geometry import make_shot
-    from stencilgen.seismic.model import Model
-    from stencilgen.seismic.propagators import acoustic_operator
-    from stencilgen.seismic.wavelets import TimeAxis
     out = []
     for two in (False, True):
-        shape = (19, 17, 23)
-        model = Model(vp=np.full(shape, 1.5, dtype=np.float32), spacing=10.0, nbl=6,
-                      space_order=8, dtype=np.float32)
-        dt = float(model.critical_dt)
-        axis = TimeAxis(start=0.0, stop=11 * dt, step=dt, num=12)
-        ext = model.extent
-        rec = [[x, 0.45 * ext[1], 0.3 * ext[2]] for x in np.linspace(0.3, 0.7, 5) * ext[0]]
-        shot = make_shot(model, axis, 0.05, [0.5 * ext[0], 0.5 * ext[1], 0.3 * ext[2]],
-                         np.array(rec))
-        op, u = acoustic_operator(model, shot, name="StepsSponge", backend="cuda")
+        op, u, shot, dt = sponge_shot("StepsSponge")
         k = _nest(op)
         assert k.steps is not None and k.steps.kernel.split is not None
         tuning = None
