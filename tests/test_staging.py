@@ -21,11 +21,12 @@ NT = 7
 
 
 def _shot(name, backend="cuda", stage=True, storage=None, shape=(23, 21, 37),
-          src_at=(101.0, 97.3, 181.7)):
+          src_at=(101.0, 97.3, 181.7), save=None):
     """The acoustic with a damping term, a source (at ``src_at``) and three receivers
-    (``stage`` None: the configuration's setting)."""
+    (``stage`` None: the configuration's setting; ``save``: u keeps that many steps)."""
     grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape))
-    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8, storage=storage)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8, storage=storage,
+                     save=save)
     m = Function(name="m", grid=grid, space_order=8)
     m.data[:] = 1 / (1.5 + 0.5 * np.random.RandomState(3).rand(*shape)) ** 2
     d = Function(name="d", grid=grid, space_order=8)
@@ -123,6 +124,26 @@ def test_staged_on_the_gpu_equals_c(storage):
     assert np.abs(np.array(u.data, dtype=np.float32) - want).max() <= tol * np.abs(want).max()
     assert np.abs(np.array(rec.data) - np.array(rec0.data)).max() <= \
         tol * np.abs(np.array(rec0.data)).max()
+
+
+@needs_nvcc
+def test_a_saved_field_is_staged(tmp_path, caplog):
+    """A field that keeps every step (a forward run of imaging), written at time + 1 and read
+    at time and time - 1, is staged (distinct steps: no slot read is written); fields and
+    records equal the unstaged nest's. Two steps a pass are refused for it (its levels are
+    its own steps: no ring to keep them in)."""
+    out = []
+    for stage in (False, True):
+        with caplog.at_level(logging.INFO, logger="stencilgen"):
+            op, u, rec = _shot(f"StagedSaved{int(stage)}", stage=stage, save=NT + 1)
+        assert sum(k.fusion is not None for k in op.program.kernels) == int(stage)
+        _run(op, "cuda", tmp_path)
+        out.append((np.array(u.data), np.array(rec.data)))
+    assert "section0 runs one time step a pass: u keeps every step" in caplog.text
+    (u0, r0), (u1, r1) = out
+    assert np.abs(r0).max() > 1e-3 and np.abs(u0[NT]).max() > 1e-3
+    assert np.abs(u1 - u0).max() <= 1e-6 * np.abs(u0).max()
+    assert np.abs(r1 - r0).max() <= 1e-6 * np.abs(r0).max()
 
 
 def sponge_shot(name):
