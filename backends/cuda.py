@@ -526,7 +526,8 @@ class CudaBackend(CBackend):
         if not self._leveled or a.name != k.steps.field:
             return None
         s = k.steps
-        return cuda_steps.level(k, s.level(slot) if s.has(slot) else _direct(slot)[1])
+        return cuda_steps.level(k, s.level(slot) if s.has(slot) else _direct(slot)[1],
+                                self.program.time.name)
 
     @contextmanager
     def leveled(self):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import cuda_fused
+from . import cuda_fused, device_layout
 
 
 def pass_kernel(k):
@@ -31,10 +31,11 @@ def table(k) -> str:
     return f"sg_{k.steps.field}_lv"
 
 
-def level(k, c) -> str:
-    """C text of the buffer of level ``time + c`` of ``k``'s field."""
+def level(k, c, time: str) -> str:
+    """C text of the buffer of level ``time + c`` of ``k``'s field (``time``: the loop's
+    counter)."""
     b = k.steps.buffers
-    return f"{table(k)}[((time + {c}) % {b} + {b}) % {b}]"
+    return f"{table(k)}[(({time} + {c}) % {b} + {b}) % {b}]"
 
 
 def one_step_shapes(k) -> int:
@@ -61,7 +62,6 @@ def _geometry(backend, a) -> tuple[str, str]:
     """(elements of a slot's buffer, elements before the first slot) of the field's device
     copy."""
     if backend.pitched(a):
-        from . import device_layout
         p = device_layout.Pitched(a.name)
         return p.stride(a.layout.strides[0][0]), p.front
     return a.layout.strides[0][0], "0"
@@ -90,7 +90,7 @@ def setup(backend, k) -> list[str]:
     for o in _sources(backend, k):
         sp = prog.array(o.sparse).layout
         lines += [f"for (long sg_q = 0; sg_q < {sp.npoint}; ++sg_q) {{"]
-        for i, (sym, d) in enumerate(zip(o.dims, prog.dims)):
+        for i, d in enumerate(prog.dims):
             ahead = f" - {o.stagger[i]!r}" if o.stagger and o.stagger[i] else ""
             # the cell in double precision: a node either side for the kernel's rounding
             cell = f"(long)floor(({sp.coords}[sg_q*{n} + {i}] - {d.origin})/{d.spacing}{ahead})"

@@ -72,6 +72,11 @@ def _eqs(kind, grid):
         w = TimeFunction(name="w", grid=grid, time_order=2, space_order=4)
         return [Eq(u.forward, solve(u.dt2 - lap, u.forward)),
                 Eq(w.forward, solve(w.dt2 - w.laplace - u, w.forward))]
+    if kind == "injected first":
+        src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=9,
+                                 coordinates=[(50.0, 50.0, 50.0)])
+        return src.inject(field=u.forward, expr=src) + \
+            [Eq(u.forward, solve(u.dt2 - lap, u.forward))]
     if kind == "current step":
         src = SparseTimeFunction(name="src", grid=grid, npoint=1, nt=9,
                                  coordinates=[(50.0, 50.0, 50.0)])
@@ -85,6 +90,7 @@ def _eqs(kind, grid):
     ("second field", "it reads w, a second time-varying field"),
     ("two fields", "it writes u, w (two steps a pass step one field)"),
     ("current step", "writes u at another step than the one computed"),
+    ("injected first", "touches u at the step computed before the nest runs"),
 ])
 def test_two_steps_refused_with_reasons(kind, why, caplog):
     grid = Grid(shape=(12, 14, 16), extent=(110.0, 130.0, 150.0))

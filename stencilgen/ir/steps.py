@@ -84,9 +84,14 @@ def _refusal(prog: Program, k, others) -> tuple | str:
             return f"it reads {arr.user}, a second time-varying field"
         if any(o[0] not in levels or levels[o[0]] > 0 for o in offs):
             return f"it reads {a.user} at the step it writes"
+    before = prog.steps[:prog.steps.index(k)] if k in prog.steps else ()
     for o in others:
         if not o.is_sparse:
             return f"another nest, {o.name}, runs in the time loop"
+        if o in before and any(s[0] == written for t in (o.reads, o.writes)
+                               for s in t.get(field, ())):
+            # the pass runs a step's sparse kernels after both its levels are computed
+            return f"{o.name} touches {a.user} at the step computed before the nest runs"
         for name, offs in o.writes.items():
             arr = prog.array(name)
             if arr.sparse:
