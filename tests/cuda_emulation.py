@@ -358,7 +358,7 @@ _FENCES: list = []
 
 def run(op, where: str | None = None, fence: str | None = None,
         tuning: list[int] | None = None, reverse: bool = False, timed: dict | None = None,
-        malloc_max: int | None = None, **kwargs) -> int:
+        malloc_max: int | None = None, control: list | None = None, **kwargs) -> int:
     """``op.apply(**kwargs)`` for CUDA Operator ``op``, emulated on the host; the fields get
     the results. Returns the entry point's status. ``fence`` ("start" or "end"): each device
     copy sits against an inaccessible page on that side (``_fenced``). ``tuning``: the launch
@@ -367,7 +367,8 @@ def run(op, where: str | None = None, fence: str | None = None,
     ``timed``: every pair of timing events reports ``timed["ms"]`` milliseconds (default 0);
     the run leaves the section timers in ``timed["timers"]`` and the event records made in
     ``timed["records"]``, the allocations made in ``timed["mallocs"]``. ``malloc_max``: the entry point's allocations of more bytes fail
-    (out of memory)."""
+    (out of memory). ``control``: the stop flag and step count the entry point takes
+    (``backends/interrupt``), updated in place."""
     where = where or tempfile.gettempdir()
     lib = build(op.ccode, where)
     prog, em, copies = op.program, op._emitter, []
@@ -389,6 +390,10 @@ def run(op, where: str | None = None, fence: str | None = None,
     timers = np.zeros(max(len(prog.kernels), 1))
     args[prog.timers] = timers.ctypes.data
     args[prog.checks_param] = args[prog.tuning] = None
+    block = None
+    if control is not None:
+        block = (ctypes.c_long * 2)(*control)
+        args[prog.control] = ctypes.addressof(block)
     if tuning is not None:
         shapes = np.asarray(tuning, dtype=np.int64)
         if shapes.shape != timers.shape:
@@ -406,6 +411,8 @@ def run(op, where: str | None = None, fence: str | None = None,
                    np.ctypeslib.as_ctypes_type(p.dtype) if p.kind == "scalar" else
                    ctypes.c_void_p for p in prog.parameters()]
     status = fn(*[args[p.name] for p in prog.parameters()])
+    if block is not None:
+        control[:] = list(block)
     for st, lay, dev in copies:
         if st is not None:
             st.host()[...] = _rows(dev, lay).reshape(st.shape)

@@ -146,6 +146,24 @@ def test_a_source_on_the_edge_runs_one_step_at_a_time(tmp_path):
 
 
 @needs_nvcc
+def test_a_run_stopped_after_a_pass_leaves_its_levels_in_the_slots(tmp_path):
+    """A stop asked before the run (Ctrl-C's flag): one step at a time stops after a step,
+    the pass after a pass (two steps, counted so); the field's slots then hold what a run of
+    that many steps leaves."""
+    counts, fields = [], []
+    for two in (False, True):
+        op, u, _ = _shot("StepsStopped")
+        control = [1, 0]
+        _run(op, tmp_path, 6, _pass_shapes(op)[0] if two else None, control=control)
+        counts.append(control[1])
+        fields.append(np.array(u.data))
+        ref, u0, _ = _shot("StepsStopped")
+        _run(ref, tmp_path, control[1])   # time_m is 1: steps 1 .. control[1]
+        assert np.array_equal(fields[-1], np.array(u0.data)), two
+    assert counts == [1, 2] and np.abs(fields[1]).max() > 0
+
+
+@needs_nvcc
 def test_no_memory_for_the_buffer_more_runs_one_step_at_a_time(tmp_path):
     """The pass needs a buffer of one of the field's slots more: where the GPU has no memory
     for it, the run goes one step at a time (the same results, no error)."""
