@@ -940,10 +940,11 @@ class CudaBackend(CBackend):
                 lines += cuda_fused.FusedKernel(self, k).attributes()
         return lines + self._nvtx("coordinates", copies)
 
-    def launch(self, k, args, shell=False):
+    def launch(self, k, args, shell=False, timed: str | None = None):
         """Host code that launches section ``k`` (when its space is not empty), timed.
         ``shell``: as one slab of a split grid's shell (``shell_launch``): on the region's
-        own stream, the timer started by the first slab and stopped after the last."""
+        own stream, the timer started by the first slab and stopped after the last.
+        ``timed``: C text of whether to time this launch (default: the section's sampling)."""
         name, timer = k.section.function, k.section.timer
         call, r = ", ".join(a.host for a in args), self.points(k)
         stream = SHELL_STREAM if shell else None
@@ -970,12 +971,13 @@ class CudaBackend(CBackend):
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
         elif k.fusion:
             pick = cuda_steps.pass_pick(self.stepped, self.program.tuning) \
-                if self.passed is not None and k.name == self.passed.name else None
+                if self._is_pass(k) else None
             head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer, pick)
         elif not k.is_sparse:
             head = self._shape(k, timer, r)
             launch = self._chunks(len(k.dims), launch, self._stacked_axis(k))
-        start = f"SG_TIMER_START({timer});"
+        start = f"SG_TIMER_START({timer});" if timed is None else \
+            f"SG_TIMER_START_IF({timer}, {timed});"
         if shell:   # a timer event between the slabs would order them again
             start = [f"if (!sg_timed) {{ {start} sg_timed = true; }}",
                      f"if (!{stream}) SG_CHECK(cudaStreamCreate(&{stream}));"]
@@ -1128,9 +1130,13 @@ class CudaBackend(CBackend):
 
     def narrow_flag(self, k) -> str:
         """The host variable saying whether kernel ``k`` runs its 32-bit instance."""
-        if self.passed is not None and k.name == self.passed.name:
+        if self._is_pass(k):   # the pass takes its nest's arrays: its nest's flag
             k = self.stepped
         return f"sg_narrow{self.program.kernels.index(k)}"
+
+    def _is_pass(self, k) -> bool:
+        """Whether ``k`` is the two-step pass (``cuda_steps``)."""
+        return self.passed is not None and k.name == self.passed.name
 
     def time_loop_lines(self, launches):
         prog = self.program
@@ -1143,20 +1149,20 @@ class CudaBackend(CBackend):
         if self.stepped is None:
             return lines
         k = self.stepped
-        ctl = prog.control
-        stepped = cuda_steps.loop(self, k, *self._pass_lines,
-                                  [str(s) for s in self.time_slots()],
-                                  lambda n: f"if ({ctl}) {{ {ctl}[1] += {n}; if ({ctl}[0]) break; }}")
-        return cuda_steps.setup(self, k) + ["if (sg_two) {"] + _indent(stepped) + \
-            ["} else {"] + _indent(lines) + ["}"]
+        return cuda_steps.setup(self, k) + ["if (sg_two) {"] + \
+            _indent(cuda_steps.loop(self, k)) + ["} else {"] + _indent(lines) + ["}"]
 
-    def _stepped_launches(self, launches) -> tuple:
+    def stepped_launches(self) -> tuple:
         """The launch lines of the loop of passes (``cuda_steps.loop``), through the level
-        table: the pass, the one-step nest, the sparse kernels of a step in order."""
+        table: the pass, the one-step nest, the one-step nest again after a pass (timed where
+        the pass was: with the two alternating, one launch in SG_SAMPLE sampled would hold
+        passes alone), the sparse kernels of a step in order."""
         k, pk, grouped = self.stepped, self.passed, self.sparse_groups()
         with self.leveled():
             one = self.launch(pk, self.kernel_args(pk))
-            step = self.launch(k, self.kernel_args(k))
+            args = self.kernel_args(k)
+            step = self.launch(k, args)
+            again = self.launch(k, args, timed="sg_pass_timed")
             sparse, grouped_in = [], {m.name for ms in grouped.values() for m in ms}
             for o in self.program.steps:
                 if o in grouped:
@@ -1165,7 +1171,7 @@ class CudaBackend(CBackend):
                         self, members), SPARSE_BLOCK, GRID_LIMIT[0])
                 elif o.is_sparse and o.name not in grouped_in:
                     sparse += self.launch(o, self.kernel_args(o))
-        return one, step, sparse
+        return one, step, again, sparse
 
     def exchanged(self, k, launches, time: str) -> list[str]:
         """The launch lines of kernel ``k`` (``launches``: the plain ones and the shell's) with
@@ -1340,7 +1346,6 @@ class CudaBackend(CBackend):
             launches[k.section.timer] = (self.launch(k, args), self.shell_launch(k, args))
         if self.stepped is not None:
             parts.append(self.device_kernel(self.passed, self.kernel_args(self.passed)))
-            self._pass_lines = self._stepped_launches(launches)
         body = self.host_body(launches)
         parts.append(str(self.signature()).rstrip(";") + "\n{\n" +
                      "\n".join("  " + ln if ln and not ln.endswith(":") and not ln.startswith("#")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import cuda_fused, device_layout
+from . import cuda_fused, device_layout, interrupt
 
 
 def pass_kernel(k):
@@ -139,12 +139,14 @@ def cleanup(k) -> list[str]:
     return [f'if ({e}) sg_release(cudaFree({e}), "cudaFree({e})", &sg_status);']
 
 
-def loop(backend, k, pass_launch, one_step, sparse, slot_lines, step_end) -> list[str]:
+def loop(backend, k) -> list[str]:
     """The time loop that runs passes: the pass, the sparse kernels of its first step, the
     second step again on the box around the sources, the sparse kernels of the second; an
-    odd last step one step at a time. ``one_step``/``sparse``: launch lines through the level
-    table; ``slot_lines``: a step's time-slot locals; ``step_end(c)``: count ``c`` steps."""
+    odd last step one step at a time. Every launch reaches the field through the level table
+    (``CudaBackend.stepped_launches``)."""
     prog = backend.program
+    pass_launch, one_step, again, sparse = backend.stepped_launches()
+    slot_lines = [str(s) for s in backend.time_slots()]
     lo, hi = prog.time_bounds
     t = prog.time.name
     n = len(prog.dims)
@@ -155,9 +157,6 @@ def loop(backend, k, pass_launch, one_step, sparse, slot_lines, step_end) -> lis
             ["    " + ln for ln in slot_lines + body] + ["  }", "}"]
     box = [f"const long {d.lower} = sg_fix[{2 * i}], {d.upper} = sg_fix[{2 * i + 1}];"
            for i, d in enumerate(prog.dims)]
-    timer = k.section.timer
-    again = [ln.replace(f"SG_TIMER_START({timer});", f"SG_TIMER_START_IF({timer}, sg_pass_timed);")
-             for ln in one_step]
     fix = [f"if ({' && '.join(f'sg_fix[{2 * i}] <= sg_fix[{2 * i + 1}]' for i in range(n))}) {{"] \
         + ["  " + ln for ln in box + again] + ["}"]
     # the second step again is timed where its pass was (the section's timer samples a launch
@@ -167,9 +166,9 @@ def loop(backend, k, pass_launch, one_step, sparse, slot_lines, step_end) -> lis
     lines = ["/* the loop of passes (cuda_steps) */", f"long sg_next = {lo};",
              f"for (long {t} = {lo}; {t} <= {hi}; ) {{",
              f"  if ({t} + 1 <= {hi}) {{"] + ["    " + ln for ln in two] + \
-        [f"    sg_next = {t} + 2;", f"    {t} += 2;", "    " + step_end(2), "  } else {"] + \
+        [f"    sg_next = {t} + 2;", f"    {t} += 2;", "    " + interrupt.step_end(prog, 2), "  } else {"] + \
         ["    " + ln for ln in at(0, one_step + sparse)] + \
-        [f"    sg_next = {t} + 1;", f"    {t} += 1;", "    " + step_end(1), "  }", "}"]
+        [f"    sg_next = {t} + 1;", f"    {t} += 1;", "    " + interrupt.step_end(prog), "  }", "}"]
     return lines + restore(backend, k) + ["/* end of the loop of passes */"]
 
 
@@ -179,7 +178,7 @@ def restore(backend, k) -> list[str]:
     prog, s = backend.program, k.steps
     a = prog.array(s.field)
     real = backend.ctypes[a.name]
-    st, _ = _geometry(backend, a)
+    st, front = _geometry(backend, a)
     slots, b, t = a.time_size, s.buffers, table(k)
     return [
         f"/* the last {slots} levels into the field's slots, as one step at a time leaves them */",
@@ -190,7 +189,7 @@ def restore(backend, k) -> list[str]:
         f"  sg_from[sg_at] = {t}[(sg_l % {b} + {b}) % {b}];",
         f"  sg_to[sg_at] = {a.name} + sg_at*{st};",
         "}",
-        f"const long sg_in = ({a.name} - {a.layout.vec}) - ({_geometry(backend, a)[1]});",
+        f"const long sg_in = ({a.name} - {a.layout.vec}) - ({front});",
         f"for (int sg_round = 0; sg_round < {2 * slots}; ++sg_round) {{",
         "  int sg_moved = 0, sg_left = -1;",
         f"  for (int sg_j = 0; sg_j < {slots}; ++sg_j) {{",

@@ -48,7 +48,8 @@ def handler(export: str = "") -> str:
     return _HANDLER % {"export": export}
 
 
-def step_end(prog) -> str:
-    """The statement that ends one time step: count it, stop where the caller asks."""
+def step_end(prog, steps: int = 1) -> str:
+    """The statement that ends ``steps`` time steps (one, or a two-step pass's): count them,
+    stop where the caller asks."""
     ctl = prog.control
-    return f"if ({ctl}) {{ {ctl}[1] += 1; if ({ctl}[0]) break; }}"
+    return f"if ({ctl}) {{ {ctl}[1] += {steps}; if ({ctl}[0]) break; }}"

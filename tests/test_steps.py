@@ -136,13 +136,17 @@ def test_a_source_on_the_edge_runs_one_step_at_a_time(tmp_path):
     """A source within two nodes of the domain's edge injects into the field's halo, which no
     step rewrites: the run goes one step at a time (the same results)."""
     results = []
-    for two in (False, True):
-        op, u, rec = _shot("StepsEdge", src_at=(5.0, 97.3, 181.7))
-        _run(op, tmp_path, 6, _pass_shapes(op)[0] if two else None)
-        results.append((np.array(u.data), np.array(rec.data)))
-    (u0, r0), (u1, r1) = results
+    for at in ((101.0, 97.3, 181.7), (5.0, 97.3, 181.7)):
+        for two in (False, True):
+            op, u, rec = _shot("StepsEdge", src_at=at)
+            timed = {}
+            _run(op, tmp_path, 6, _pass_shapes(op)[0] if two else None, timed=timed)
+            results.append((np.array(u.data), np.array(rec.data), timed["mallocs"]))
+    (_, _, inside1), (_, _, inside2), (u0, r0, edge1), (u1, r1, edge2) = results
     assert np.abs(u0).max() > 0
     assert np.array_equal(u0, u1) and np.array_equal(r0, r1)
+    # the pass's buffer more is allocated for the source inside, not for the one on the edge
+    assert inside2 == inside1 + 1 and edge2 == edge1
 
 
 @needs_nvcc

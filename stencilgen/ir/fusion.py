@@ -197,19 +197,22 @@ def _refusal(prog: Program, k1, k2, others) -> str | None:
     for name in set(k1.reads) & set(k2.writes):
         slots_read = {o[0] for o in k1.reads[name]} if arrays[name].time_size else {None}
         written = {o[0] for o in k2.writes[name]} if arrays[name].time_size else {None}
-        # a ring's slot symbols are distinct slots; a saved field's ``time + c`` distinct steps
-        if slots_read & written or not all(s is not None and (
-                s.is_Symbol or _step(s, prog.time) is not None) for s in written) or \
-                not all(_step(s, prog.time) is not None for s in slots_read
-                        if any(_step(w, prog.time) is not None for w in written)):
+        # a ring's slot symbols are distinct slots, a saved field's ``time + c`` distinct
+        # steps: others (no time axis, a subsampled index) may be the same element
+        kinds = {_slot_kind(s, prog.time) for s in slots_read | written}
+        if slots_read & written or None in kinds or len(kinds) > 1:
             return f"{k2.name} writes {name}, which {k1.name} reads"
     return None
 
 
-def _step(index, time) -> int | None:
-    """``c`` of a time index ``time + c`` (a saved field's step), else None."""
-    c = sympy.expand(index - time)
-    return int(c) if c.is_Integer else None
+def _slot_kind(index, time) -> str | None:
+    """"step" for a time index ``time + c`` (a saved field's), "slot" for a ring's slot
+    symbol, else None."""
+    if index is None:
+        return None
+    if sympy.expand(index - time).is_Integer:
+        return "step"
+    return "slot" if index.is_Symbol else None
 
 
 def _onchip(k1, k2, arrays, pair: int = 1) -> tuple[tuple[OnChip, ...], int]:

@@ -44,7 +44,7 @@ class Steps:
         return slot in dict(self.levels)
 
 
-def _levels(prog: Program, field: str, written) -> dict | str:
+def _levels(prog: Program, written) -> dict:
     """Slot symbol -> level of the time indices, from the slot written (level +1)."""
     ring = {ti.symbol: ti for ti in prog.time_indices}
     w = ring[written]
@@ -71,7 +71,7 @@ def _refusal(prog: Program, k, others) -> tuple | str:
     written = slots.pop()
     if written not in {ti.symbol for ti in prog.time_indices}:
         return f"it writes {a.user} at a time index the loop does not step"
-    levels = _levels(prog, field, written)
+    levels = _levels(prog, written)
     if levels[written] != 1:
         return f"it writes {a.user} at a step other than the next"
     for name, offs in k.reads.items():
