@@ -18,8 +18,8 @@ import numpy as np
 import sympy
 
 from .c import CBackend
-from . import (cuda_fused, cuda_pairs, cuda_sparse, cuda_steps, device_layout, interrupt, split,
-               zero_box)
+from . import (cuda_fused, cuda_pairs, cuda_sparse, cuda_steps, cuda_zero, device_layout,
+               interrupt, split, zero_box)
 from .cuda_launch import GRID_WAIT, early
 from .device_layout import DeviceLayout
 from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
@@ -471,6 +471,10 @@ class CudaBackend(CBackend):
         self.stepped = next((k for k in program.steps if getattr(k, "steps", None)), None)
         self.passed = cuda_steps.pass_kernel(self.stepped) if self.stepped else None
         self._leveled = False
+        # where the host reads the launch shapes: the tuning argument, or its copy with the
+        # zero split's choice taken out (``cuda_zero``)
+        self.tuning = cuda_zero.TUNED if any(cuda_zero.offered(self, k)
+                                             for k in program.kernels) else program.tuning
         # device code is a template over its index type: 32-bit where every array fits
         self.index = "sg_int"
         if options.debug:
@@ -835,11 +839,12 @@ class CudaBackend(CBackend):
             if plan is None:
                 return own
             first = names[:-1] + [cuda_pairs.START]
-            test = " && ".join([zero_box.inside(k, first),
-                                zero_box.inside(k, names[:-1] + [f"{cuda_pairs.START} + 1"])])
+            test = cuda_zero.test(" && ".join([
+                zero_box.inside(k, first),
+                zero_box.inside(k, names[:-1] + [f"{cuda_pairs.START} + 1"])]))
             split_body = cuda_pairs.body(self, inner, plan)
         else:
-            test = zero_box.inside(k, names)
+            test = cuda_zero.test(zero_box.inside(k, names))
             split_body = self.guarded(k, [(statement or self.statement)(a)
                                           for a in k.split.body])
         return [c.Comment("inside the zero box: the split body"),
@@ -870,7 +875,7 @@ class CudaBackend(CBackend):
         with self._printing(k):
             loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
-                f"template <typename sg_int, int sg_r>\n"
+                f"template <typename sg_int, int sg_r{cuda_zero.template_param(k)}>\n"
                 f"static __global__ void __launch_bounds__({self.threads(k)})\n"
                 f"{k.section.function}({params})\n{{\n  {GRID_WAIT}\n{loops}\n}}\n")
 
@@ -948,7 +953,7 @@ class CudaBackend(CBackend):
         name, timer = k.section.function, k.section.timer
         call, r = ", ".join(a.host for a in args), self.points(k)
         stream = SHELL_STREAM if shell else None
-        launch = self._calls(name, call, r, self.narrow_flag(k), stream) + \
+        launch = self._calls(k, call, r, stream) + \
             [f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
         if k.is_sparse:
             sizes = [self.program.array(k.sparse).layout.npoint]
@@ -970,7 +975,7 @@ class CudaBackend(CBackend):
             ones = ", ".join("1" for _ in k.dims)
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
         elif k.fusion:
-            pick = cuda_steps.pass_pick(self.stepped, self.program.tuning) \
+            pick = cuda_steps.pass_pick(self.stepped, self.tuning) \
                 if self._is_pass(k) else None
             head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer, pick)
         elif not k.is_sparse:
@@ -1019,9 +1024,13 @@ class CudaBackend(CBackend):
                 return one
             pk = self.passed   # the pass's shapes after the one-step nest's
             return one + tuple(cuda_steps.describe(pk, sh) for sh in cuda_fused.shapes(pk))
-        return {k.section.timer: fused(k) if k.fusion else
-                tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
-                for k in self.program.kernels if not (k.is_sparse or k.sequential)}
+        out = {}
+        for k in self.program.kernels:
+            if k.is_sparse or k.sequential:
+                continue
+            own = fused(k) if k.fusion else tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
+            out[k.section.timer] = cuda_zero.describe(own) if cuda_zero.offered(self, k) else own
+        return out
 
     @property
     def trial_steps(self) -> int:
@@ -1031,9 +1040,13 @@ class CudaBackend(CBackend):
         return 4 if self.stepped is not None else 0
 
     def default_shapes(self) -> dict:
-        """Section timer -> the shape each offered section runs with when none is tuned."""
-        return {k.section.timer: self.default_shape(k) for k in self.program.kernels
-                if not (k.is_sparse or k.sequential)}
+        """Section timer -> the shape each offered section runs with when none is tuned (a
+        split section: in the half of its default split, ``cuda_zero``)."""
+        shapes = self.launch_shapes()
+        return {k.section.timer: self.default_shape(k) + (
+                    0 if not cuda_zero.offered(self, k) or cuda_zero.DEFAULT_ON
+                    else len(shapes[k.section.timer]) // 2)
+                for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
     def default_shape(self, k) -> int:
         """The launch shape of ``k`` when none is tuned: two points per thread for a nest that
@@ -1052,7 +1065,7 @@ class CudaBackend(CBackend):
     def _shape(self, k, timer, r):
         """The block and points per thread of a grid nest: the tuned shape, else the default
         (a nest shorter than the points per thread along its outermost dimension: one)."""
-        n, tuning = len(k.dims), self.program.tuning
+        n, tuning = len(k.dims), self.tuning
         choices = len(SHAPES[n])
         pick = tuned_choice(tuning, timer, choices, self.default_shape(k))
         points = f"sg_shapes{n}[sg_s][0]"
@@ -1061,17 +1074,22 @@ class CudaBackend(CBackend):
                 f"? {points} : 1;",
                 f"const dim3 sg_block({', '.join(f'sg_shapes{n}[sg_s][{i + 1}]' for i in range(n))});"]
 
-    @staticmethod
-    def _calls(name, call, r, narrow, stream=None):
-        """The launch of the instance for the index type chosen (host flag ``narrow``) and
-        ``sg_r`` points per thread (on ``stream``, else the legacy default stream)."""
-        def both(points):
-            return [f"if ({narrow}) {early(f'{name}<int, {points}>', call, stream=stream)}",
-                    f"else {early(f'{name}<long, {points}>', call, stream=stream)}"]
-        if r == 1:
-            return both(1)
-        return [f"if (sg_r == {r}) {{"] + _indent(both(r)) + ["} else {"] + \
-            _indent(both(1)) + ["}"]
+    def _calls(self, k, call, r, stream=None):
+        """The launch of ``k``'s instance for the index type chosen (``narrow_flag``), ``sg_r``
+        points per thread and the zero split chosen (``cuda_zero``), on ``stream`` (else the
+        legacy default stream)."""
+        name, narrow = k.section.function, self.narrow_flag(k)
+
+        def both(points, extra):
+            return [f"if ({narrow}) {early(f'{name}<int, {points}{extra}>', call, stream=stream)}",
+                    f"else {early(f'{name}<long, {points}{extra}>', call, stream=stream)}"]
+
+        def each(extra):
+            if r == 1:
+                return both(1, extra)
+            return [f"if (sg_r == {r}) {{"] + _indent(both(r, extra)) + ["} else {"] + \
+                _indent(both(1, extra)) + ["}"]
+        return cuda_zero.instances(self, k, each)
 
     @staticmethod
     def _chunks(n, launch, along=None):
@@ -1274,6 +1292,8 @@ class CudaBackend(CBackend):
         nk = max(len(prog.kernels), 1)
         lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"] + self.layouts()
         lines += self.narrow_choice()
+        lines += cuda_zero.host_lines(self, {t: len(v) // 2 for t, v in
+                                             self.launch_shapes().items()}, prog.tuning)
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   f"long sg_launched[{nk}] = {{}};", f"double sg_sampled[{nk}] = {{}};",
                   "bool sg_timing = false;",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sympy
 
+from . import cuda_zero
 from .cprinter import ctype, tuned_choice
 from .cuda_launch import GRID_WAIT, early
 
@@ -655,7 +656,7 @@ class FusedKernel:
             if own == self._box_point(box, c):
                 streamed = [t for t, axis in zip(tests, box.axes) if axis == 0]
                 return f" && !({' && '.join(streamed + [self._box_flag(box, c)])})"
-        return f" && !({' && '.join(tests)})"
+        return f" && !({cuda_zero.test(' && '.join(tests))})"
 
     def _zero_box(self, name: str):
         """The zero box of array ``name`` where the nest is split at run time, else None."""
@@ -689,7 +690,7 @@ class FusedKernel:
                 inner = [t for t, axis in zip(self._box_tests(box, self._box_point(box, c)),
                                               box.axes) if axis != 0]
                 out.append(f"const bool {self._box_flag(box, c)} = "
-                           f"{' && '.join(inner) or 'true'};")
+                           f"{cuda_zero.test(' && '.join(inner) or 'true')};")
         return out
 
     def _consumer(self) -> list[str]:
@@ -810,7 +811,7 @@ class FusedKernel:
         lines += _indent(plane) + ["}"]
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
-                f"template <typename sg_int, {tparams}>\n"
+                f"template <typename sg_int, {tparams}{cuda_zero.template_param(k)}>\n"
                 f"static __global__ void __launch_bounds__({self._threads()})\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
                 + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
@@ -823,9 +824,16 @@ class FusedKernel:
         """Host lines, once a call: every instance may take its tile's shared memory (beyond
         the 48 KiB a launch gets without asking)."""
         return [f"SG_CHECK(cudaFuncSetAttribute({self.k.section.function}<{itype}, "
-                f"{', '.join(map(str, tile))}>, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                f"{', '.join(map(str, tile))}{zs}>, cudaFuncAttributeMaxDynamicSharedMemorySize, "
                 f"{self.shared_bytes(tile)}));"
-                for tile in self.f.tiles for itype in ("int", "long")]
+                for tile in self.f.tiles for itype in ("int", "long")
+                for zs in self._instances()]
+
+    def _instances(self) -> tuple[str, ...]:
+        """The zero-split template arguments of the instances launched (``cuda_zero``)."""
+        if not cuda_zero.templated(self.k):
+            return ("",)
+        return (", true", ", false") if cuda_zero.offered(self.b, self.k) else (", true",)
 
     def launch(self, call, timer, pick: str | None = None) -> list[str]:
         """Host lines that launch the nest with the shape tuned (or the default; ``pick``: the
@@ -834,7 +842,7 @@ class FusedKernel:
         b, k = self.b, self.k
         table = shapes(k)
         if pick is None:
-            pick = tuned_choice(b.program.tuning, timer, len(table), default_shape(k))
+            pick = tuned_choice(b.tuning, timer, len(table), default_shape(k))
         name = k.section.function
         n = len(k.dims)
         lines = [f"const long sg_s = {pick};",
@@ -847,12 +855,17 @@ class FusedKernel:
             # sg_block: the points a block covers per dimension (the grid is counted in it)
             block = ", ".join(map(str, reversed(tile)))
             test = " && ".join(f"sg_fshape[sg_s][{j + 1}] == {v}" for j, v in enumerate(tile))
-            launch = []
-            for itype in ("int", "long"):
-                head = f"if ({b.narrow_flag(k)})" if itype == "int" else "else"
-                launch.append(f"{head} " + early(f"{name}<{itype}, {targs}>", f"{call}, sg_r",
-                                                  block="sg_threads", shared=str(nbytes)))
-            launch.append(f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");')
+
+            def calls(zs):
+                out = []
+                for itype in ("int", "long"):
+                    head = f"if ({b.narrow_flag(k)})" if itype == "int" else "else"
+                    out.append(f"{head} " + early(f"{name}<{itype}, {targs}{zs}>",
+                                                  f"{call}, sg_r", block="sg_threads",
+                                                  shared=str(nbytes)))
+                return out
+            launch = cuda_zero.instances(b, k, calls) + \
+                [f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
             chunked = b._chunks(n, launch)
             head = "if" if i == 0 else "} else if"
             lines += [f"{head} ({test}) {{", f"  const dim3 sg_block({block});",

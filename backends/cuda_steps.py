@@ -83,7 +83,7 @@ def setup(backend, k) -> list[str]:
     lo, hi = prog.time_bounds
     n = len(prog.dims)
     lines = [f"/* {k.name}: two time steps a pass where tuned so (ir/steps) */",
-             f"bool sg_two = ({chosen(k, prog.tuning)}) && {hi} >= {lo} + 1;",
+             f"bool sg_two = ({chosen(k, backend.tuning)}) && {hi} >= {lo} + 1;",
              f"long sg_fix[{2 * n}];   /* the box the second step is computed again on */"]
     for i, d in enumerate(prog.dims):
         lines.append(f"sg_fix[{2 * i}] = {d.upper} + 1; sg_fix[{2 * i + 1}] = {d.lower} - 1;")

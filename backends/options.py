@@ -14,3 +14,5 @@ class EmitOptions:
     vector_length: int | None = None  # OpenACC: of each parallel loop (None: the compiler's)
     flush_denormals: bool = True      # C: every OpenMP thread flushes denormal floats to zero
     time_tiles: tuple | None = None   # C: (x planes, steps) of time-skewed tiles, None: none
+    zero_split: str = "auto"          # CUDA: "auto", the split nests' split a tuned choice;
+                                      # "on", always split

@@ -45,9 +45,8 @@ def _time_tiles(value: Any):
     return sizes
 
 
-def _fusion(value: Any) -> str:
-    """``auto`` (fused; the autotuner may keep the nests apart), ``on`` (fused) or ``off``;
-    a boolean is on or off."""
+def _auto_bool(value: Any) -> str:
+    """``auto`` (the autotuner's choice), ``on`` or ``off``; a boolean is on or off."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
     return "on" if _bool(value) else "off"
@@ -154,7 +153,7 @@ _SETTINGS: dict[str, _Setting] = {
                     "the halos travel)"),
     # on by default: the autotuner times the fused nests against the nests apart and keeps
     # the faster per size (fused where nothing is remembered: docs/performance.md, issue 47)
-    "fusion": _Setting("STENCILGEN_FUSION", _fusion, lambda: "auto",
+    "fusion": _Setting("STENCILGEN_FUSION", _auto_bool, lambda: "auto",
                        "CUDA: fuse a nest that only computes temporaries into the nest that "
                        "reads them, the temporaries kept on chip; auto (default): the "
                        "autotuner keeps the nests apart for a size where they ran faster; "
@@ -164,10 +163,15 @@ _SETTINGS: dict[str, _Setting] = {
                             "C: time-skewed tiles; 1/on: sizes the autotuner picks; 'W,T': W "
                             "points along each tiled dimension, T steps; 0/off (default): one "
                             "step at a time"),
-    "zero-split": _Setting("STENCILGEN_ZERO_SPLIT", _bool, lambda: True,
+    # auto by default: on CUDA the autotuner times each split nest with and without its
+    # split and keeps the faster per size (the unstaged acoustic lost 14 % in float16 to a
+    # split always on: docs/performance.md, issue 62); C splits its rows
+    "zero-split": _Setting("STENCILGEN_ZERO_SPLIT", _auto_bool, lambda: "auto",
                            "split the nests that read a Function with a zero box "
                            "(Function.zero_box: the sponge's layer) at run time, the box "
-                           "run without the terms it zeroes; 0 turns it off"),
+                           "run without the terms it zeroes; auto (default): C splits, CUDA "
+                           "splits where the autotuner measured it faster; 1/on: always; "
+                           "0/off: never"),
     # on by default: with fusion auto the autotuner times the staged nest against the nest
     # itself and keeps the faster per size (acoustic so 8 at 512^3 on an H200: 1.24x staged in
     # float32, 0.96x in float16: docs/performance.md, issue 51)

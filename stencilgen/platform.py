@@ -206,7 +206,8 @@ def emit_options(target: str) -> EmitOptions:
     _known(target)
     return EmitOptions(debug=configuration["debug"], nvtx=configuration["nvtx"],
                        flush_denormals=configuration["flush-denormals"],
-                       time_tiles=configuration["time-tiling"])
+                       time_tiles=configuration["time-tiling"],
+                       zero_split=configuration["zero-split"])
 
 
 # -- can it run, and where did it run ---------------------------------------------------------

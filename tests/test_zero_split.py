@@ -20,7 +20,7 @@ SHAPE = (26, 24, 22)
 BOX = ((5, 20), (5, 18), (5, 16))
 
 
-def _program(backend="c", shape=SHAPE, box=BOX, dtype=np.float32, split=True, name="ZS",
+def _program(backend="c", shape=SHAPE, box=BOX, dtype=np.float32, split="auto", name="ZS",
              reads=lambda d: d, storage=None):
     """A damped wave (a sponge ``d``, 0.3 outside ``box``, 0 inside, declared so) from a
     point, 12 steps; ``reads``: how the damping enters the PDE; ``storage``: every field's."""
@@ -72,9 +72,9 @@ def test_the_emulated_cuda_source_splits_per_point(tmp_path):
     emulation: the C numbers."""
     import cuda_emulation
     op, u, _ = _program("cuda", name="ZScuda")
-    assert "if (x >= d_zlo0 && x <= d_zhi0" in open(op.source_path).read()
+    assert "if (sg_zs && (x >= d_zlo0 && x <= d_zhi0" in open(op.source_path).read()
     c_op, v, _ = _program("c", name="ZSc2")
-    assert cuda_emulation.run(op, str(tmp_path), time_M=11, dt=1.0) == 0
+    assert cuda_emulation.run(op, str(tmp_path), tuning=[0], time_M=11, dt=1.0) == 0
     a, b = np.array(u.data), _run(c_op, v)
     assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()   # float32: nvcc and gcc contract
                                                             # the arithmetic differently
@@ -91,7 +91,7 @@ def test_the_emulated_cuda_source_splits_paired_16_bit_nests(tmp_path):
         op, u, _ = _program("cuda", split=split, name=f"ZSpair{split}", storage=np.float16)
         src = open(op.source_path).read()
         assert "sg_z" in src and ("inside the zero box" in src) == split
-        assert cuda_emulation.run(op, str(tmp_path), time_M=11, dt=1.0) == 0
+        assert cuda_emulation.run(op, str(tmp_path), tuning=[1], time_M=11, dt=1.0) == 0
         runs.append(np.array(u.data, dtype=np.float32))
     assert np.abs(runs[1]).max() > 0 and np.array_equal(runs[0], runs[1])
 
@@ -172,10 +172,92 @@ def test_the_model_declares_its_sponge_box():
     assert any(k.split is not None for k in op.program.steps)
 
 
+def _halves(op, k):
+    """The launch shapes offered for split nest ``k``: (with the split, without it)."""
+    offered = op._emitter.launch_shapes()[k.section.timer]
+    half = len(offered) // 2
+    return offered[:half], offered[half:]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("stage", [False, True])
+def test_the_split_is_the_autotuners_choice_on_cuda(stage, tmp_path):
+    """CUDA offers a split nest's launch shapes twice, with the split and without it (its
+    test compiled out of the kernel's instance, ``backends/cuda_zero``), staged or not, one
+    step or two a pass: every choice gives the same fields and records (the damping is zero
+    in its box), emulated. Where nothing is tuned the nest runs without it."""
+    import cuda_emulation
+    from test_staging import sponge_shot
+    with switchconfig(staging=stage):
+        op, _, _, _ = sponge_shot(f"ZSChoice{int(stage)}")
+    (k,) = [k for k in op.program.kernels if not k.is_sparse]
+    split, whole = _halves(op, k)
+    assert split and all(w.endswith(", zero split") for w in split)
+    assert [w.replace(", zero split", ", no zero split") for w in split] == list(whole)
+    default = op._emitter.default_shapes()[k.section.timer]
+    assert default >= len(split)   # without it (cuda_zero.DEFAULT_ON)
+    src = op.ccode
+    name = k.section.function
+    assert f"{name}<int, " in src and ", true>" in src and ", false>" in src
+    picks = [default % len(split), default % len(split) + len(split)]
+    if stage:   # the pass's first shape, with and without the split
+        first = next(i for i, w in enumerate(split) if w.startswith("two time steps"))
+        picks += [first, first + len(split)]
+    out = []
+    for pick in picks:
+        with switchconfig(staging=stage):
+            op, u, shot, dt = sponge_shot(f"ZSChoice{int(stage)}")
+        tuning = [0] * len(op.program.kernels)
+        tuning[k.section.timer] = pick
+        assert cuda_emulation.run(op, str(tmp_path), tuning=tuning, reverse=bool(pick % 2),
+                                  time_m=0, time_M=10, dt=dt) == 0
+        out.append((np.array(u.data), np.array(shot.rec.data)))
+    u0, r0 = out[0]
+    assert np.abs(r0).max() > 0.1
+    for (u1, r1), pick in zip(out[1:], picks[1:]):
+        assert np.abs(u1 - u0).max() <= 1e-6 * np.abs(u0).max(), (split + whole)[pick]
+        assert np.abs(r1 - r0).max() <= 1e-6 * np.abs(r0).max(), (split + whole)[pick]
+
+
+@needs_nvcc
+def test_zero_split_on_offers_the_split_alone():
+    """``zero-split=on``: the split is no choice (every launch its ``true`` instance, the
+    shapes offered once); ``off``: the nest is not split; the setting reads 1/0 as on/off."""
+    from stencilgen import configuration
+    with switchconfig(staging=False):
+        op, _, _ = _program("cuda", name="ZSon", split="on")
+    (k,) = op.program.kernels
+    assert k.split is not None and "sg_tuned" not in op.ccode
+    assert ", false>" not in op.ccode and ", true>" in op.ccode
+    assert not any("zero split" in w for w in op._emitter.launch_shapes()[k.section.timer])
+    with switchconfig(staging=False):
+        auto, _, _ = _program("cuda", name="ZSauto")
+    assert len(auto._emitter.launch_shapes()[k.section.timer]) == \
+        2 * len(op._emitter.launch_shapes()[k.section.timer])
+    assert configuration["zero-split"] == "auto"
+    for given, read in (("1", "on"), ("0", "off"), ("auto", "auto"), (True, "on")):
+        with switchconfig(zero_split=given):
+            assert configuration["zero-split"] == read
+
+
 @pytest.mark.gpu
 @needs_gpu
-def test_the_split_on_the_gpu_gives_the_c_numbers():
-    op, u, _ = _program("cuda", name="ZSgpu")
+@pytest.mark.parametrize("stage", [False, True])
+def test_the_split_on_the_gpu_gives_the_c_numbers(stage):
+    """Each half of the offered shapes (remembered as tuned), staged or not: the C numbers."""
+    from stencilgen.runtime import autotune
     c_op, v, _ = _program("c", name="ZSgpuc")
-    a, b = _run(op, u), _run(c_op, v)
-    assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+    b = _run(c_op, v)
+    for half in (0, 1):
+        with switchconfig(staging=stage):
+            op, u, _ = _program("cuda", name=f"ZSgpu{int(stage)}")
+        (k,) = [k for k in op.program.kernels if not k.is_sparse]
+        split, _ = _halves(op, k)
+        args, _ = op._arguments(time_M=11, dt=1.0)
+        choice = [0] * max(len(op.program.kernels), 1)
+        choice[k.section.timer] = op._emitter.default_shapes()[k.section.timer] % \
+            len(split) + half * len(split)
+        autotune.Remembered(op.source_path.parent).put(autotune.size_key(op.program, args),
+                                                       choice)
+        a = _run(op, u, autotune=False)
+        assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()

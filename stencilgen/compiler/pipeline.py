@@ -66,7 +66,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
     program = _logged("run-time split", name,
-                      split_zero_boxes(program, names, configuration["zero-split"]))
+                      split_zero_boxes(program, names,
+                                       configuration["zero-split"] != "off"))
     split = grid.decomposition.decomposed if grid.decomposition is not None else None
     program = _logged("fusion", name, fuse(program, fusion, any(split or ()),
                                            configuration["staging"],
