@@ -109,16 +109,20 @@ class CBackend:
     def launch_shapes(self) -> dict:
         """Section timer -> descriptions of the shapes the generated code can run that section
         with (chosen by the tuning argument): here the cache blocks of the 3D nests (a fused
-        producer runs in its reader's)."""
+        producer runs in its reader's), and with time tiles offered (``time-tiling`` auto)
+        the first nest's entry picks the untiled loop (its first ``Tiling.untiled`` choices:
+        the first nest's cache block there) or the tiles' sizes."""
         fused, t = self.fused(), self.tiling()
-        tiled = set(self.program.steps) if t is not None else set()
+        always = set(self.program.steps) if t is not None and not t.untiled else set()
         shapes = {k.section.timer: tuple(c_blocking.describe(b) for b in c_blocking.BLOCKS)
                   for k in self.program.kernels
-                  if self.blocked(k) and k not in fused and k not in tiled}
-        if t is not None and len(t.choices) > 1:   # the time tiles' sizes, on the tiled loop
-            first = c_timetile.timed_nest(self.program)
-            shapes[first.section.timer] = tuple(f"time tiles {t.describe(ch)}"
-                                                for ch in t.choices)
+                  if self.blocked(k) and k not in fused and k not in always}
+        if t is not None and t.untiled:
+            timer = c_timetile.timed_nest(self.program).section.timer
+            own = shapes.get(timer, ())
+            untiled = tuple(f"no time tiles, {own[i]}" if i < len(own) else "no time tiles"
+                            for i in range(t.untiled))
+            shapes[timer] = untiled + tuple(f"time tiles {t.describe(ch)}" for ch in t.choices)
         return shapes
 
     @property
@@ -128,13 +132,34 @@ class CBackend:
         return t.deepest if t is not None else 0
 
     def default_shapes(self) -> dict:
-        """Section timer -> the shape each offered section runs with when none is tuned."""
+        """Section timer -> the shape each offered section runs with when none is tuned (the
+        section choosing time tiles: its untiled choice, the reference a tile must beat in
+        the autotuner's trials; an untuned run takes ``c_timetile.default_rule``'s)."""
         consumers, t = set(self.fused().values()), self.tiling()
-        tiled = {k.section.timer for k in self.program.steps} if t is not None else set()
-        return {k.section.timer: t.default if k.section.timer in tiled else
+        timer = c_timetile.timed_nest(self.program).section.timer \
+            if t is not None and t.untiled else None
+        return {k.section.timer: self.untiled_choice() if k.section.timer == timer else
                 c_fusion.FUSED_DEFAULT if k in consumers
                 else c_blocking.default_choice(self.nest_body(k)[0])
                 for k in self.program.kernels if k.section.timer in self.launch_shapes()}
+
+    def untiled_choice(self) -> int:
+        """The choice of the section choosing time tiles that runs the untiled loop with its
+        first nest's default cache block (0 where that nest is not blocked on its own)."""
+        first = c_timetile.timed_nest(self.program)   # never a fused reader: the first
+        if not self.blocked(first) or first in self.fused():
+            return 0
+        return c_blocking.default_choice(self.nest_body(first)[0])
+
+    def tuned_loop(self):
+        """For the autotuner (``autotune.tune``'s ``loop``): (the section choosing time tiles,
+        how many of its choices run the untiled loop, the sections of the loop's nests),
+        where time tiles are offered; else None."""
+        t = self.tiling()
+        if t is None or not t.untiled:
+            return None
+        return (c_timetile.timed_nest(self.program).section.timer, t.untiled,
+                tuple(sorted({k.section.timer for k in self.program.steps})))
 
     def expr(self, e) -> str:
         return self.printer.doprint(e)
@@ -307,10 +332,13 @@ class CBackend:
         decision and its reason go to ``notes`` (the Operator logs them)."""
         if not hasattr(self, "_tiling"):
             t, why = c_timetile.plan(self) if self.time_tiles else (None, "")
-            if t is not None:
-                sizes = t.describe(t.choices[t.default]) + \
-                    (f" unless tuned ({len(t.choices)} offered)" if len(t.choices) > 1 else "")
-                self.notes.append(f"time tiles of {sizes}, skew {', '.join(map(str, t.skews))}")
+            if t is not None and t.untiled:
+                self.notes.append(f"time tiles offered to the autotuner ({len(t.choices)} "
+                                  f"sizes and the untiled loop); untuned: {t.untuned_text()}; "
+                                  f"skew {', '.join(map(str, t.skews))}")
+            elif t is not None:
+                self.notes.append(f"time tiles of {t.describe(t.choices[0])}, skew "
+                                  f"{', '.join(map(str, t.skews))}")
             elif why:
                 self.notes.append(f"no time tiles: {why}")
             self._tiling = t
@@ -544,7 +572,8 @@ class CBackend:
 
     def timed_together(self) -> dict:
         """Kernel name -> the kernel whose section timer also measures it: with time tiles,
-        every nest of a step runs inside the tiled loop its first grid nest times."""
+        every nest of a step runs inside the tiled loop its first grid nest times (where the
+        untiled loop ran instead, each its own: the summary keeps them apart)."""
         if self.tiling() is None:
             return {}
         first = c_timetile.timed_nest(self.program)
@@ -565,9 +594,11 @@ class CBackend:
         """Producer -> consumer of the fused nests (``c_fusion.pairs``), found once."""
         if getattr(self, "_fused", None) is None:
             # not on a split grid: a fused producer's blocks would stop at the rank's edge
+            # (the untiled loop of a tiled program's choices fuses; fixed tiles never run it)
+            t = self.tiling()
             self._fused = c_fusion.pairs(self) \
-                if self.fuse_temporaries and not self.program.split and self.tiling() is None \
-                else {}
+                if self.fuse_temporaries and not self.program.split and \
+                (t is None or t.untiled) else {}
         return self._fused
 
     def sections(self, kernels, time="0"):

@@ -29,6 +29,11 @@ it wrote s steps ago: its region then), the first tile reaching down to minus in
 the last up to plus infinity, so every node is visited once. An interpolation's sample is a
 sum of the tiles' parts, added atomically into its row, zeroed at the batch's start (the sum
 equals the untiled one to round-off). ``plan`` says when a program is tiled, or why not.
+
+With ``time-tiling`` auto (the default) the entry point also holds the untiled loop: the
+autotuner keeps a tile only where it beat that loop in the same trials (``autotune.tune``),
+and a run without a tuned choice takes ``default_rule``'s, made at run time from the
+thread count and the run's sizes.
 """
 from __future__ import annotations
 
@@ -42,19 +47,33 @@ from . import c_blocking
 from .cprinter import moved, tuned_choice
 
 
-#: a width that makes one tile of any extent: with one step a batch, the untiled loop
-WHOLE = 1 << 40
-#: the sizes offered to the autotuner per number of tileable dimensions, (widths..., steps):
+#: the tile sizes offered to the autotuner per number of tileable dimensions, (widths...,
+#: steps), after the untiled loop (which is always offered first, ``CBackend.launch_shapes``):
 #: a choice of one width tiles x alone, the threads sharing each nest of a tile (16 cores,
 #: 256^3: up to 1.13x the untiled loop; at 160^3 slower, docs/performance.md), of two x and
-#: y, a thread a tile of a wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x); the
-#: first is the untiled loop itself, so the autotuner may keep it
-CHOICES = {2: ((WHOLE, 1), (32, 8), (64, 4), (32, 16), (16, 16, 8), (32, 32, 8), (32, 32, 16),
-               (48, 48, 16)),
-           1: ((WHOLE, 1), (16, 8), (32, 8), (32, 16), (64, 16))}
-#: the choice run where none is tuned, per number of tileable dimensions (2 cores of an AMD
-#: EPYC, 160^3 and 256^3, so 8: 32 x 32 points and 16 steps ran fastest of those tried)
-DEFAULT = {2: 6, 1: 3}
+#: y, a thread a tile of a wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x)
+CHOICES = {2: ((32, 8), (64, 4), (32, 16), (16, 16, 8), (32, 32, 8), (32, 32, 16), (48, 48, 16)),
+           1: ((16, 8), (32, 8), (32, 16), (64, 16))}
+#: the tiles a run without tuned ones takes where ``default_rule`` says they pay, per number
+#: of tileable dimensions (an index of ``CHOICES``; None: never, the untiled loop): 32 x 32
+#: points and 16 steps ran fastest of those tried on 2 cores (AMD EPYC, 160^3 and 256^3, so 8;
+#: on a 2-core Xeon within 3 % of the best of 32 x 8, 48 x 16 and 16 x 8, issue 62)
+DEFAULT = {2: 5, 1: None}
+#: the share of the threads' time a batch's wave-fronts keep busy (the tiles of a batch over
+#: the threads times the wave-fronts, each as many rounds as its tiles need) from which a run
+#: without tuned choices takes the default wave-front tiles, in percent. Measured: 160^3 and
+#: 256^3 with 32 x 32 x 16 tiles keep 2 threads 88-91 % busy, and the tiles ran 1.06-1.65x
+#: the untiled loop (2-core Xeon, issue 62: the acoustic 1.06x at 160^3, 1.21x at 256^3, the
+#: variable-density program 1.57x and 1.65x, SA-TTI 1.23x at 160^3); on 16 threads 24 % and
+#: 33 %, and they ran 0.29-0.45x it (16-core Xeon, docs/performance.md). Between, the gain a
+#: tile's cache buys must pay for the idle threads: 80 % leaves a margin.
+BUSY_PERCENT = 80
+#: the tiles along each tiled dimension a batch needs for the default wave-front tiles: with
+#: 4 or fewer the first and last, cut by the grid's edges, are half of them (2-core Xeon,
+#: 40 steps: the acoustic at 48^3 and 64^3, 4 x 4 tiles, ran 0.83-0.93x the untiled loop
+#: tiled, at 96^3, 5 x 5, 1.09x; the variable-density program, skew 8, 6 x 6 at 48^3 and
+#: 64^3: 1.0x and 1.12x, 1.44x at 96^3)
+MIN_TILES = 5
 
 
 @dataclass(frozen=True)
@@ -63,11 +82,16 @@ class Tiling:
 
     choices: tuple              # (widths per tiled dimension, outermost first..., steps a
                                 # batch): the sizes it may run, picked at run time
-    default: int                # the choice run where the tuning argument gives none
+    default: int | None         # the choice run where the tuning argument gives none (and,
+                                # with ``untiled``, ``default_rule`` says tiles pay); None:
+                                # untiled unless tuned
     skews: tuple                # per tiled dimension, S: points the boundaries move a step
     ahead: dict                 # nest name -> e_k per tiled dimension
     homes: dict                 # sparse kernel name -> (nest name, step lag): whose region
                                 # holds its nodes, and how many steps back that region was
+    untiled: int = 0            # choices of the tuning argument before the tiles that run
+                                # the untiled loop (``CBackend.launch_shapes``); 0: a fixed
+                                # size, always tiled
 
     @property
     def dims(self) -> int:
@@ -84,12 +108,20 @@ class Tiling:
         return max(ch[-1] for ch in self.choices)
 
     def describe(self, choice) -> str:
-        if choice[0] == WHOLE:
-            return "none (one step at a time)"
         tiles = f"{' x '.join(map(str, choice[:-1]))} points, {choice[-1]} steps"
         if self.dims == 2 and len(choice) == 2:
             return f"{tiles}, x alone, the threads sharing each nest"
         return tiles
+
+    def untuned_text(self) -> str:
+        """What a run without a tuned choice takes (``default_rule``), in words."""
+        if self.default is None:
+            return "none"
+        tile = self.choices[self.default]
+        if len(tile) == 2:
+            return f"{self.describe(tile)} where the run has {tile[-1]} steps, else none"
+        return f"{self.describe(tile)} where a batch's wave-fronts keep the threads " \
+               f"{BUSY_PERCENT} % busy, else none"
 
     def variant(self, d: int) -> "Tiling":
         """The tiling of the choices that tile ``d`` dimensions (the outermost ``d``)."""
@@ -177,10 +209,16 @@ def plan(backend) -> tuple[Tiling | None, str]:
             return None, f"{k.name}: {why}"
         homes[k.name] = home
     if chosen == "auto":
-        return Tiling(CHOICES[tiled], DEFAULT[tiled], skews, ahead, homes), ""
+        # the untiled loop first: as many choices as its cache blocks (the tuning entry of
+        # the first nest picks its block there; the other nests' their own)
+        untiled = len(c_blocking.BLOCKS) if any(backend.blocked(k) for k in nests) else 1
+        return Tiling(CHOICES[tiled], DEFAULT[tiled], skews, ahead, homes, untiled), ""
     *widths, depth = chosen
     widths = tuple(widths) * tiled if len(widths) == 1 else tuple(widths)
-    if len(widths) != tiled:
+    if len(widths) == 2 and widths[1] == 0:   # "W,0,T": x alone
+        widths, skews = widths[:1], skews[:1]
+        ahead = {k: v[:1] for k, v in ahead.items()}
+    elif len(widths) != tiled or 0 in widths:
         return None, f"{len(widths)} tile widths given for {tiled} tiled dimensions"
     return Tiling((widths + (depth,),), 0, skews, ahead, homes), ""
 
@@ -299,26 +337,111 @@ def _step_body(backend, t: Tiling) -> list:
 def time_loop(backend, t: Tiling) -> c.Block:
     """The time loop in batches of tiles (``backend`` a CBackend): a loop per number of
     tiled dimensions among ``t``'s choices (they come grouped by it), the tuning argument's
-    choice picking one and its sizes."""
+    choice picking one and its sizes; with ``t.untiled``, the untiled loop first (its
+    choices those of its first nest's cache block), and where nothing is tuned
+    ``default_rule`` picks."""
     prog = backend.program
     first = timed_nest(prog)
-    pick = tuned_choice(prog.tuning, first.section.timer, len(t.choices), t.default)
-    branches, start = [], 0
+    count = t.untiled + len(t.choices)
+    head = []
+    default = str(t.default or 0)
+    if t.untiled:
+        head, default = default_rule(backend, t), "sg_tdef"
+    pick = tuned_choice(prog.tuning, first.section.timer, count, default)
+    branches, start = [], t.untiled
     for d in dict.fromkeys(len(ch) - 1 for ch in t.choices):
         v = t.variant(d)
-        assert t.choices[start:start + len(v.choices)] == v.choices, "choices not grouped"
+        assert t.choices[start - t.untiled:start - t.untiled + len(v.choices)] == v.choices, \
+            "choices not grouped"
         start += len(v.choices)
         first_index = start - len(v.choices)
         branches.append((f"sg_tc < {start}", _batches(backend, v, f"sg_tc - {first_index}")))
     chain = c.Block(branches[-1][1])
     for test, body in reversed(branches[:-1]):
         chain = c.If(test, c.Block(body), chain)
-    return backend.timed(first, c.Block([
-        c.Comment(f"time tiles (backends/c_timetile.py), the sizes the tuning argument picks "
-                  f"(default {t.describe(t.choices[t.default])}), the tiles' boundaries "
-                  f"moving {', '.join(map(str, t.skews))} a step; the whole tiled loop is "
-                  f"timed as this section"),
-        c.Initializer(c.Value("const long", "sg_tc"), pick), chain]))
+    fixed = "" if t.untiled else f" ({t.describe(t.choices[0])})"
+    tiled = backend.timed(first, c.Block([
+        c.Comment(f"time tiles (backends/c_timetile.py), the sizes the tuning argument picks"
+                  f"{fixed}, the tiles' boundaries moving {', '.join(map(str, t.skews))} a "
+                  f"step; the whole tiled loop is timed as this section"), chain]))
+    if not t.untiled:
+        return c.Block([c.Initializer(c.Value("const long", "sg_tc"), pick), tiled])
+    untiled = backend.time_loop(backend.sections(prog.steps, prog.time.name))
+    return c.Block(head + [
+        c.Initializer(c.Value("const long", "sg_tc"), pick),
+        c.Comment(f"choices below {t.untiled}: the untiled loop, the first nest's cache block "
+                  f"that choice"),
+        c.If(f"sg_tc < {t.untiled}", c.Block([untiled]), tiled)])
+
+
+def tiles_across(extent: int, skew: int, width: int, depth: int) -> int:
+    """Tiles of ``width`` points along a dimension of ``extent`` points in a batch of
+    ``depth`` steps whose boundaries move ``skew`` a step (as ``_batches`` counts them)."""
+    return (extent - 1 + skew * (depth - 1)) // width + 1
+
+
+def wavefront_rounds(n0: int, n1: int, threads: int) -> int:
+    """Rounds of ``threads`` tiles the wave-fronts of a batch of n0 x n1 tiles take: each
+    wave-front b0 + b1 = w as many as its tiles need."""
+    return sum(-(-(min(w, n0 - 1) - max(0, w - n1 + 1) + 1) // threads)
+               for w in range(n0 + n1 - 1))
+
+
+def untuned(t: Tiling, extents, steps: int, threads: int):
+    """The tiles (an index of ``t.choices``) a run of ``steps`` steps over ``extents`` points
+    per dimension on ``threads`` threads takes without a tuned choice, None for the untiled
+    loop: ``default_rule``'s choice (the generated C makes it at run time; this is its
+    double, for tests and reports)."""
+    if t.default is None:
+        return None
+    *widths, depth = t.choices[t.default]
+    if steps < depth:
+        return None
+    if len(widths) == 1:
+        return t.default
+    n = [tiles_across(e, s, w, depth) for e, s, w in zip(extents, t.skews, widths)]
+    if min(n) < MIN_TILES:
+        return None
+    busy = 100 * n[0] * n[1] >= BUSY_PERCENT * threads * wavefront_rounds(n[0], n[1], threads)
+    return t.default if busy else None
+
+
+def default_rule(backend, t: Tiling) -> list:
+    """C statements setting sg_tdef, the choice of a run without a tuned one: the default
+    wave-front tiles (``DEFAULT``) where the run has a batch of their steps, a batch has
+    ``MIN_TILES`` tiles along each tiled dimension and its wave-fronts keep the threads at
+    least ``BUSY_PERCENT`` busy (counted at the run's sizes and thread count), else the
+    untiled loop with its first nest's default cache block."""
+    prog = backend.program
+    plain = backend.untiled_choice()
+    tile = t.choices[t.default] if t.default is not None else None
+    if tile is None:
+        return [c.Initializer(c.Value("const long", "sg_tdef"), str(plain))]
+    tm, tM = prog.time_bounds
+    *widths, depth = tile
+    if len(widths) == 1:   # x alone: the threads share each nest; a batch of steps suffices
+        test = f"{tM} - {tm} + 1 >= {depth}"
+        return [c.Initializer(c.Value("const long", "sg_tdef"),
+                              f"{test} ? {t.untiled + t.default} : {plain}")]
+    counts = [c.Initializer(c.Value("const long", f"sg_dn{i}"),
+                            f"(({d.upper}) - ({d.lower}) + {s}*{depth - 1}) / {w} + 1")
+              for i, (d, s, w) in enumerate(zip(prog.dims, t.skews, widths))]
+    rounds = c.For("long sg_w = 0", "sg_w < sg_dn0 + sg_dn1 - 1", "sg_w += 1",
+                   c.Statement("sg_rounds += (sg_minl(sg_w, sg_dn0 - 1) - "
+                               "sg_maxl(0, sg_w - sg_dn1 + 1) + sg_p) / sg_p"))
+    return [
+        c.Value("long", "sg_tdef"),
+        c.Block([
+            c.Comment(f"no tuned choice: {t.describe(tile)} where a batch's wave-fronts keep "
+                      f"the threads {BUSY_PERCENT} % busy, else untiled "
+                      f"(c_timetile.default_rule)"),
+            c.Initializer(c.Value("const long", "sg_p"), "omp_get_max_threads()"),
+            *counts,
+            c.Initializer(c.Value("long", "sg_rounds"), "0"),
+            rounds,
+            c.Statement(f"sg_tdef = {tM} - {tm} + 1 >= {depth} && sg_dn0 >= {MIN_TILES} && "
+                        f"sg_dn1 >= {MIN_TILES} && 100*sg_dn0*sg_dn1 >= "
+                        f"{BUSY_PERCENT}*sg_p*sg_rounds ? {t.untiled + t.default} : {plain}")])]
 
 
 def _batches(backend, t: Tiling, index: str) -> list:

@@ -27,9 +27,9 @@ def _bool(value: Any) -> bool:
 
 
 def _time_tiles(value: Any):
-    """None (off), "auto" (on: the autotuner picks among the backend's sizes), or
-    (widths..., depth) of the C backend's time tiles: "W,T" or "W0,W1,T" (commas or
-    spaces)."""
+    """None (off), "auto" (on, the default: the autotuner picks among the untiled loop and
+    the backend's sizes), or (widths..., depth) of the C backend's time tiles: "W,T",
+    "W0,W1,T", or "W,0,T" for tiles of x alone on a 3D grid (commas or spaces)."""
     if value is None or value is False or str(value).lower() in ("0", "off", "false", "no", ""):
         return None
     if value is True or str(value).lower() in ("1", "on", "true", "yes", "auto"):
@@ -39,9 +39,10 @@ def _time_tiles(value: Any):
                                        else str(value).replace(",", " ").split()))
     except ValueError:
         sizes = ()
-    if len(sizes) not in (2, 3) or min(sizes) < 1:
+    if len(sizes) not in (2, 3) or min(sizes[:1] + sizes[-1:]) < 1 or min(sizes) < 0:
         raise ValueError(f"time-tiling: {value!r}; give 'W,T' (W points a tile along each "
-                         f"tiled dimension, T steps), 'W0,W1,T', on or off")
+                         f"tiled dimension, T steps), 'W0,W1,T' ('W,0,T': x alone), auto, on "
+                         f"or off")
     return sizes
 
 
@@ -159,10 +160,14 @@ _SETTINGS: dict[str, _Setting] = {
                        "autotuner keeps the nests apart for a size where they ran faster; "
                        "1/on: always fused; 0/off: two nests, the temporaries in global "
                        "memory"),
-    "time-tiling": _Setting("STENCILGEN_TIME_TILING", _time_tiles, lambda: None,
-                            "C: time-skewed tiles; 1/on: sizes the autotuner picks; 'W,T': W "
-                            "points along each tiled dimension, T steps; 0/off (default): one "
-                            "step at a time"),
+    # auto by default: the autotuner times the untiled loop against the tiles and keeps a
+    # tile only where it ran faster; untuned runs take c_timetile.default_rule (issue 62)
+    "time-tiling": _Setting("STENCILGEN_TIME_TILING", _time_tiles, lambda: "auto",
+                            "C: time-skewed tiles; auto/on (default): the autotuner picks "
+                            "among the untiled loop and the tile sizes (untuned: wave-front "
+                            "tiles where they keep the threads busy, else untiled); 'W,T': W "
+                            "points along each tiled dimension, T steps; 0/off: one step at "
+                            "a time"),
     # auto by default: on CUDA the autotuner times each split nest with and without its
     # split and keeps the faster per size (the unstaged acoustic lost 14 % in float16 to a
     # split always on: docs/performance.md, issue 62); C splits its rows

@@ -163,9 +163,11 @@ def test_remembered_shapes_survive_a_bad_file(tmp_path):
 @pytest.mark.parametrize("name", ["damped3d", "temporary3d", "shot3d", "invariant3d"])
 def test_every_c_cache_block_gives_the_same_numbers(name, tmp_path, monkeypatch):
     """Cache blocking only reorders the points: every block shape's result equals the
-    unblocked one's bit for bit, and autotuning keeps the caller's data and its choice."""
+    unblocked one's bit for bit, and autotuning keeps the caller's data and its choice
+    (time tiles off: their receivers equal to round-off, tests/test_time_tiling.py)."""
     from stencilgen import configuration
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
+    monkeypatch.setitem(configuration._values, "time-tiling", None)
     op0, kwargs0, outs0 = _make(name, "c")
     offered = op0._emitter.launch_shapes()
     assert offered and all(len(v) > 1 for v in offered.values())

@@ -193,7 +193,8 @@ def test_what_cannot_be_tiled_says_why(caplog):
             Operator(eqs, name="TTsum")
         assert "no time tiles:" in _notes(caplog) and "runs in order" in _notes(caplog)
         caplog.clear()
-        Operator(eqs, name="TToff")
+        with switchconfig(time_tiling="0"):
+            Operator(eqs, name="TToff")
         assert not _notes(caplog)
         # a sum over the outer loop (x): the nest walks x in order, which tiles would cut
         t = Function(name="t", grid=g, dimensions=(g.dimensions[1],), shape=(10,))
@@ -203,15 +204,17 @@ def test_what_cannot_be_tiled_says_why(caplog):
 
 
 def test_bad_tile_sizes_are_refused():
-    for bad in ("4", "0,3", "a,b"):
+    for bad in ("4", "0,3", "a,b", "4,0", "0,4,3", "4,-1,3"):
         with pytest.raises(Exception, match="time-tiling"):
             with switchconfig(time_tiling=bad):
                 pass
 
 
 def test_the_autotuner_picks_the_tile_sizes(caplog):
-    """time_tiling on: the autotuner times each offered size on the tiled loop (trials of a
-    whole batch of the deepest), keeps one, and the run gives the untiled numbers."""
+    """time_tiling on: the autotuner times the untiled loop (one choice per cache block of
+    its first nest) and each offered size on the tiled loop (trials of a whole batch of the
+    deepest), keeps one, and the run gives the untiled numbers."""
+    from backends import c_blocking
     build, run = _shot_run((24, 20, 12), so=4)
 
     def tuned(op, u, shot):
@@ -220,12 +223,15 @@ def test_the_autotuner_picks_the_tile_sizes(caplog):
     with caplog.at_level(logging.INFO, logger="stencilgen"):
         with switchconfig(time_tiling="on"):
             op, u, shot = build("TTtuned")
-        offered = next(iter(op._emitter.launch_shapes().values()))
-        assert len(offered) == len(c_timetile.CHOICES[2])
-        assert all(s.startswith("time tiles") for s in offered)
-        assert offered[0] == "time tiles none (one step at a time)"
+        timer = c_timetile.timed_nest(op.program).section.timer
+        offered = op._emitter.launch_shapes()[timer]
+        untiled = len(c_blocking.BLOCKS)
+        assert len(offered) == untiled + len(c_timetile.CHOICES[2])
+        assert all(s.startswith("no time tiles, ") for s in offered[:untiled])
+        assert all(s.startswith("time tiles") for s in offered[untiled:])
         assert sum("x alone" in s for s in offered) == 3
         assert op._emitter.trial_steps == 16
+        assert op._emitter.tuned_loop()[:2] == (timer, untiled)
         u1, r1 = tuned(op, u, shot)
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "autotuned" in said and "time tiles" in said.split("autotuned")[1]
@@ -236,25 +242,28 @@ def test_the_autotuner_picks_the_tile_sizes(caplog):
 
 
 def test_every_offered_choice_gives_the_untiled_numbers(tmp_path, monkeypatch):
-    """time_tiling on in 3D: each choice the autotuner may keep (the untiled loop, x alone
-    with the threads sharing each nest, x and y a tile a thread) run as if tuned gives the
-    untiled fields bit for bit and the receivers to round-off."""
+    """time_tiling on in 3D: each choice the autotuner may keep (the untiled loop at each
+    cache block, x alone with the threads sharing each nest, x and y a tile a thread) run as
+    if tuned gives the untiled fields bit for bit and the receivers to round-off."""
     from stencilgen import configuration
     from stencilgen.runtime import autotune
     monkeypatch.setitem(configuration._values, "cache-dir", str(tmp_path))
     build, run = _shot_run((21, 18, 11), so=4)
     with switchconfig(time_tiling="0"):
         u0, r0 = run(*build("TTchoices0"))
-    for choice in range(len(c_timetile.CHOICES[2])):
-        with switchconfig(time_tiling="on"):
-            op, u, shot = build("TTchoices")
+    with switchconfig(time_tiling="on"):
+        op, u, shot = build("TTchoices")
+    timer = c_timetile.timed_nest(op.program).section.timer
+    offered = op._emitter.launch_shapes()[timer]
+    for choice in range(len(offered)):
+        u.data[:] = 0
+        shot.rec.data[:] = 0
         args, _ = op._arguments(time_m=0, time_M=NT - 1, dt=shot.time.step)
         autotune.Remembered(op.source_path.parent).put(
             autotune.size_key(op.program, args), [choice] * len(op.program.kernels))
-        timer = c_timetile.timed_nest(op.program).section.timer
         assert op._launch_shapes(args, [], False, {})[timer] == choice   # what the run gets
         op.apply(time_m=0, time_M=NT - 1, dt=shot.time.step, autotune=False)
-        assert np.array_equal(np.array(u.data), u0), c_timetile.CHOICES[2][choice]
+        assert np.array_equal(np.array(u.data), u0), offered[choice]
         assert np.abs(np.array(shot.rec.data) - r0).max() <= 1e-6 * np.abs(r0).max()
 
 

@@ -88,13 +88,21 @@ class Remembered:
 
 
 def tune(run, shapes: dict, sections: int, rounds: int = 1, defaults: dict | None = None,
-         margin: float = 0.0) -> np.ndarray:
+         margin: float = 0.0, loop: tuple | None = None) -> np.ndarray:
     """The fastest shape per section: ``run(choice)`` runs the trial steps with
     ``choice[section]`` and returns the section timers. ``shapes``: section -> number of
     shapes; sections not in it keep 0. With several ``rounds`` every shape is timed that many
     times (interleaved) and its best time counts: CPU timers of a few steps vary by tens of
     percent from one run to the next. A section keeps its shape of ``defaults`` unless
-    another ran faster by more than ``margin`` (a fraction of its time)."""
+    another ran faster by more than ``margin`` (a fraction of its time).
+
+    ``loop``: (section, untiled, members) where the time loop may run in tiles (the C
+    backend's ``tuned_loop``): ``section``'s first ``untiled`` shapes run the loop untiled,
+    each of its nests (the ``members`` sections) timed on its own, its other shapes the
+    tiled loop, timed whole in ``section``. The untiled loop is the reference: its nests'
+    shapes are chosen among the untiled trials, and a tile is kept only where the whole
+    loop ran faster than that untiled loop (each nest at the shape kept for it) by more than
+    ``margin``; so never a tile slower than untiled in the same trials."""
     count = max(shapes.values())
     times = np.full((count, sections), np.inf)
     for _ in range(rounds):
@@ -102,10 +110,30 @@ def tune(run, shapes: dict, sections: int, rounds: int = 1, defaults: dict | Non
             choice = np.array([min(r, shapes.get(s, 1) - 1) for s in range(sections)],
                               dtype=np.int64)
             times[r] = np.minimum(times[r], run(choice))
+    untiled = {s: loop[1] for s in loop[2]} if loop is not None else {}
     best = np.zeros(sections, dtype=np.int64)
     for s, n in shapes.items():
+        n = min(n, untiled.get(s, n))   # a section of the loop: among the untiled trials
         best[s] = int(np.argmin(times[:n, s]))
         d = (defaults or {}).get(s)
-        if d is not None and times[best[s], s] > (1.0 - margin) * times[d, s]:
+        if d is not None and d < n and times[best[s], s] > (1.0 - margin) * times[d, s]:
             best[s] = d
+    if loop is not None:
+        best[loop[0]] = _tile_or_not(times, shapes, best, loop, margin)
     return best
+
+
+def _tile_or_not(times, shapes, best, loop, margin) -> int:
+    """``tune``'s choice for the section choosing time tiles: the fastest tile where the
+    whole loop ran faster than untiled by more than ``margin``, else its untiled choice."""
+    section, untiled, members = loop
+    members = list(members)
+    # the untiled loop's time a trial: each nest at its shape kept (a nest without shapes,
+    # a sparse one, at its best untiled trial)
+    plain = sum(float(times[best[g], g]) if g in shapes else float(np.min(times[:untiled, g]))
+                for g in members)
+    tiled = times[untiled:shapes[section]][:, members].sum(axis=1)
+    if not len(tiled):
+        return int(best[section])
+    r = int(np.argmin(tiled))
+    return untiled + r if tiled[r] < (1.0 - margin) * plain else int(best[section])

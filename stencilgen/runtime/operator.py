@@ -464,7 +464,7 @@ class Operator:
             choice = tuning.tune(self._trial(args, written, bound),
                                  {s: len(v) for s, v in offered.items()},
                                  max(len(prog.kernels), 1), em.tuning_rounds,
-                                 em.default_shapes(), em.tuning_margin)
+                                 em.default_shapes(), em.tuning_margin, em.tuned_loop())
             if dist is None or dist.comm.Get_rank() == 0:
                 memory.put(key, choice)
             picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"

@@ -173,6 +173,8 @@ def summarize(prog, args, timers, wall, compiled, ranks=(), together=None) -> Pe
         groups.setdefault(lead, [lead]).append(name)
     for names in groups.values():
         parts = [sections[n] for n in names]
+        if any(p.time for p in parts[1:]):   # they ran apart (C time tiles' untiled loop)
+            continue
         merged = PerfEntry("+".join(names), parts[0].time, sum(p.flops for p in parts),
                            sum(p.points for p in parts), sum(p.traffic for p in parts))
         sections.update({n: merged for n in names})
