@@ -68,12 +68,12 @@ DEFAULT = {2: 5, 1: None}
 #: 33 %, and they ran 0.29-0.45x it (16-core Xeon, docs/performance.md). Between, the gain a
 #: tile's cache buys must pay for the idle threads: 80 % leaves a margin.
 BUSY_PERCENT = 80
-#: the tiles along each tiled dimension a batch needs for the default wave-front tiles: with
-#: 4 or fewer the first and last, cut by the grid's edges, are half of them (2-core Xeon,
-#: 40 steps: the acoustic at 48^3 and 64^3, 4 x 4 tiles, ran 0.83-0.93x the untiled loop
-#: tiled, at 96^3, 5 x 5, 1.09x; the variable-density program, skew 8, 6 x 6 at 48^3 and
-#: 64^3: 1.0x and 1.12x, 1.44x at 96^3)
-MIN_TILES = 5
+#: the tile widths each tiled dimension must hold for the default wave-front tiles: on a
+#: narrower grid the untiled loop's planes fit in cache and the edge tiles the grid cuts are
+#: most of a batch (2-core Xeon, 40 steps, tiled against untiled: the acoustic 0.83-0.93x at
+#: 48^3 and 64^3, 1.09x at 96^3; SA-TTI 0.88x at 64^3, 1.05x at 96^3; the variable-density
+#: program 1.0-1.1x at 48^3 and 64^3, 1.44x at 96^3)
+MIN_WIDTHS = 3
 
 
 @dataclass(frozen=True)
@@ -399,17 +399,17 @@ def untuned(t: Tiling, extents, steps: int, threads: int):
         return None
     if len(widths) == 1:
         return t.default
-    n = [tiles_across(e, s, w, depth) for e, s, w in zip(extents, t.skews, widths)]
-    if min(n) < MIN_TILES:
+    if any(e < MIN_WIDTHS * w for e, w in zip(extents, widths)):
         return None
+    n = [tiles_across(e, s, w, depth) for e, s, w in zip(extents, t.skews, widths)]
     busy = 100 * n[0] * n[1] >= BUSY_PERCENT * threads * wavefront_rounds(n[0], n[1], threads)
     return t.default if busy else None
 
 
 def default_rule(backend, t: Tiling) -> list:
     """C statements setting sg_tdef, the choice of a run without a tuned one: the default
-    wave-front tiles (``DEFAULT``) where the run has a batch of their steps, a batch has
-    ``MIN_TILES`` tiles along each tiled dimension and its wave-fronts keep the threads at
+    wave-front tiles (``DEFAULT``) where the run has a batch of their steps, each tiled
+    dimension holds ``MIN_WIDTHS`` tile widths and a batch's wave-fronts keep the threads at
     least ``BUSY_PERCENT`` busy (counted at the run's sizes and thread count), else the
     untiled loop with its first nest's default cache block."""
     prog = backend.program
@@ -423,9 +423,11 @@ def default_rule(backend, t: Tiling) -> list:
         test = f"{tM} - {tm} + 1 >= {depth}"
         return [c.Initializer(c.Value("const long", "sg_tdef"),
                               f"{test} ? {t.untiled + t.default} : {plain}")]
+    dims = list(zip(prog.dims, t.skews, widths))
     counts = [c.Initializer(c.Value("const long", f"sg_dn{i}"),
                             f"(({d.upper}) - ({d.lower}) + {s}*{depth - 1}) / {w} + 1")
-              for i, (d, s, w) in enumerate(zip(prog.dims, t.skews, widths))]
+              for i, (d, s, w) in enumerate(dims)]
+    wide = " && ".join(f"({d.upper}) - ({d.lower}) + 1 >= {MIN_WIDTHS * w}" for d, _, w in dims)
     rounds = c.For("long sg_w = 0", "sg_w < sg_dn0 + sg_dn1 - 1", "sg_w += 1",
                    c.Statement("sg_rounds += (sg_minl(sg_w, sg_dn0 - 1) - "
                                "sg_maxl(0, sg_w - sg_dn1 + 1) + sg_p) / sg_p"))
@@ -439,9 +441,8 @@ def default_rule(backend, t: Tiling) -> list:
             *counts,
             c.Initializer(c.Value("long", "sg_rounds"), "0"),
             rounds,
-            c.Statement(f"sg_tdef = {tM} - {tm} + 1 >= {depth} && sg_dn0 >= {MIN_TILES} && "
-                        f"sg_dn1 >= {MIN_TILES} && 100*sg_dn0*sg_dn1 >= "
-                        f"{BUSY_PERCENT}*sg_p*sg_rounds ? {t.untiled + t.default} : {plain}")])]
+            c.Statement(f"sg_tdef = {tM} - {tm} + 1 >= {depth} && {wide} && 100*sg_dn0*sg_dn1 "
+                        f">= {BUSY_PERCENT}*sg_p*sg_rounds ? {t.untiled + t.default} : {plain}")])]
 
 
 def _batches(backend, t: Tiling, index: str) -> list:

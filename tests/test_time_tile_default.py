@@ -79,8 +79,8 @@ def test_the_untuned_rule_in_numbers():
     """Wave-front tiles of 32 x 32 x 16 (so 8: the boundaries move 4 a step) where a batch's
     wave-fronts keep the threads 80 % busy: 160^3 and 256^3 on 2 threads (7 x 7 tiles in 13
     wave-fronts, 28 rounds of 2: 88 %; 10 x 10: 91 %), not on 16 (24 %, 33 %) nor 4 threads
-    (68 %, 76 %), nor for fewer steps than a batch, nor with fewer than 5 tiles along x or
-    y."""
+    (68 %, 76 %), nor for fewer steps than a batch, nor on a grid narrower than 3 tiles
+    along x or y."""
     t = c_timetile.Tiling(c_timetile.CHOICES[2], c_timetile.DEFAULT[2], (4, 4), {}, {}, 8)
     assert t.choices[t.default] == (32, 32, 16)
     assert c_timetile.tiles_across(160, 4, 32, 16) == 7
@@ -93,10 +93,10 @@ def test_the_untuned_rule_in_numbers():
         assert c_timetile.untuned(t, (n, n, n), 40, threads) == want, (n, threads)
     assert c_timetile.untuned(t, (160, 160, 160), 15, 2) is None
     assert c_timetile.untuned(t, (160, 160, 160), 16, 2) == t.default
-    # fewer than 5 tiles along a dimension: (68 - 1 + 4 x 15) // 32 + 1 = 4
-    assert c_timetile.tiles_across(68, 4, 32, 16) == 4
-    assert c_timetile.untuned(t, (68, 160, 160), 40, 2) is None
-    assert c_timetile.untuned(t, (69, 69, 160), 40, 1) == t.default
+    # narrower than 3 tile widths along x or y
+    assert c_timetile.untuned(t, (95, 160, 160), 40, 2) is None
+    assert c_timetile.untuned(t, (160, 95, 160), 40, 1) is None
+    assert c_timetile.untuned(t, (96, 96, 16), 40, 1) == t.default
     # 2D grids: the untiled loop unless tuned
     t2 = c_timetile.Tiling(c_timetile.CHOICES[1], c_timetile.DEFAULT[1], (4,), {}, {}, 1)
     assert c_timetile.untuned(t2, (4000, 4000), 400, 2) is None
@@ -134,9 +134,9 @@ def _two_nests(shape, name):
     return Operator([Eq(p.forward, solve(m * p.dt2 - div, p.forward))], name=name), p
 
 
-@pytest.mark.parametrize("shape, steps", [((40, 40, 8), 16), ((160, 160, 4), 15),
-                                          ((160, 160, 4), 16), ((230, 9, 6), 16),
-                                          ((230, 8, 6), 16), ((9, 9, 9), 20)])
+@pytest.mark.parametrize("shape, steps", [((96, 96, 8), 16), ((160, 160, 4), 15),
+                                          ((160, 160, 4), 16), ((230, 95, 6), 16),
+                                          ((95, 230, 6), 16), ((9, 9, 9), 20)])
 def test_the_generated_rule_is_the_documented_one(shape, steps, threads):
     """An untuned run (tuning NULL) takes the tiles where ``c_timetile.untuned`` says, at
     this process's thread count and at 16: the second nest's timer reads 0 where the loop
