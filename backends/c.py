@@ -78,6 +78,12 @@ class CBackend:
                        for a in program.arrays}
         self.complex = has_complex(program)
 
+    #: whether ``zero-split`` auto splits the nests reading a zero-box array at run time: not
+    #: on CPUs, where it lost (the acoustic so 8 with a 20-point sponge, 40 steps, split /
+    #: unsplit: 0.92x and 0.94x at 160^3 and 256^3 on 2 cores, 0.92x and 0.97x untiled on 16;
+    #: each row's three loops cost more than the damping's bytes: docs/performance.md)
+    ZERO_SPLIT = False
+
     #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
     cache_blocking = True
     #: times the autotuner runs each shape (keeping the best): wall-clock timers of a few
@@ -150,6 +156,33 @@ class CBackend:
         if not self.blocked(first) or first in self.fused():
             return 0
         return c_blocking.default_choice(self.nest_body(first)[0])
+
+    def probes(self, args, threads: int) -> list:
+        """The few choices a run too short to tune tries, one an apply (``autotune``'s
+        probes), where time tiles are offered: what ``c_timetile.untuned`` takes, the untiled
+        loop and the tiles of x alone (``c_timetile.PROBED``), those of no more steps than the
+        run (``args``, on ``threads`` threads); each as the tuning argument."""
+        t = self.tiling()
+        if t is None or not t.untiled:
+            return []
+        prog = self.program
+        lo, hi = prog.time_bounds
+        steps = int(args[hi] - args[lo] + 1)
+        extents = [int(args[d.upper] - args[d.lower] + 1) for d in prog.dims]
+        rule = c_timetile.untuned(t, extents[:t.dims], steps, threads)
+        alone = c_timetile.PROBED.get(t.dims)
+        picks = [None if rule is None else t.untiled + rule, self.untiled_choice(),
+                 None if alone not in t.choices else t.untiled + t.choices.index(alone)]
+        timer = c_timetile.timed_nest(prog).section.timer
+        defaults, out = self.default_shapes(), []
+        for pick in dict.fromkeys(p for p in picks if p is not None):
+            if pick >= t.untiled and t.choices[pick - t.untiled][-1] > steps:
+                continue   # fewer steps than a batch
+            choice = [0] * max(len(prog.kernels), 1)
+            for section, d in {**defaults, timer: pick}.items():
+                choice[section] = d
+            out.append(choice)
+        return out
 
     def tuned_loop(self):
         """For the autotuner (``autotune.tune``'s ``loop``): (the section choosing time tiles,

@@ -54,6 +54,12 @@ from .cprinter import moved, tuned_choice
 #: y, a thread a tile of a wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x)
 CHOICES = {2: ((32, 8), (64, 4), (32, 16), (16, 16, 8), (32, 32, 8), (32, 32, 16), (48, 48, 16)),
            1: ((16, 8), (32, 8), (32, 16), (64, 16))}
+#: the tiles of x alone a run too short to tune tries beside the untiled loop, one apply each
+#: (``CBackend.probes``), per number of tileable dimensions: 64 planes, 4 steps. On 16 cores
+#: (Xeon, 40 steps, ratios to Devito 4.8.23 in the same run, issue 62) the variable-density
+#: program ran 1.04x and 0.97x with them at 160^3 and 256^3 against 0.93x and 0.90x untiled,
+#: the acoustic 0.82x and 0.81x against 1.04x: neither wins everywhere, the runs decide
+PROBED = {2: (64, 4), 1: None}
 #: the tiles a run without tuned ones takes where ``default_rule`` says they pay, per number
 #: of tileable dimensions (an index of ``CHOICES``; None: never, the untiled loop): 32 x 32
 #: points and 16 steps ran fastest of those tried on 2 cores (AMD EPYC, 160^3 and 256^3, so 8;

@@ -458,6 +458,8 @@ class CudaBackend(CBackend):
     #: a block; a thread per producer point, at most 1024 a block less the 31 its halo columns'
     #: rounding to a warp may add; tiles of the inner dimensions (innermost last, a warp along
     #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most
+    #: split nests at run time: the split is the autotuner's choice (``cuda_zero``)
+    ZERO_SPLIT = True
     FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))},
                   # two steps a pass: wider tiles, the first step's halo a smaller share

@@ -123,6 +123,7 @@ class OpenACCBackend(CBackend):
     cache_blocking = False   # the OpenACC compiler maps the loops (gang, vector)
     row_pointers = False     # accesses stay offsets of the arrays the data clauses name
     openmp_threads = False   # no OpenMP team in the calling process
+    ZERO_SPLIT = True        # a test a point, as since the split came (not measured again)
 
     name = "openacc"
     language = "OpenACC"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -41,6 +42,13 @@ class Target:
         from an array and recomputing it: an H200 does 67 TFLOP/s in fp32 against 4.8 TB/s
         (14); 0 on CPUs, which keep every costly invariant in an array."""
         return 14.0 if self.name in ("cuda", "openacc") else 8.0
+
+    @property
+    def zero_split(self) -> bool:
+        """Whether nests reading a zero-box array are split at run time (``ir/zero_split``):
+        the ``zero-split`` setting; ``auto`` asks the backend (``ZERO_SPLIT``)."""
+        setting = configuration["zero-split"]
+        return setting == "on" or (setting == "auto" and getattr(self.emitter, "ZERO_SPLIT", True))
 
     @property
     def fusion(self):
@@ -208,6 +216,15 @@ def emit_options(target: str) -> EmitOptions:
                        flush_denormals=configuration["flush-denormals"],
                        time_tiles=configuration["time-tiling"],
                        zero_split=configuration["zero-split"])
+
+
+def openmp_threads() -> int:
+    """The threads an OpenMP parallel region of this process gets (the generated C's
+    ``omp_get_max_threads``; the cores where GNU OpenMP is not loadable)."""
+    try:
+        return int(ctypes.CDLL("libgomp.so.1").omp_get_max_threads())
+    except (OSError, AttributeError):
+        return os.cpu_count() or 1
 
 
 # -- can it run, and where did it run ---------------------------------------------------------

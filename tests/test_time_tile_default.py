@@ -174,3 +174,62 @@ def test_a_default_run_gives_the_untiled_numbers():
         u0, r0 = run(*build("TDuntiled"))
     assert np.abs(u0).max() > 0 and np.array_equal(u0, u1)
     assert np.abs(r0 - r1).max() <= 1e-6 * np.abs(r0).max()
+
+
+def test_probes_remember_the_fastest_once_each_ran(tmp_path):
+    """``autotune.next_probe`` / ``record_probe``: each probe runs once, in order; once every
+    one has a time, the fastest's choice is remembered for the size."""
+    memory = autotune.Remembered(tmp_path)
+    probes = [[5, 0], [0, 0], [9, 0]]
+    assert autotune.next_probe(memory, "k", 3) == 0
+    assert autotune.record_probe(memory, "k", 0, 2e-3, probes) is None
+    assert autotune.next_probe(memory, "k", 3) == 1
+    assert autotune.record_probe(memory, "k", 1, 3e-3, probes) is None
+    assert memory.get("k") is None
+    assert autotune.record_probe(memory, "k", 2, 1.5e-3, probes) == 2
+    assert list(memory.get("k")) == [9, 0] and autotune.next_probe(memory, "k", 3) is None
+
+
+def test_a_short_run_times_its_probes_over_its_applies(caplog):
+    """A 3D acoustic too short to tune (8 steps of 40^3): its first apply runs the untuned
+    rule, the next each run one probe (the untiled loop, the tiles of x alone: the
+    wave-front tiles need 16 steps), then the fastest is kept for the size and runs; every
+    apply gives the untiled numbers."""
+    import logging
+    shape, nt = (40, 40, 40), 8
+
+    def build(name):
+        g = Grid(shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+        u = TimeFunction(name="u", grid=g, time_order=2, space_order=4)
+        m = Function(name="m", grid=g, space_order=4)
+        m.data[:] = 1 / 1.5 ** 2
+        return Operator([Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))],
+                        name=name, backend="c"), u
+
+    def run(op, u):
+        u.data[:] = 0
+        u.data[:, 20, 20, 20] = 1.0
+        op.apply(time_M=nt - 1, dt=1.0)
+        return np.array(u.data)
+
+    with switchconfig(time_tiling=0):
+        want = run(*build("ProbeRef"))
+    op, u = build("Probe")
+    args, _ = op._arguments(time_M=nt - 1, dt=1.0)
+    probes = op._emitter.probes(args, 16)
+    offered = next(iter(op._emitter.launch_shapes().values()))
+    described = [offered[p[0]] for p in probes]
+    assert len(probes) == 2 and described[0].startswith("no time tiles") and \
+        described[1] == "time tiles 64 points, 4 steps, x alone, the threads sharing each nest"
+    memory = autotune.Remembered(op.source_path.parent)
+    key = autotune.size_key(op.program, args)
+    with caplog.at_level(logging.INFO, logger="stencilgen"):
+        for i in range(4):
+            got = run(op, u)
+            assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max(), i
+            found = memory.get(autotune.probe_key(key))
+            assert (found is None) == (i == 0)
+            if i == 1:
+                assert found[0] > 0 and found[1] < 0 and memory.get(key) is None
+    assert list(memory.get(key)) in [list(p) for p in probes]
+    assert "kept for size" in caplog.text and "the fastest of 2 applies" in caplog.text

@@ -20,7 +20,7 @@ SHAPE = (26, 24, 22)
 BOX = ((5, 20), (5, 18), (5, 16))
 
 
-def _program(backend="c", shape=SHAPE, box=BOX, dtype=np.float32, split="auto", name="ZS",
+def _program(backend="c", shape=SHAPE, box=BOX, dtype=np.float32, split="on", name="ZS",
              reads=lambda d: d, storage=None):
     """A damped wave (a sponge ``d``, 0.3 outside ``box``, 0 inside, declared so) from a
     point, 12 steps; ``reads``: how the damping enters the PDE; ``storage``: every field's."""
@@ -168,8 +168,20 @@ def test_the_model_declares_its_sponge_box():
     assert box == tuple((6, n + 6 - 1) for n in (20, 18, 16))
     inside = np.asarray(model.damp.data)[tuple(slice(lo, hi + 1) for lo, hi in box)]
     assert not inside.any() and np.asarray(model.damp.data).any()
-    op, u = acoustic_operator(model, name="ZSmodel")
+    with switchconfig(zero_split="on"):
+        op, u = acoustic_operator(model, name="ZSmodel")
     assert any(k.split is not None for k in op.program.steps)
+
+
+def test_zero_split_auto_is_the_backends_choice():
+    """``zero-split`` auto: C keeps each nest whole (its row split lost on 2 and 16 cores),
+    CUDA splits and offers the split to the autotuner; on splits everywhere, off nowhere."""
+    for setting, c_split, cuda_split in (("auto", False, True), ("on", True, True),
+                                         ("off", False, False)):
+        for backend, want in (("c", c_split), ("cuda", cuda_split)):
+            op, _, _ = _program(backend, split=setting, name=f"ZS{setting}{backend}")
+            assert any(k.split is not None for k in op.program.steps) == want, \
+                (setting, backend)
 
 
 def _halves(op, k):
@@ -231,7 +243,7 @@ def test_zero_split_on_offers_the_split_alone():
     assert ", false>" not in op.ccode and ", true>" in op.ccode
     assert not any("zero split" in w for w in op._emitter.launch_shapes()[k.section.timer])
     with switchconfig(staging=False):
-        auto, _, _ = _program("cuda", name="ZSauto")
+        auto, _, _ = _program("cuda", name="ZSauto", split="auto")
     assert len(auto._emitter.launch_shapes()[k.section.timer]) == \
         2 * len(op._emitter.launch_shapes()[k.section.timer])
     assert configuration["zero-split"] == "auto"
@@ -250,7 +262,7 @@ def test_the_split_on_the_gpu_gives_the_c_numbers(stage):
     b = _run(c_op, v)
     for half in (0, 1):
         with switchconfig(staging=stage):
-            op, u, _ = _program("cuda", name=f"ZSgpu{int(stage)}")
+            op, u, _ = _program("cuda", name=f"ZSgpu{int(stage)}", split="auto")
         (k,) = [k for k in op.program.kernels if not k.is_sparse]
         split, _ = _halves(op, k)
         args, _ = op._arguments(time_M=11, dt=1.0)

@@ -32,7 +32,8 @@ def _logged(step: str, name: str, ir):
 
 
 def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: float = 0,
-                    fusion=None, nested: str = "extended", fold: bool = True):
+                    fusion=None, nested: str = "extended", fold: bool = True,
+                    zero_split: bool = True):
     """The Program of ``expressions`` and the Bindings of its parameters to user objects.
 
     The target's choices: ``narrow_index``, also instantiate 32-bit index arithmetic;
@@ -42,7 +43,8 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     ``nested``, where an inner derivative of a nested one is evaluated ("extended": wherever
     the outer stencil reaches, past the domain's edges too, as Devito; "domain": on the
     domain, zero beyond). ``fold``: pointwise accumulations folded into the nest producing
-    their operand (``ir/folding``; False: each where it was written).
+    their operand (``ir/folding``; False: each where it was written). ``zero_split``: nests
+    reading zero-box arrays split at run time (``ir/zero_split``; the target's choice).
     """
     eqs, grid = check_equations(expressions)
     names = register_names(eqs, grid, name, NameRegistry(is_reserved))
@@ -66,8 +68,7 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     program = _logged("kernel optimisation", name, optimize_kernels(program, names))
     program = _logged("counting", name, count_kernels(program))
     program = _logged("run-time split", name,
-                      split_zero_boxes(program, names,
-                                       configuration["zero-split"] != "off"))
+                      split_zero_boxes(program, names, zero_split))
     split = grid.decomposition.decomposed if grid.decomposition is not None else None
     program = _logged("fusion", name, fuse(program, fusion, any(split or ()),
                                            configuration["staging"],

@@ -33,6 +33,41 @@ def wanted(asked, setting: str, remembered: bool, updates: float) -> bool:
     return setting == "on" or updates >= AUTO_FROM
 
 
+def probe_key(key: str) -> str:
+    """The remembered entry of the probes of a size: each one's nanoseconds a step, -1 where
+    it has not run yet."""
+    return f"probe {key}"
+
+
+def next_probe(memory, key: str, count: int) -> int | None:
+    """Which of ``count`` probes an apply of size ``key`` runs: the first not timed yet
+    (None: every one was).
+
+    A run too short to tune by itself (below ``AUTO_FROM``: the trials of every shape would
+    cost more than the run) still learns: from the second apply of a size in a process on
+    (the first pays loading and first touches), each apply runs one of the few choices the
+    backend names for it (its ``probes``) and is timed as it runs; once each has run, the
+    fastest is remembered as a tuned choice is (``record_probe``)."""
+    found = memory.get(probe_key(key))
+    times = list(found) if found is not None and len(found) == count else [-1] * count
+    return next((i for i, t in enumerate(times) if t < 0), None)
+
+
+def record_probe(memory, key: str, index: int, seconds: float, probes: list) -> int | None:
+    """Notes that probe ``index`` of size ``key`` ran ``seconds`` a step; once every probe
+    has, remembers the fastest's choice for ``key`` and returns its index."""
+    found = memory.get(probe_key(key))
+    times = list(found) if found is not None and len(found) == len(probes) \
+        else [-1] * len(probes)
+    times[index] = max(1, int(round(seconds * 1e9)))
+    memory.put(probe_key(key), times)
+    if min(times) < 0:
+        return None
+    best = int(np.argmin(times))
+    memory.put(key, probes[best])
+    return best
+
+
 #: a fused nest keeps running fused unless its nests apart ran faster by more than this
 #: fraction (fused moves fewer bytes and needs no temporaries in global memory)
 FUSION_MARGIN = 0.02

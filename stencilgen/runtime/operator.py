@@ -82,9 +82,11 @@ class Operator:
         # _apart: the twin of a fused Operator, its nests apart (``_fusion_twin``)
         self.program, self._bindings = compile_program(
             expressions, name, self._target.narrow_index, self._target.flops_per_byte,
-            None if _apart else self._target.fusion, nested, not _unfolded)
+            None if _apart else self._target.fusion, nested, not _unfolded,
+            self._target.zero_split)
         self._twin = None
         self._apart_sizes: dict = {}   # size key -> the nests apart run (remembered choice)
+        self._sizes_run: set = set()   # size keys applied (a size's first apply probes none)
         self.grid = self._bindings.grid
         self._bindings.spacings = options.spacing_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(
@@ -267,10 +269,15 @@ class Operator:
             if shapes is _APART:
                 del keep
                 return self._fusion_twin().apply(autotune=False, **asked)
+            probe = self._probe(args, autotune) if shapes is None else None
+            if probe is not None:
+                shapes = np.asarray(probe[2][probe[1]], dtype=np.int64)
             args[prog.tuning] = None if shapes is None else shapes.ctypes.data
             keep.append(shapes)
             split = self._split(args, bound, kwargs) if prog.split else None
             run = self._run(args, written, split)
+            if probe is not None and not run.stopped:
+                self._probed(probe, args, timers)
             del keep
         for array, values in arrays:
             array[...] = values()
@@ -478,6 +485,45 @@ class Operator:
         if choice is None or len(choice) != max(len(prog.kernels), 1):
             return None
         return choice
+
+    def _probe(self, args, asked):
+        """(size key, index, probes) of the choice this apply of a size too short to tune
+        runs to time it (``autotune.next_probe``), or None: a tuning asked for or refused,
+        a split grid, the size's first apply here, fewer than two probes, all timed."""
+        prog = self.program
+        if asked is not None or configuration["autotuning"] == "off" or prog.split or \
+                not prog.has_time_loop:
+            return None
+        key = tuning.size_key(prog, args)
+        if key not in self._sizes_run:
+            self._sizes_run.add(key)
+            return None
+        probes = self._emitter.probes(args, targets.openmp_threads())
+        if len(probes) < 2:
+            return None
+        index = tuning.next_probe(tuning.Remembered(self._build.source_path.parent), key,
+                                  len(probes))
+        return None if index is None else (key, index, probes)
+
+    def _probed(self, probe, args, timers):
+        """Notes the seconds a step of the probe this apply ran; once every probe has run,
+        says which is kept for the size."""
+        key, index, probes = probe
+        prog = self.program
+        lo, hi = prog.time_bounds
+        seconds = float(np.sum(timers)) / max(1, args[hi] - args[lo] + 1)
+        memory = tuning.Remembered(self._build.source_path.parent)
+        best = tuning.record_probe(memory, key, index, seconds, probes)
+        offered = self._emitter.launch_shapes()
+
+        def picked(choice):
+            return "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
+                             for k in prog.kernels if k.section.timer in offered)
+        log.debug(f"Operator `{self.name}`: probe {index + 1} of {len(probes)} for size {key} "
+                  f"({picked(probes[index])}): {1e3 * seconds:.3f} ms a step")
+        if best is not None:
+            log.info(f"Operator `{self.name}`: {picked(probes[best])} kept for size {key}, the "
+                     f"fastest of {len(probes)} applies timed as they ran")
 
     def _trial(self, args, written, bound):
         """A function that runs a few steps with the launch shapes it is given and returns the
