@@ -79,9 +79,10 @@ class CBackend:
         self.complex = has_complex(program)
 
     #: whether ``zero-split`` auto splits the nests reading a zero-box array at run time: not
-    #: on CPUs, where it lost (the acoustic so 8 with a 20-point sponge, 40 steps, split /
-    #: unsplit: 0.92x and 0.94x at 160^3 and 256^3 on 2 cores, 0.92x and 0.97x untiled on 16;
-    #: each row's three loops cost more than the damping's bytes: docs/performance.md)
+    #: on CPUs, where it lost in 7 of 8 measurements (the acoustic so 8 with a 20-point sponge,
+    #: 40 steps, split / unsplit: 0.92x and 0.94x at 160^3 and 256^3 on 2 cores, 0.92x and
+    #: 0.97x untiled on 16; each row's three loops cost more than the damping's bytes:
+    #: docs/performance.md, issue 62)
     ZERO_SPLIT = False
 
     #: whether 3D nests are cache-blocked (``c_blocking``); not where pragmas offload them
