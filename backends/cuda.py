@@ -1294,8 +1294,7 @@ class CudaBackend(CBackend):
         nk = max(len(prog.kernels), 1)
         lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"] + self.layouts()
         lines += self.narrow_choice()
-        lines += cuda_zero.host_lines(self, {t: len(v) // 2 for t, v in
-                                             self.launch_shapes().items()}, prog.tuning)
+        lines += cuda_zero.host_lines(self, self.launch_shapes(), prog.tuning)
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   f"long sg_launched[{nk}] = {{}};", f"double sg_sampled[{nk}] = {{}};",
                   "bool sg_timing = false;",

@@ -66,11 +66,11 @@ def describe(shapes: tuple) -> tuple:
         tuple(f"{s}, no zero split" for s in shapes)
 
 
-def host_lines(backend, counts: dict, tuning: str) -> list[str]:
+def host_lines(backend, shapes: dict, tuning: str) -> list[str]:
     """Declarations at the top of the entry point: ``sg_tuned`` (the tuning argument with each
     offered section's entry reduced to its shape, -1 where none is given or it is out of
-    range: the default shape) and each section's flag. ``counts``: section timer -> the
-    shapes of one half."""
+    range: the default shape) and each section's flag. ``shapes``: the backend's
+    ``launch_shapes()`` (a split section's: both halves)."""
     kernels = [k for k in backend.program.kernels if offered(backend, k)]
     if not kernels:
         return []
@@ -81,7 +81,7 @@ def host_lines(backend, counts: dict, tuning: str) -> list[str]:
              f"for (int sg_i = 0; sg_i < {n}; ++sg_i) {TUNED}[sg_i] = {tuning} ? "
              f"{tuning}[sg_i] : -1;"]
     for k in kernels:
-        t, half = k.section.timer, counts[k.section.timer]
+        t, half = k.section.timer, len(shapes[k.section.timer]) // 2
         given = f"{TUNED}[{t}] >= 0 && {TUNED}[{t}] < {2 * half}"
         lines += [f"const bool {flag(k)} = {given} ? {TUNED}[{t}] < {half} : "
                   f"{'true' if DEFAULT_ON else 'false'};",
