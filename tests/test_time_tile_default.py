@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from backends import c_timetile
-from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve, switchconfig
+from stencilgen import Eq, Function, Grid, Operator, TimeFunction, platform, solve, switchconfig
 from stencilgen.configuration import _SETTINGS, configuration
 from stencilgen.runtime import autotune
 
@@ -105,7 +105,7 @@ def test_the_untuned_rule_in_numbers():
 def _threads() -> int:
     """The OpenMP threads a parallel region gets in this process (the generated code's
     omp_get_max_threads)."""
-    return ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
+    return platform.openmp_threads()
 
 
 @pytest.fixture(params=[None, 16], ids=["threads", "16threads"])

@@ -39,6 +39,12 @@ def probe_key(key: str) -> str:
     return f"probe {key}"
 
 
+def _probe_times(memory, key: str, count: int) -> list:
+    """The nanoseconds a step of each of ``count`` probes of size ``key`` (-1: not run)."""
+    found = memory.get(probe_key(key))
+    return list(found) if found is not None and len(found) == count else [-1] * count
+
+
 def next_probe(memory, key: str, count: int) -> int | None:
     """Which of ``count`` probes an apply of size ``key`` runs: the first not timed yet
     (None: every one was).
@@ -48,17 +54,13 @@ def next_probe(memory, key: str, count: int) -> int | None:
     (the first pays loading and first touches), each apply runs one of the few choices the
     backend names for it (its ``probes``) and is timed as it runs; once each has run, the
     fastest is remembered as a tuned choice is (``record_probe``)."""
-    found = memory.get(probe_key(key))
-    times = list(found) if found is not None and len(found) == count else [-1] * count
-    return next((i for i, t in enumerate(times) if t < 0), None)
+    return next((i for i, t in enumerate(_probe_times(memory, key, count)) if t < 0), None)
 
 
 def record_probe(memory, key: str, index: int, seconds: float, probes: list) -> int | None:
     """Notes that probe ``index`` of size ``key`` ran ``seconds`` a step; once every probe
     has, remembers the fastest's choice for ``key`` and returns its index."""
-    found = memory.get(probe_key(key))
-    times = list(found) if found is not None and len(found) == len(probes) \
-        else [-1] * len(probes)
+    times = _probe_times(memory, key, len(probes))
     times[index] = max(1, int(round(seconds * 1e9)))
     memory.put(probe_key(key), times)
     if min(times) < 0:

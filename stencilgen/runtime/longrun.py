@@ -19,6 +19,7 @@ import threading
 import time
 
 from .. import logger as log
+from .. import platform
 from ..configuration import configuration
 from ..errors import ApplyInterrupted, ExecutionError
 
@@ -265,7 +266,7 @@ def _gnu_openmp_team() -> bool:
         with open("/proc/self/maps") as maps:
             if "libgomp" not in maps.read():
                 return False
-        return ctypes.CDLL("libgomp.so.1").omp_get_max_threads() > 1
+        return platform.openmp_threads() > 1
     except OSError:
         return True   # cannot tell: assume it does
 

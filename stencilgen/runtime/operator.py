@@ -86,7 +86,8 @@ class Operator:
             self._target.zero_split)
         self._twin = None
         self._apart_sizes: dict = {}   # size key -> the nests apart run (remembered choice)
-        self._sizes_run: set = set()   # size keys applied (a size's first apply probes none)
+        # size key -> the backend's probes for it (None until the size's second apply here)
+        self._probes: dict = {}
         self.grid = self._bindings.grid
         self._bindings.spacings = options.spacing_subs(name, subs, self.grid)
         self._emitter = self._target.emitter(
@@ -474,10 +475,8 @@ class Operator:
                                  em.default_shapes(), em.tuning_margin, em.tuned_loop())
             if dist is None or dist.comm.Get_rank() == 0:
                 memory.put(key, choice)
-            picked = "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
-                               for k in prog.kernels if k.section.timer in offered)
             log.info(f"Operator `{self.name}` autotuned for size {key} in "
-                     f"{_time.perf_counter() - start:.2f} s: {picked}")
+                     f"{_time.perf_counter() - start:.2f} s: {self._described(choice, offered)}")
             auto = configuration["fusion"] == "auto"
             if kwargs is not None and auto and self._fused() and \
                     self._choose_fusion(args, written, bound, choice, key, kwargs):
@@ -495,10 +494,12 @@ class Operator:
                 not prog.has_time_loop:
             return None
         key = tuning.size_key(prog, args)
-        if key not in self._sizes_run:
-            self._sizes_run.add(key)
+        if key not in self._probes:   # the first apply: nothing asked of the backend yet
+            self._probes[key] = None
             return None
-        probes = self._emitter.probes(args, targets.openmp_threads())
+        if self._probes[key] is None:   # found once a size: applies are a hot path
+            self._probes[key] = self._emitter.probes(args, targets.openmp_threads())
+        probes = self._probes[key]
         if len(probes) < 2:
             return None
         index = tuning.next_probe(tuning.Remembered(self._build.source_path.parent), key,
@@ -515,15 +516,17 @@ class Operator:
         memory = tuning.Remembered(self._build.source_path.parent)
         best = tuning.record_probe(memory, key, index, seconds, probes)
         offered = self._emitter.launch_shapes()
-
-        def picked(choice):
-            return "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
-                             for k in prog.kernels if k.section.timer in offered)
         log.debug(f"Operator `{self.name}`: probe {index + 1} of {len(probes)} for size {key} "
-                  f"({picked(probes[index])}): {1e3 * seconds:.3f} ms a step")
+                  f"({self._described(probes[index], offered)}): {1e3 * seconds:.3f} ms a step")
         if best is not None:
-            log.info(f"Operator `{self.name}`: {picked(probes[best])} kept for size {key}, the "
-                     f"fastest of {len(probes)} applies timed as they ran")
+            log.info(f"Operator `{self.name}`: {self._described(probes[best], offered)} kept "
+                     f"for size {key}, the fastest of {len(probes)} applies timed as they ran")
+
+    def _described(self, choice, offered) -> str:
+        """The shapes of tuning argument ``choice`` in words, section by section (``offered``:
+        the backend's ``launch_shapes()``)."""
+        return "; ".join(f"{k.name} {offered[k.section.timer][choice[k.section.timer]]}"
+                         for k in self.program.kernels if k.section.timer in offered)
 
     def _trial(self, args, written, bound):
         """A function that runs a few steps with the launch shapes it is given and returns the
