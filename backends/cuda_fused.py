@@ -75,29 +75,48 @@ class _Context:
         self.temps = {t.name: t for t in k.fusion.onchip}
         self.staged = {(s.name, s.slot): s for s in k.fusion.staged}
         self.pair = k.fusion.pair   # points a thread along the innermost
+        self.mates = interleaved(k.fusion)   # ring -> (members, member, the shared ring)
         # rings of one depth and plane turn together: one set of slot offsets for them all
         self.families: dict = {}   # (depth, place, halo) -> (index, depth, plane size)
         for st in k.fusion.staged:
-            self._family((st.ring, "st", st.halo), f"{_ring(st)}_pl")
+            self._family((st.ring, "st", st.halo), _ring(st), f"{_ring(st)}_pl")
         for t in k.fusion.onchip:
-            plane = f"sg_sh_{t.name}_pl" if t.place == "shared" else "sg_ntile"
-            self._family((t.depth, t.place, t.halo if t.place == "shared" else None), plane)
+            ring = _onchip_ring(t)
+            plane = f"{ring}_pl" if t.place == "shared" else "sg_ntile"
+            self._family((t.depth, t.place, t.halo if t.place == "shared" else None), ring,
+                         plane)
         self.phase = "produce"     # or "consume": which plane the loop symbols stand for
         self.behind = k.fusion.lag + 1   # the consumer's plane, behind the producer's
         self.point = False         # printing the thread's own point: its global reads from
         self.loads: dict = {}      # registers loaded before the barrier, (phase, read) -> name
 
-    def _family(self, key, plane):
+    def _family(self, key, ring, plane):
+        key = key + (self.scale(ring),)   # interleaved rings' planes are longer: apart
         if key not in self.families:
-            self.families[key] = (len(self.families), key[0], plane)
+            self.families[key] = (len(self.families), key[0], self.stride(ring, plane))
 
-    def slot(self, key, c: int) -> str:
+    def scale(self, ring: str) -> int:
+        """Rings interleaved into ``ring``'s: a pair of each a place (``interleaved``)."""
+        return self.mates[ring][0] if ring in self.mates else 1
+
+    def stride(self, ring: str, plane: str) -> str:
+        """The elements from one plane of ``ring`` to the next (``plane`` a member's)."""
+        g = self.scale(ring)
+        return plane if g == 1 else f"{g}*{plane}"
+
+    def place(self, ring: str, index: str) -> str:
+        """The element of ``ring`` holding point ``index`` of a member's plane (interleaved:
+        pair ``index/2`` of the shared ring's, the member's half of it)."""
+        g = self.scale(ring)
+        return index if g == 1 else f"({g}*({index}) - {g - 1}*(({index}) & 1))"
+
+    def slot(self, key, c: int, ring: str) -> str:
         """The offset in bytes in its ring of the plane in slot ``c`` (from the iteration's
         first): ``sg_so<family>_<c>`` hold ``((sg_t + c) mod depth)*plane*size`` for the
         iteration ``sg_t``, rotated a step at its end (a move each, where the modulo and the
         product cost every ring read several integer instructions). In bytes, block-uniform,
         a read is one shared load at [thread's cell + slot + constant] (``at``)."""
-        i, depth, _ = self.families[key]
+        i, depth, _ = self.families[key + (self.scale(ring),)]
         return f"sg_so{i}_{c % depth}"
 
     def slot_lines(self) -> tuple[list[str], list[str]]:
@@ -151,13 +170,14 @@ def fused_printer(base, ctx):
             """The value at inner offsets ``offs`` from the thread's point in plane ``slot`` of
             ``ring``; a pair: the aligned pair at an even offset, at an odd one the middle of
             the pairs around it."""
-            b = f"{ring}_b"
+            b, g = f"{ring}_b", ctx.scale(ring)
             if ctx.pair == 1:
                 return "*" + ctx.at(ring, slot, f"{ring}_c{_moved(offs, b)}")
+            whole, middle = _PAIR_READS[ctx.mates[ring][1] if g > 1 else None]
             if offs[-1] % 2:
-                mid = _moved(offs[:-1] + (offs[-1] - 1,), b)
-                return f"sg_pair_mid({ctx.at(ring, slot, f'{ring}_c{mid}')})"
-            return f"sg_pair_ld({ctx.at(ring, slot, f'{ring}_c{_moved(offs, b)}')})"
+                mid = _moved(offs[:-1] + (offs[-1] - 1,), b, g)
+                return f"{middle}({ctx.at(ring, slot, f'{ring}_c{mid}')})"
+            return f"{whole}({ctx.at(ring, slot, f'{ring}_c{_moved(offs, b, g)}')})"
 
         def _staged(self, s, offs):
             """A producer's staged read from the ring (the planes it reads, at any inner offset
@@ -165,34 +185,72 @@ def fused_printer(base, ctx):
             o, inner = offs[0], offs[1:]
             if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
                 return None   # the consumer's: the slot may be the one being stored into
-            return self._read(_ring(s), ctx.slot((s.ring, "st", s.halo), o - s.reach[0]), inner,
-                              s.halo)
+            ring = _ring(s)
+            return self._read(ring, ctx.slot((s.ring, "st", s.halo), o - s.reach[0], ring),
+                              inner, s.halo)
 
         def _temp(self, t, offs):
             o = offs[0] - ctx.behind    # the plane read, from the producer's
+            ring = _onchip_ring(t)
             if t.place == "queue":
-                slot = ctx.slot((t.depth, t.place, None), o + t.depth - 1)
-                ring = ctx.at(f"sg_pr_{t.name}", slot, "sg_ti")
-                return f"*{ring}" if ctx.pair == 1 else f"sg_pair_ld({ring})"
-            return self._read(f"sg_sh_{t.name}", ctx.slot((t.depth, t.place, t.halo), o),
-                              offs[1:], t.halo)
+                slot = ctx.slot((t.depth, t.place, None), o + t.depth - 1, ring)
+                at = ctx.at(ring, slot, ctx.place(ring, "sg_ti"))
+                if ctx.pair == 1:
+                    return f"*{at}"
+                return f"{_PAIR_READS[ctx.mates[ring][1] if ring in ctx.mates else None][0]}({at})"
+            return self._read(ring, ctx.slot((t.depth, t.place, t.halo), o, ring), offs[1:],
+                              t.halo)
 
     p = Fused.__new__(Fused)
     p.__dict__.update(base.__dict__)
     return p
 
 
-def _moved(offs, row) -> str:
+def _moved(offs, row, scale: int = 1) -> str:
     """`` + <constant>``: the index in a plane of rows ``row`` of the point at inner offsets
     ``offs`` from the thread's own cell (``<ring>_c``, found once a thread: a read then costs
-    the slot's add, its offset an immediate of the load); empty at the cell itself."""
-    terms = [f"{q}*{row}" if j < len(offs) - 1 else str(q) for j, q in enumerate(offs) if q]
+    the slot's add, its offset an immediate of the load); empty at the cell itself. ``scale``:
+    rings interleaved in pairs (the point at an even offset)."""
+    terms = [f"{q * scale}*{row}" if j < len(offs) - 1 else str(q * scale)
+             for j, q in enumerate(offs) if q]
     return f" + ({' + '.join(terms)})" if terms else ""
 
 
-def _cell(offs, halo, row) -> str:
+def _onchip_ring(t) -> str:
+    """The ring of on-chip temporary ``t``: shared planes, or a private queue."""
+    return f"sg_sh_{t.name}" if t.place == "shared" else f"sg_pr_{t.name}"
+
+
+#: the reads of a pair (whole, across two) by member of interleaved rings (None: a ring alone)
+_PAIR_READS = {None: ("sg_pair_ld", "sg_pair_mid"), 0: ("sg_quad_lo", "sg_quad_mid_lo"),
+               1: ("sg_quad_hi", "sg_quad_mid_hi")}
+
+
+def interleaved(f) -> dict:
+    """Rings of fused nest ``f`` interleaved two by two, a pair of each at a time (SA-TTI's P
+    and M, and their fluxes): one 128-bit shared load then reads both members' pairs
+    (docs/performance.md, issue 63). Rings of one geometry are paired in order, in 3D nests
+    computing two points a thread; ring -> (2, member, the first member's ring)."""
+    if f.pair != 2:
+        return {}
+    groups: dict = {}
+    for s in f.staged:
+        groups.setdefault(("st", s.halo, s.reads, s.reach), []).append(_ring(s))
+    for t in f.onchip:
+        groups.setdefault((t.place, t.depth, t.halo), []).append(_onchip_ring(t))
+    out = {}
+    for rings in groups.values():
+        for i in range(0, len(rings) - 1, 2):
+            out.update({rings[i]: (2, 0, rings[i]), rings[i + 1]: (2, 1, rings[i])})
+    return out
+
+
+def _cell(offs, halo, row, scale: int = 1) -> str:
     """The index in a plane of the point at inner offsets ``offs`` from the thread's
-    (``sg_i<j>``, tile-relative), in a plane of ``halo`` around the tile with rows ``row``."""
+    (``sg_i<j>``, tile-relative), in a plane of ``halo`` around the tile with rows ``row``
+    (``scale``: of rings interleaved in pairs, at an even point)."""
+    if scale != 1:
+        return f"{scale}*({_cell(offs, halo, row)})"
     terms = []
     n = len(offs)
     for j, (q, (lo, _)) in enumerate(zip(offs, halo)):
@@ -210,6 +268,13 @@ def thread_count(f, tile) -> int:
     columns rounded up to whole warps; ``_threads`` prints the same count for the template)."""
     return f.threads[f.tiles.index(tile)]
 
+
+#: the registers a thread of a block of ``threads`` may use, the block alone on an SM: the
+#: register file (64K) over its warps, in the allocation's steps of 8, at most 255
+REGS_PRELUDE = r"""
+static constexpr int sg_regs(const int threads)
+{ return 65536/((threads + 31)/32*32)/8*8 < 255 ? 65536/((threads + 31)/32*32)/8*8 : 255; }
+"""
 
 #: the pair type of fused nests computing two points a thread (``Fusion.pair``): the
 #: arithmetic of one point, component by component, and the aligned 8-byte shared accesses
@@ -231,6 +296,13 @@ SG_F2 powf(sg_f2 a, sg_f2 b) { return {powf(a.x, b.x), powf(a.y, b.y)}; }
 SG_F2 sg_pair_ld(const float *p) { return *(const sg_f2 *)p; }
 SG_F2 sg_pair_mid(const float *p) { const sg_f2 a = sg_pair_ld(p), b = sg_pair_ld(p + 2); return {a.y, b.x}; }
 static __device__ __forceinline__ void sg_pair_st(float *p, sg_f2 v) { *(sg_f2 *)p = v; }
+/* rings interleaved a pair of each of two members at a time: a member's pair at p (the
+   first member's 16-byte aligned), read as the whole 16 bytes, so that the compiler loads
+   them once for both members; the pair across two */
+SG_F2 sg_quad_lo(const float *p) { const float4 v = *(const float4 *)p; return {v.x, v.y}; }
+SG_F2 sg_quad_hi(const float *p) { const float4 v = *(const float4 *)(p - 2); return {v.z, v.w}; }
+SG_F2 sg_quad_mid_lo(const float *p) { return {sg_quad_lo(p).y, sg_quad_lo(p + 4).x}; }
+SG_F2 sg_quad_mid_hi(const float *p) { return {sg_quad_hi(p).y, sg_quad_hi(p + 4).x}; }
 """
 
 
@@ -497,15 +569,17 @@ class FusedKernel:
             out += [f"sg_int {lr}_g{j}[{n}];" for j in range(self.m)]
             out += [f"{self._elem(s.name)} {_ring(s)}_v[{n}];" for s in group]
             out += [f"int {_ring(s)}_go[{n}];" for s in group]
+            ctx = self.ctx
             zero = [f"    for (int sg_i = 0; sg_i < {s.ring}; ++sg_i) "
-                    f"{_ring(s)}[sg_i*{_ring(s)}_pl + sg_e] = ({self.real})0;" for s in group]
+                    f"{_ring(s)}[sg_i*{ctx.stride(_ring(s), f'{_ring(s)}_pl')} + "
+                    f"{ctx.place(_ring(s), 'sg_e')}] = ({self.real})0;" for s in group]
             out += ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
                     "  const int sg_e = sg_tid + sg_k*sg_nt;"] + \
                 _indent(self._band_point(lead, "sg_e")) + \
                 [f"  const bool sg_mine = sg_e < {lr}_pl && !({self._owned('sg_r', 'sg_c')}) "
                  f"&& ({self._needed(lead, 'sg_r', 'sg_c')});",
                  f"  const bool sg_reached = {self._reach_test(lead, self._gnames())};",
-                 f"  {lr}_at[sg_k] = sg_mine && sg_reached ? sg_e : -1;"] + \
+                 f"  {lr}_at[sg_k] = sg_mine && sg_reached ? {self._band_index(group)} : -1;"] + \
                 [f"  {lr}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)] + \
                 [f"  {_ring(s)}_go[sg_k] = {self._offset(s, self._gnames())};" for s in group] + \
                 ["  if (sg_mine && !sg_reached) {"] + zero + ["  }", "}"]
@@ -516,7 +590,8 @@ class FusedKernel:
                 raw = [self._column_value(s, c, "sg_X",
                                           self._raw(s, "sg_X", self._shift(names, c)))
                        for c in range(self.q)]
-                fill += [f"  {{ {self.real} *const sg_pl = {ring} + sg_i*{ring}_pl;"]
+                stride = ctx.stride(ring, f"{ring}_pl")
+                fill += [f"  {{ {self.real} *const sg_pl = {ring} + sg_i*{stride};"]
                 fill += [f"    const {self._elem(s.name)} sg_own{c} = {v};"
                          for c, v in enumerate(raw)]
                 own_value = self._parts([self.base.widened(s.name, f"sg_own{c}")
@@ -527,12 +602,25 @@ class FusedKernel:
                          f"{self._column_set(s, [f'sg_own{c}' for c in range(self.q)])} }} }}"]
                 band += [f"{{ const {self._elem(s.name)} sg_v = {self._x_test(s, 'sg_X')} ? "
                          f"{self._raw(s, 'sg_X', self._gnames())} : {self._zero(s.name)};",
-                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{ring}_pl + sg_e] = "
+                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{stride} + "
+                         f"{self._band_place(group, ring)}] = "
                          f"{self.base.widened(s.name, 'sg_v')}; else {ring}_v[sg_k] = sg_v; }}"]
             out += [f"for (int sg_i = 0; sg_i <= {lead.depth}; ++sg_i) {{",
                     f"  const sg_int sg_X = sg_pa + {lead.reach[0]} + sg_i;"] + fill + \
                 self._band_each(lead, band, "  ") + ["}"]
         return out
+
+    def _band_index(self, group) -> str:
+        """What a thread keeps of a band point ``sg_e`` of ``group``'s planes: its element in
+        the members' rings where they interleave alike (so a store costs no arithmetic),
+        else the point itself."""
+        scales = {self.ctx.scale(_ring(s)) for s in group}
+        return self.ctx.place(_ring(group[0]), "sg_e") if len(scales) == 1 else "sg_e"
+
+    def _band_place(self, group, ring: str) -> str:
+        """The element of ``ring`` (of ``group``) of the band point kept in ``sg_e``."""
+        scales = {self.ctx.scale(_ring(s)) for s in group}
+        return "sg_e" if len(scales) == 1 else self.ctx.place(ring, "sg_e")
 
     def _stage(self) -> list[str]:
         """Each staged input's plane after the farthest the producer reads at sg_p into its
@@ -542,11 +630,11 @@ class FusedKernel:
         out = []
         for group in self._groups():
             lead = group[0]
-            slot = self.ctx.slot((lead.ring, "st", lead.halo), lead.depth)
             out += ["{", f"  const sg_int sg_X = sg_p + {lead.reach[1] + 2};"]
             band = []
             for i, s in enumerate(group):
                 ring, q = _ring(s), _column(s)
+                slot = self.ctx.slot((s.ring, "st", s.halo), s.depth, ring)
                 own = f"{ring}_c"
                 test = self._x_test(s, "sg_X")
                 out += [f"  {self.real} *const sg_pl{i} = {self.ctx.at(ring, slot, '0')};",
@@ -555,7 +643,8 @@ class FusedKernel:
                 out.append("  " + self._column_set(s, [
                     self._column_value(s, c, "sg_X", f"sg_gb{i}[{q}_go + {c}]")
                     for c in range(self.q)]))
-                band += [f"sg_pl{i}[sg_e] = {self.base.widened(s.name, f'{ring}_v[sg_k]')};",
+                band += [f"sg_pl{i}[{self._band_place(group, ring)}] = "
+                         f"{self.base.widened(s.name, f'{ring}_v[sg_k]')};",
                          f"{ring}_v[sg_k] = {test} ? sg_gb{i}[{ring}_go[sg_k]] : "
                          f"{self._zero(s.name)};"]
             out += self._band_each(lead, band, "  ") + ["}"]
@@ -588,14 +677,14 @@ class FusedKernel:
             lines += [f"if (({tests[0]}) || ({tests[1]})) {{"] + _indent(stmts) + ["}"]
         for t in temps:
             oc = self.ctx.temps[t]
+            ring = _onchip_ring(oc)
             if oc.place == "queue":
-                slot = self.ctx.slot((oc.depth, oc.place, None), oc.depth - 1)
-                lines.append(self._put_at(self.ctx.at(f"sg_pr_{t}", slot, "sg_ti"), f"sg_v_{t}"))
+                slot = self.ctx.slot((oc.depth, oc.place, None), oc.depth - 1, ring)
+                at = self.ctx.at(ring, slot, self.ctx.place(ring, "sg_ti"))
             else:
-                ring = f"sg_sh_{t}"
-                cell = f"{ring}_c"
-                slot = self.ctx.slot((oc.depth, oc.place, oc.halo), 0)
-                lines.append(self._put_at(self.ctx.at(ring, slot, cell), f"sg_v_{t}"))
+                slot = self.ctx.slot((oc.depth, oc.place, oc.halo), 0, ring)
+                at = self.ctx.at(ring, slot, f"{ring}_c")
+            lines.append(self._put_at(at, f"sg_v_{t}"))
         return ["{"] + _indent(lines) + ["}"]
 
     def _producer(self) -> list[str]:
@@ -722,6 +811,7 @@ class FusedKernel:
         lines = ["extern __shared__ __align__(16) unsigned char sg_smem[];",
                  f"constexpr int sg_ntile = {' * '.join(f'sg_T{j}' for j in range(self.m))};"]
         prev = None
+        ctx = self.ctx
         rings = [(_ring(s), s.ring, s.halo) for s in self.f.staged]
         rings += [(f"sg_sh_{t.name}", t.depth, t.halo) for t in self.f.onchip
                   if t.place == "shared"]
@@ -732,9 +822,14 @@ class FusedKernel:
                 ext = [f"(sg_T{j} + {lo + hi})" for j, (lo, hi) in enumerate(halo)]
                 lines.append(f"constexpr int {name}_b = {ext[-1]};")
                 lines.append(f"constexpr int {name}_pl = {' * '.join(ext)};")
-                size = f"{depth}*{name}_pl"
+                plane = f"{name}_pl"
             else:
-                size = f"{depth}*sg_ntile"
+                plane = "sg_ntile"
+            if name in ctx.mates and ctx.mates[name][1]:   # in the first member's ring
+                lines.append(f"{self.real} *const {name} = {ctx.mates[name][2]} + "
+                             f"{ctx.mates[name][1] * self.q};")
+                continue
+            size = f"{depth}*{ctx.stride(name, plane)}"
             start = f"({self.real} *)sg_smem" if prev is None else f"{prev} + {prev_size}"
             lines.append(f"{self.real} *const {name} = {start};")
             prev, prev_size = name, size
@@ -744,7 +839,8 @@ class FusedKernel:
         """Each plane's index of the thread's own point (``<ring>_c``), found once."""
         rings = {_ring(s): s.halo for s in self.f.staged}
         rings.update({f"sg_sh_{t.name}": t.halo for t in self.f.onchip if t.place == "shared"})
-        return [f"const int {name}_c = {_cell((0,) * self.m, halo, f'{name}_b')};"
+        return [f"const int {name}_c = "
+                f"{_cell((0,) * self.m, halo, f'{name}_b', self.ctx.scale(name))};"
                 for name, halo in rings.items()]
 
     def _threads(self) -> str:
@@ -753,6 +849,16 @@ class FusedKernel:
             return f"sg_T0 + {self.l0 + self.h0}"
         q, w = self.q, self.l1 + self.h1
         return f"(sg_T0 + {self.l0 + self.h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
+
+    def _bounds(self) -> str:
+        """The kernel's register budget: a nest of temporaries fused into their reader runs
+        one block an SM, and may take the register file's share of each of its threads
+        (``__launch_bounds__`` alone caps a 432-thread block at 128 registers, where 144
+        fit: the SA-TTI kernel spilled 92 bytes a thread there); a staged nest, the bound
+        of its thread count."""
+        if self.f.staging:
+            return f"__launch_bounds__({self._threads()})"
+        return f"__maxnreg__(sg_regs({self._threads()}))"
 
     # -- the kernel ------------------------------------------------------------------------
     def text(self, args) -> str:
@@ -812,7 +918,7 @@ class FusedKernel:
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
                 f"template <typename sg_int, {tparams}{cuda_zero.template_param(k)}>\n"
-                f"static __global__ void __launch_bounds__({self._threads()})\n"
+                f"static __global__ void {self._bounds()}\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
                 + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
 
