@@ -1342,6 +1342,8 @@ class CudaBackend(CBackend):
             header += "#define SG_HD __host__ __device__\n" + COMPLEX_CXX
         fused = [k for k in self.program.kernels if k.fusion is not None]
         fused += [self.passed] if self.passed is not None else []
+        if any(not k.fusion.staging for k in fused):
+            header += cuda_fused.REGS_PRELUDE
         if any(k.fusion.pair > 1 for k in fused):
             header += cuda_fused.PAIR_PRELUDE
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,

@@ -24,8 +24,6 @@ extent and shared-memory offset is a constant.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sympy
 
 from . import cuda_zero
@@ -90,9 +88,7 @@ class _Context:
         self.phase = "produce"     # or "consume": which plane the loop symbols stand for
         self.behind = k.fusion.lag + 1   # the consumer's plane, behind the producer's
         self.point = False         # printing the thread's own point: its global reads from
-        self.row = 0               # the thread's row printed (halo rows: two a thread)
-        self.loads: dict = {}      # registers loaded before the barrier,
-                                   # (phase, read, row) -> name
+        self.loads: dict = {}      # registers loaded before the barrier, (phase, read) -> name
 
     def _family(self, key, ring, plane):
         key = key + (self.scale(ring),)   # interleaved rings' planes are longer: apart
@@ -158,7 +154,7 @@ def fused_printer(base, ctx):
                 if got is not None:
                     return got
             if ctx.point:
-                key = (ctx.phase, expr, ctx.row)
+                key = (ctx.phase, expr)
                 if key not in ctx.loads:
                     ctx.loads[key] = f"sg_ld{len(ctx.loads)}"
                 reg = ctx.loads[key]
@@ -273,6 +269,13 @@ def thread_count(f, tile) -> int:
     return f.threads[f.tiles.index(tile)]
 
 
+#: the registers a thread of a block of ``threads`` may use, the block alone on an SM: the
+#: register file (64K) over its warps, in the allocation's steps of 8, at most 255
+REGS_PRELUDE = r"""
+static constexpr int sg_regs(const int threads)
+{ return 65536/((threads + 31)/32*32)/8*8 < 255 ? 65536/((threads + 31)/32*32)/8*8 : 255; }
+"""
+
 #: the pair type of fused nests computing two points a thread (``Fusion.pair``): the
 #: arithmetic of one point, component by component, and the aligned 8-byte shared accesses
 PAIR_PRELUDE = r"""
@@ -358,10 +361,10 @@ class FusedKernel:
         return f"{x} >= {lo} && {x} <= {hi}"
 
     @staticmethod
-    def _flag(produce: bool, c: int, row: int = 0) -> str:
-        """The thread's test that its point ``c`` (of its second row: ``row`` 1) lies in the
-        producer's or the consumer's range along the inner dimensions (``_flags``)."""
-        return f"sg_{'p' if produce else 'c'}in{c}" + ("_r1" if row else "")
+    def _flag(produce: bool, c: int) -> str:
+        """The thread's test that its point ``c`` lies in the producer's or the consumer's
+        range along the inner dimensions (``_flags``)."""
+        return f"sg_{'p' if produce else 'c'}in{c}"
 
     def _flags(self) -> list[str]:
         """The inner dimensions' part of each range test, found once a thread: inside the
@@ -377,77 +380,43 @@ class FusedKernel:
                     tests.append(f"{v} >= {lo} && {v} <= {hi}")
                 out.append(f"const bool {self._flag(produce, c)} = {who} && "
                            + " && ".join(tests) + ";")
-        if self._pairs():   # a halo thread's second row
-            names = [f"({names[0]} + 1)"] + names[1:]
-            for c in range(self.q):
-                tests = []
-                for depth, v in enumerate(self._shift(names, c)):
-                    lo, hi = self._bound(depth + 1, True)
-                    tests.append(f"{v} >= {lo} && {v} <= {hi}")
-                out.append(f"const bool {self._flag(True, c, 1)} = sg_two && "
-                           + " && ".join(tests) + ";")
         return out
-
-    def _pairs(self) -> int:
-        """Threads a column of the halo rows has, two rows a thread (3D; 0: no halo rows)."""
-        return self.f.row_pairs if self.m == 2 else 0
-
-    def _segments(self) -> list[int]:
-        """The roles whose threads the block holds, each a whole number of warps running a
-        plane loop of its own (``producer_threads``): 0 the tile, 1 the halo rows, 2 the halo
-        columns (one role: one loop, as for 2D nests, whose halo threads share warps)."""
-        if self.m == 1:
-            return [0]
-        return [0] + ([1] if self._pairs() else []) + ([2] if self.l1 + self.h1 else [])
 
     def _point(self) -> list[str]:
         """The thread's point: tile-relative ``sg_i<j>``, its kind (0 the tile, 1 a halo row,
-        2 a halo column, 3 none) and its inner coordinates. In 3D the threads come in roles
-        (``_segments``, ``sg_seg``): the tile, then the halo rows two a thread (``sg_i0`` the
-        first; ``sg_two`` whether the second is a halo row too), then the halo columns."""
+        2 a halo column, 3 none) and its inner coordinates."""
         m, w = self.m, self.l1 + self.h1
         lines = ["int sg_i0, sg_kind;"] if m == 1 else ["int sg_i0, sg_i1, sg_kind;"]
         if m == 1:
             lines += [f"sg_i0 = sg_tid - {self.l0};",
                       "sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;"]
-            return lines + [f"const sg_int {self.inner[0].name} = sg_o0 + sg_i0;"]
-        q = self.q
-        row, col = f"(sg_T1/{q})", f"{q}*(sg_e%(sg_T1/{q}))"
-        w //= q   # threads a halo row: a point each, or a pair
-        before = (self.l0 + 1) // 2
-        lines += ["const int sg_seg = sg_tid < sg_n0 ? 0 : sg_tid < sg_n0 + sg_n1 ? 1 : 2;",
-                  "if (sg_seg == 0) {", "  const int sg_e = sg_tid;",
-                  f"  sg_i0 = sg_e/{row};", f"  sg_i1 = {col};",
-                  "  sg_kind = sg_i0 < sg_T0 ? 0 : 3;", "} else if (sg_seg == 1) {",
-                  "  const int sg_e = sg_tid - sg_n0;", f"  const int sg_h = sg_e/{row};",
-                  f"  sg_i0 = sg_h < {before} ? 2*sg_h - {self.l0} : "
-                  f"sg_T0 + 2*(sg_h - {before});",
-                  f"  sg_i1 = {col};", f"  sg_kind = sg_h < {self._pairs()} ? 1 : 3;",
-                  "} else {", "  const int sg_e = sg_tid - sg_n0 - sg_n1;"]
-        if w:
-            first = f"{q}*sg_c"
-            lines += [f"  const int sg_c = sg_e%{w};", f"  sg_i0 = sg_e/{w};",
-                      f"  sg_i1 = sg_c < {self.l1 // q} ? {first} - {self.l1} : "
-                      f"sg_T1 + {first} - {self.l1};",
-                      f"  sg_kind = sg_e < sg_T0*{w} ? 2 : 3;"]
         else:
-            lines += ["  sg_i0 = sg_i1 = 0;", "  sg_kind = 3;"]
-        lines += ["}", "if (sg_kind == 3) sg_i0 = sg_i1 = 0;",
-                  f"const bool sg_two = sg_kind == 1 && (sg_i0 + 1 < 0 || "
-                  f"(sg_i0 >= sg_T0 && sg_i0 + 1 < sg_T0 + {self.h0}));"]
+            q = self.q
+            row, col = f"(sg_T1/{q})", f"{q}*(sg_tid%(sg_T1/{q}))"
+            w //= q   # threads a halo row: a point each, or a pair
+            lines += ["if (sg_tid < sg_main) {",
+                      f"  sg_i0 = sg_tid/{row} - {self.l0};", f"  sg_i1 = {col};",
+                      "  sg_kind = sg_i0 >= 0 && sg_i0 < sg_T0 ? 0 : 1;", "} else {"]
+            if w:
+                first = f"{q}*sg_c"
+                lines += ["  const int sg_e = sg_tid - sg_main;",
+                          f"  const int sg_c = sg_e%{w};",
+                          f"  sg_i0 = sg_e/{w};",
+                          f"  sg_i1 = sg_c < {self.l1 // q} ? {first} - {self.l1} : "
+                          f"sg_T1 + {first} - {self.l1};",
+                          f"  sg_kind = sg_e < sg_T0*{w} ? 2 : 3;",
+                          "  if (sg_kind == 3) sg_i0 = sg_i1 = 0;"]
+            else:
+                lines += ["  sg_i0 = sg_i1 = 0;", "  sg_kind = 3;"]
+            lines.append("}")
         lines += [f"const sg_int {d.name} = sg_o{j} + sg_i{j};" for j, d in enumerate(self.inner)]
         return lines
 
     def _owned(self, r: str, c: str | None) -> str:
-        """The test that tile-relative point (r, c) is some thread's own point (in 3D a halo
-        row's thread owns the first of its two rows: the second's values load with the
-        band)."""
+        """The test that tile-relative point (r, c) is some thread's own point."""
         rows = f"{r} >= {-self.l0} && {r} < sg_T0 + {self.h0}"
         if self.m == 1:
             return rows
-        rows = f"(({r} >= 0 && {r} < sg_T0) || ({r} >= {-self.l0} && {r} < 0 && " \
-               f"(({r} + {self.l0}) & 1) == 0) || ({r} >= sg_T0 && {r} < sg_T0 + {self.h0} " \
-               f"&& (({r} - sg_T0) & 1) == 0))"
         out = f"({rows} && {c} >= 0 && {c} < sg_T1)"
         if self.l1 + self.h1:
             out += f" || ({r} >= 0 && {r} < sg_T0 && {c} >= {-self.l1} && " \
@@ -690,19 +659,14 @@ class FusedKernel:
         aligned 8-byte store)."""
         return f"*{ptr} = {value};" if self.q == 1 else f"sg_pair_st({ptr}, {value});"
 
-    def _produce_point(self, body, temps, test, row: int = 0) -> list[str]:
+    def _produce_point(self, body, temps, test) -> list[str]:
         """The producer ``body`` at the thread's point(s): its temporaries into ``sg_v_*``
         (zero outside the producer's range), then into their queue slot or shared ring.
         ``test``: the loop names of the point, tested in turn for each of a pair (computed
-        together); ``row`` 1: at the thread's second halo row."""
-        if row:
-            y = self.inner[0]
-            body = [replace(a, rhs=a.rhs.xreplace({y: y + row})) for a in body]
-        self.ctx.row = row
+        together)."""
         lines = [f"{self.vt} {', '.join(f'sg_v_{t} = {self.zero}' for t in temps)};"]
         stmts = [self._stmt(a, True) for a in body]
-        self.ctx.row = 0
-        tests = [f"{self._x_inside(test[0], True)} && {self._flag(True, c, row)}"
+        tests = [f"{self._x_inside(test[0], True)} && {self._flag(True, c)}"
                  for c in range(self.q)]
         if self.q == 1:
             lines += [f"if ({tests[0]}) {{"] + _indent(stmts) + ["}"]
@@ -719,61 +683,42 @@ class FusedKernel:
                 at = self.ctx.at(ring, slot, self.ctx.place(ring, "sg_ti"))
             else:
                 slot = self.ctx.slot((oc.depth, oc.place, oc.halo), 0, ring)
-                down = (row,) + (0,) * (self.m - 1)
-                at = self.ctx.at(ring, slot, f"{ring}_c"
-                                 f"{_moved(down, f'{ring}_b', self.ctx.scale(ring))}")
+                at = self.ctx.at(ring, slot, f"{ring}_c")
             lines.append(self._put_at(at, f"sg_v_{t}"))
         return ["{"] + _indent(lines) + ["}"]
 
-    def _producer(self, seg: int) -> list[str]:
-        """The producer at plane sg_p of the threads of role ``seg`` (``_segments``; one role:
-        all kinds): the tile point every temporary, a halo point those of the halo parts
-        whose box holds it (a halo row's thread at each of its two rows)."""
+    def _producer(self) -> list[str]:
+        """The producer at plane sg_p by the thread's kind: the tile point every temporary,
+        a halo point those of the halo parts whose box holds it."""
         test = ["x"] + [d.name for d in self.inner]
         temps = [t.name for t in self.f.onchip]
-        lines = []
-        if seg == 0:
-            lines = ["if (sg_kind == 0) {"]
-            lines += _indent(self._produce_point(self.f.producer.body, temps, test))
-        one = len(self._segments()) == 1
+        lines = ["if (sg_kind == 0) {"]
+        lines += _indent(self._produce_point(self.f.producer.body, temps, test))
         for kind, axis in ((1, 0), (2, 1))[:self.m]:
-            if not one and seg != kind:
-                continue
             # a part read across both dimensions (a two-step pass's next level) runs on the
             # halo rows and the halo columns (a cross)
             parts = [p for p in self.f.parts if any(p.halo[axis])]
             if not parts:
                 continue
-            lines.append(f"}} else if (sg_kind == {kind}) {{" if lines else
-                         f"if (sg_kind == {kind}) {{")
-            rows = (0, 1) if axis == 0 and self.m == 2 else (0,)
-            for row in rows:
-                for p in parts:
-                    lo, hi = p.halo[axis]
-                    at = f"sg_i{axis} + {row}" if row else f"sg_i{axis}"
-                    box = f"{at} >= {-lo} && {at} < sg_T{axis} + {hi}"
-                    lines += [f"  if ({'sg_two && ' if row else ''}{box}) {{"]
-                    lines += _indent(self._produce_point(p.body, p.temps, test, row), "    ")
-                    lines += ["  }"]
-        return lines + ["}"] if lines else []
+            lines.append(f"}} else if (sg_kind == {kind}) {{")
+            for p in parts:
+                lo, hi = p.halo[axis]
+                box = f"sg_i{axis} >= {-lo} && sg_i{axis} < sg_T{axis} + {hi}"
+                lines += [f"  if ({box}) {{"]
+                lines += _indent(self._produce_point(p.body, p.temps, test), "    ")
+                lines += ["  }"]
+        return lines + ["}"]
 
     def _loads(self, phase: str, x: str) -> list[str]:
         """The global reads at the thread's own point(s) of ``phase`` (the producer's or the
         consumer's) at plane ``x`` (zero outside the nest). Each is issued right after the
         last use of its register, an iteration ahead of its own: the loop hides its latency."""
-        reads = [(e, name, row) for (ph, e, row), name in self.ctx.loads.items()
-                 if ph == phase]
+        reads = [(e, name) for (ph, e), name in self.ctx.loads.items() if ph == phase]
         if not reads:
             return []
         block = [f"const sg_int x = {x};"]
-        for row in sorted({r for _, _, r in reads}):
-            block += self._row_loads(phase, [(e, n) for e, n, r in reads if r == row], row)
-        return ["{"] + _indent(block) + ["}"]
-
-    def _row_loads(self, phase: str, reads, row: int) -> list[str]:
-        """The global reads of ``_loads`` at the thread's row ``row``."""
-        block = [f"const bool sg_in{c} = {self._x_inside('x', phase == 'produce')} && "
-                 f"{self._flag(phase == 'produce', c, row)};" for c in range(self.q)]
+        block += [f"const bool sg_in{c} = {self._x_inside('x', phase == 'produce')} && "
+                  f"{self._flag(phase == 'produce', c)};" for c in range(self.q)]
         for e, name in reads:
             at = [e, self._second(e)][:self.q]
             arr = e.base.name
@@ -902,16 +847,18 @@ class FusedKernel:
         """The block's thread count, a constant expression of the tile."""
         if self.m == 1:
             return f"sg_T0 + {self.l0 + self.h0}"
-        return " + ".join(self._role_threads())
+        q, w = self.q, self.l1 + self.h1
+        return f"(sg_T0 + {self.l0 + self.h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
 
-    def _role_threads(self) -> list[str]:
-        """The threads of each role (``_point``), whole warps, as ``producer_threads``."""
-        q, w = self.q, (self.l1 + self.h1) // self.q
-        return [f"(sg_T0*(sg_T1/{q}) + 31)/32*32", f"({self._pairs()}*(sg_T1/{q}) + 31)/32*32",
-                f"(sg_T0*{w} + 31)/32*32"]
-
-    def _roles(self) -> list[str]:
-        return [f"constexpr int sg_n{i} = {n};" for i, n in enumerate(self._role_threads())]
+    def _bounds(self) -> str:
+        """The kernel's register budget: a nest of temporaries fused into their reader runs
+        one block an SM, and may take the register file's share of each of its threads
+        (``__launch_bounds__`` alone caps a 432-thread block at 128 registers, where 144
+        fit: the SA-TTI kernel spilled 92 bytes a thread there); a staged nest, the bound
+        of its thread count."""
+        if self.f.staging:
+            return f"__launch_bounds__({self._threads()})"
+        return f"__maxnreg__(sg_regs({self._threads()}))"
 
     # -- the kernel ------------------------------------------------------------------------
     def text(self, args) -> str:
@@ -928,8 +875,10 @@ class FusedKernel:
         tparams = ", ".join(f"int sg_T{j}" for j in range(self.m))
         lo_x, hi_x = self._bound(0)
         first = min(t.reach[0] for t in f.onchip)
-        lines = (self._roles() if self.m == 2 else []) + \
-            [f"constexpr int sg_nt = {self._threads()};"]
+        lines = [f"constexpr int sg_nt = {self._threads()};"]
+        if self.m == 2:
+            lines.append(f"constexpr int sg_main = (sg_T0 + {self.l0 + self.h0})*"
+                         f"(sg_T1/{self.q});")
         lines += self._shared_decls()
         lines.append("const int sg_tid = (int)threadIdx.x;")
         axes = ["x", "y"] if self.m == 2 else ["x"]
@@ -946,51 +895,32 @@ class FusedKernel:
         tile_index = "sg_i0*sg_T1 + sg_i1" if self.m == 2 else "sg_i0"
         lines.append(f"const int sg_ti = {tile_index};   // a tile thread's slot in private rings")
         lines += self._staged_setup()
-        lines.append("__syncthreads();   // the staged rings filled")
-        segments = self._segments()
-        loops = [self._loop(seg) for seg in segments]
-        if len(loops) == 1:
-            lines += loops[0]
-        else:   # a plane loop a role: registers a role's own, warps never split between two
-            for i, (seg, loop) in enumerate(zip(segments, loops)):
-                head = "if" if i == 0 else "} else if"
-                lines += [f"{head} (sg_seg == {seg}) {{" if i < len(loops) - 1 else "} else {"]
-                lines += _indent(loop)
-            lines.append("}")
-        return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
-                f"per point */\n"
-                f"template <typename sg_int, {tparams}{cuda_zero.template_param(k)}>\n"
-                f"static __global__ void __launch_bounds__({self._threads()})\n"
-                f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
-                + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
-
-    def _loop(self, seg: int) -> list[str]:
-        """The plane loop of the threads of role ``seg``: its registers, their first loads,
-        the ring slots, then per plane the consumer (the tile), the staging (all), the
-        producer of the role and the next plane's loads, and the barrier (one a plane, as
-        many in every role's loop)."""
-        ctx, behind = self.ctx, self.ctx.behind
-        ctx.loads = {}
         # the body of one plane, printed first: it names the registers loaded at its top
         ctx.phase, ctx.point = "produce", True
-        prod = ["const sg_int x = sg_p;"] + self._producer(seg)
+        prod = ["const sg_int x = sg_p;"] + self._producer()
         ctx.phase = "consume"
-        cons = self._consumer() if seg == 0 else []
+        cons = self._consumer()
         ctx.point = False
-        lines = []
-        for (_, e, _), name in ctx.loads.items():
+        for (_, e), name in ctx.loads.items():
             a = e.base.name
             lines.append(f"{self._elem(a)} {name}_0{', ' + name + '_1' if self.q > 1 else ''};"
                          if self.base.stored.get(a) else f"{self.vt} {name};")
-        plane = (["{"] + _indent(cons) + ["}"] if cons else []) + \
+        behind = ctx.behind
+        plane = ["{"] + _indent(cons) + ["}"] + \
             self._loads("consume", f"sg_p + 1 - {behind}") + self._stage()
         decls, turn = ctx.slot_lines()
         plane += ["{"] + _indent(prod) + ["}"] + self._loads("produce", "sg_p + 1") + \
             ["__syncthreads();"] + turn
         lines += self._loads("produce", "sg_pa") + self._loads("consume", f"sg_pa - {behind}")
-        lines += decls + ["#pragma unroll 1",
-                          f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {behind}; ++sg_p) {{"]
-        return lines + _indent(plane) + ["}"]
+        lines += ["__syncthreads();   // the staged rings filled"] + decls + ["#pragma unroll 1",
+                  f"for (sg_int sg_p = sg_pa; sg_p <= sg_xe + {ctx.behind}; ++sg_p) {{"]
+        lines += _indent(plane) + ["}"]
+        return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
+                f"per point */\n"
+                f"template <typename sg_int, {tparams}{cuda_zero.template_param(k)}>\n"
+                f"static __global__ void {self._bounds()}\n"
+                f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
+                + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
 
     # -- the launch ------------------------------------------------------------------------
     def shared_bytes(self, tile) -> int:

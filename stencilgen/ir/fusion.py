@@ -98,11 +98,6 @@ class Fusion:
     staging: bool = False                 # the producer is a nest's own staging (``_staging``),
                                           # not a nest of temporaries fused into their reader
 
-    @property
-    def row_pairs(self) -> int:
-        """Threads a column of the halo rows has in 3D (``producer_threads``)."""
-        return halo_row_pairs(self.bands)
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -319,25 +314,13 @@ def producer_bands(parts, m: int) -> tuple[tuple[int, int], tuple[int, int]]:
 def producer_threads(tile, bands, pair: int = 1, warp: int = 1) -> int:
     """Threads the producer runs on a plane with halo ``bands`` (``producer_bands``): one a
     point, in 3D one a ``pair`` of points along the innermost (the bands then hold whole
-    pairs). In 3D the block's threads come in three roles, each a whole number of ``warp``
-    threads, each role running a plane loop of its own (``backends/cuda_fused``): the tile;
-    the halo rows, two rows a thread (a y-derivative of two rows reads 8 + 2 plane values,
-    not 16); the halo columns of the tile's rows."""
+    pairs): the tile with its halo rows, whole, then the halo columns of the tile's rows,
+    rounded up to a multiple of ``warp``."""
     (l0, h0), (l1, h1) = bands
     if len(tile) == 1:
         return tile[0] + l0 + h0
-
-    def whole(n):
-        return -(-n // warp) * warp
-    row = tile[1] // pair
-    return whole(tile[0] * row) + whole(halo_row_pairs(bands) * row) + \
-        whole(tile[0] * (l1 + h1) // pair)
-
-
-def halo_row_pairs(bands) -> int:
-    """Threads a column of the halo rows needs, two rows a thread (each side apart)."""
-    (l0, h0), _ = bands
-    return (l0 + 1) // 2 + (h0 + 1) // 2
+    columns = tile[0] * (l1 + h1) // pair
+    return (tile[0] + l0 + h0) * (tile[1] // pair) + -(-columns // warp) * warp
 
 
 def _recompute(tile, k1, parts) -> float:
