@@ -454,13 +454,16 @@ class CudaBackend(CBackend):
     #: (``cuda_pairs``); False: one point a thread, each 16-bit read alone
     pair_loads = True
     STORAGE_PROBES = {}      # nvcc always has cuda_fp16.h and cuda_bf16.h
+    #: split nests at run time: the split is the autotuner's choice (``cuda_zero``)
+    ZERO_SPLIT = True
     #: what fused nests (``stencilgen/ir/fusion``) may use: Hopper's 227 KiB of shared memory
     #: a block; a thread per producer point, at most 1024 a block less the 31 its halo columns'
     #: rounding to a warp may add; tiles of the inner dimensions (innermost last, a warp along
-    #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most
-    #: split nests at run time: the split is the autotuner's choice (``cuda_zero``)
-    ZERO_SPLIT = True
-    FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32,
+    #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most.
+    #: P and M not interleaved (``interleave``): the 128-bit loads halve the shared loads but
+    #: hold 4 registers a quad; at 432 threads a block (128 registers) the SA-TTI kernel
+    #: spilled and lost 12 % on an H200 (docs/performance.md, issue 63)
+    FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32, interleave=False,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))},
                   # two steps a pass: wider tiles, the first step's halo a smaller share
                   step_tiles={2: ((32, 32), (24, 32), (16, 64), (16, 32))})
@@ -1342,8 +1345,6 @@ class CudaBackend(CBackend):
             header += "#define SG_HD __host__ __device__\n" + COMPLEX_CXX
         fused = [k for k in self.program.kernels if k.fusion is not None]
         fused += [self.passed] if self.passed is not None else []
-        if any(not k.fusion.staging for k in fused):
-            header += cuda_fused.REGS_PRELUDE
         if any(k.fusion.pair > 1 for k in fused):
             header += cuda_fused.PAIR_PRELUDE
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,

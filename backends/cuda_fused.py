@@ -230,8 +230,9 @@ def interleaved(f) -> dict:
     """Rings of fused nest ``f`` interleaved two by two, a pair of each at a time (SA-TTI's P
     and M, and their fluxes): one 128-bit shared load then reads both members' pairs
     (docs/performance.md, issue 63). Rings of one geometry are paired in order, in 3D nests
-    computing two points a thread; ring -> (2, member, the first member's ring)."""
-    if f.pair != 2:
+    computing two points a thread, where the target asks for it (``Fusion.interleave``);
+    ring -> (2, member, the first member's ring)."""
+    if f.pair != 2 or not f.interleave:
         return {}
     groups: dict = {}
     for s in f.staged:
@@ -268,13 +269,6 @@ def thread_count(f, tile) -> int:
     columns rounded up to whole warps; ``_threads`` prints the same count for the template)."""
     return f.threads[f.tiles.index(tile)]
 
-
-#: the registers a thread of a block of ``threads`` may use, the block alone on an SM: the
-#: register file (64K) over its warps, in the allocation's steps of 8, at most 255
-REGS_PRELUDE = r"""
-static constexpr int sg_regs(const int threads)
-{ return 65536/((threads + 31)/32*32)/8*8 < 255 ? 65536/((threads + 31)/32*32)/8*8 : 255; }
-"""
 
 #: the pair type of fused nests computing two points a thread (``Fusion.pair``): the
 #: arithmetic of one point, component by component, and the aligned 8-byte shared accesses
@@ -850,16 +844,6 @@ class FusedKernel:
         q, w = self.q, self.l1 + self.h1
         return f"(sg_T0 + {self.l0 + self.h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
 
-    def _bounds(self) -> str:
-        """The kernel's register budget: a nest of temporaries fused into their reader runs
-        one block an SM, and may take the register file's share of each of its threads
-        (``__launch_bounds__`` alone caps a 432-thread block at 128 registers, where 144
-        fit: the SA-TTI kernel spilled 92 bytes a thread there); a staged nest, the bound
-        of its thread count."""
-        if self.f.staging:
-            return f"__launch_bounds__({self._threads()})"
-        return f"__maxnreg__(sg_regs({self._threads()}))"
-
     # -- the kernel ------------------------------------------------------------------------
     def text(self, args) -> str:
         """The ``__global__`` template over the index type and the tile."""
@@ -918,7 +902,7 @@ class FusedKernel:
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
                 f"template <typename sg_int, {tparams}{cuda_zero.template_param(k)}>\n"
-                f"static __global__ void {self._bounds()}\n"
+                f"static __global__ void __launch_bounds__({self._threads()})\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
                 + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
 

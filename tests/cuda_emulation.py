@@ -64,14 +64,12 @@ _RUNTIME = r"""
 #undef __host__
 #undef __forceinline__
 #undef __launch_bounds__
-#undef __maxnreg__
 #undef __align__
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __maxnreg__(...)
 #define __align__(n) __attribute__((aligned(n)))
 static uint3 blockIdx, threadIdx;
 static dim3 blockDim, gridDim;
@@ -248,8 +246,7 @@ def _split_top(text: str) -> list[str]:
     return parts + [cur]
 
 
-_KERNEL = re.compile(r"__global__\s+void\s+(?:(?:__launch_bounds__|__maxnreg__)\s*"
-                     r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\s*)?"
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
                      r"(\w+)\s*\(")
 
 

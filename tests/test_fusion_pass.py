@@ -351,3 +351,24 @@ def test_pairs_only_where_the_pair_type_computes_everything():
     body = k1.body[:i] + (replace(k1.body[i], rhs=sympy.atan(k1.body[i].rhs)),) + k1.body[i + 1:]
     out = fuse(replace(prog, steps=(replace(k1, body=body), k2)), CUDA)
     assert len(out.steps) == 1 and out.steps[0].fusion.pair == 1
+
+
+def test_interleaving_pairs_rings_of_one_geometry_where_asked():
+    """Interleaved rings (``Limits.interleave``): two points a thread only; P with M, and
+    each pair of fluxes read along one axis (x: the private queues; y; z); asked by no target
+    today (the SA-TTI kernel spilled at 128 registers), so off by default."""
+    from backends.cuda_fused import interleaved
+    assert not _program(_sa_tti(), CUDA).steps[0].fusion.interleave
+    f = _program(_sa_tti(), replace(CUDA, interleave=True)).steps[0].fusion
+    assert f.interleave
+    mates = interleaved(f)
+    groups = {}
+    for ring, (size, member, first) in mates.items():
+        assert size == 2
+        groups.setdefault(first, {})[member] = ring
+    assert sorted(sorted(g.values()) for g in groups.values()) == [
+        ["sg_pr_r0", "sg_pr_r3"], ["sg_sh_r1", "sg_sh_r4"], ["sg_sh_r2", "sg_sh_r5"],
+        ["sg_st_M_t0", "sg_st_P_t0"]]
+    # one point a thread: nothing to interleave
+    single = _program(_sa_tti(), replace(SINGLE, interleave=True)).steps[0].fusion
+    assert not single.interleave and interleaved(single) == {}

@@ -97,6 +97,8 @@ class Fusion:
     threads: tuple[int, ...] = ()         # threads a block, per tile (``producer_threads``)
     staging: bool = False                 # the producer is a nest's own staging (``_staging``),
                                           # not a nest of temporaries fused into their reader
+    interleave: bool = False              # rings of one geometry interleaved in pairs
+                                          # (``Limits.interleave``, the printer's ``interleaved``)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,9 @@ class Limits:
     pair: int = 1         # points a thread may compute along the innermost of a 3D nest
     warp: int = 1         # the halo columns' threads are rounded up to a multiple of it
     step_tiles: dict | None = None   # the tiles of two-step passes (``ir/steps``; None: tiles)
+    # rings of one geometry interleaved two by two, a pair of each at a time (3D nests computing
+    # two points a thread): a 128-bit shared load reads both members' pairs
+    interleave: bool = False
     # arithmetic per byte that invariant hoisting weighs for programs whose temporaries are
     # fused into their readers: such a nest is issue-bound, not bound by bytes (0: every
     # costly invariant read from an array; ``compiler/pipeline``)
@@ -381,7 +386,8 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
     sizes = {a.name: (element_size(a), len(k2.dims)) for a in prog.arrays}
     fusion = Fusion(k1, lag, onchip, staged, parts, bands, tuple(t for t, _ in fit),
                     tuple(b for _, b in fit), tuple(_recompute(t, k1, parts) for t, _ in fit),
-                    pair, tuple(threads(t) for t, _ in fit))
+                    pair, tuple(threads(t) for t, _ in fit),
+                    interleave=limits.interleave and pair == 2)
     # a fused nest runs its own body everywhere (no run-time split; a staged nest keeps its
     # split for its loads alone: ``_stage``)
     return replace(k2, fusion=fusion, reads=reads, writes=dict(k2.writes), split=None,
