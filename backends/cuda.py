@@ -1347,6 +1347,8 @@ class CudaBackend(CBackend):
         fused += [self.passed] if self.passed is not None else []
         if any(k.fusion.pair > 1 for k in fused):
             header += cuda_fused.PAIR_PRELUDE
+        if any(k.fusion.interleave for k in fused):
+            header += cuda_fused.QUAD_PRELUDE
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,
                                      "sample": TIMER_SAMPLE},
                  self.shape_tables(), interrupt.handler('extern "C" ')]

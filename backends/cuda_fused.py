@@ -290,6 +290,10 @@ SG_F2 powf(sg_f2 a, sg_f2 b) { return {powf(a.x, b.x), powf(a.y, b.y)}; }
 SG_F2 sg_pair_ld(const float *p) { return *(const sg_f2 *)p; }
 SG_F2 sg_pair_mid(const float *p) { const sg_f2 a = sg_pair_ld(p), b = sg_pair_ld(p + 2); return {a.y, b.x}; }
 static __device__ __forceinline__ void sg_pair_st(float *p, sg_f2 v) { *(sg_f2 *)p = v; }
+"""
+
+#: the reads of rings interleaved in pairs (``interleaved``), after ``PAIR_PRELUDE``
+QUAD_PRELUDE = r"""
 /* rings interleaved a pair of each of two members at a time: a member's pair at p (the
    first member's 16-byte aligned), read as the whole 16 bytes, so that the compiler loads
    them once for both members; the pair across two */
