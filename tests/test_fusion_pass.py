@@ -127,7 +127,8 @@ def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
 
 def test_fused_nests_store_the_costly_invariants_the_nests_apart_recompute():
     """A fused nest is issue-bound: SA-TTI's eta (a division) and sqrt(eta (1 - eta)) are
-    read from arrays there, recomputed by the bandwidth-bound nests apart."""
+    read from arrays there (CUDA's figure for fused nests, 4 operations a byte), recomputed
+    by the bandwidth-bound nests apart (14)."""
     from stencilgen.ir.optimize import Local
     eqs = _sa_tti()
     apart, fused = _program(eqs, None), _program(eqs)
@@ -138,8 +139,14 @@ def test_fused_nests_store_the_costly_invariants_the_nests_apart_recompute():
                 k.body for n in a.rhs.atoms(Local)]
     assert recomputed(apart) and not recomputed(fused)
     assert len(_invariants(fused)) > len(_invariants(apart))
-    # the same figure for both (the target's 0): the same arrays
+    # every costly invariant stored (figure 0): the same arrays
     assert _invariants(_program(eqs, None, 0)) == _invariants(fused)
+    # the variable-density program's 1/m (a division, and m read anyway) stays in the loop
+    # at CUDA's figure for fused nests (4), stored only at 0 (what the 1.3 % it cost says)
+    vd = _variable_density()
+    assert CUDA.flops_per_byte == 4
+    assert _invariants(_program(vd, CUDA)) == _invariants(_program(vd, None)) == []
+    assert _invariants(_program(vd, replace(CUDA, flops_per_byte=0))) == ["inv0"]
 
 
 def test_deeper_stencils_grow_the_rings_and_refuse_by_shared_memory(caplog):

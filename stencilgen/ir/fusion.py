@@ -117,8 +117,9 @@ class Limits:
     # two points a thread): a 128-bit shared load reads both members' pairs
     interleave: bool = False
     # arithmetic per byte that invariant hoisting weighs for programs whose temporaries are
-    # fused into their readers: such a nest is issue-bound, not bound by bytes (0: every
-    # costly invariant read from an array; ``compiler/pipeline``)
+    # fused into their readers: such a nest is issue-bound, bytes cost it less than the
+    # instructions recomputing costs (0: every costly invariant read from an array;
+    # ``compiler/pipeline``)
     flops_per_byte: float = 0
 
 
