@@ -463,13 +463,7 @@ class CudaBackend(CBackend):
     #: P and M not interleaved (``interleave``): the 128-bit loads halve the shared loads but
     #: hold 4 registers a quad; at 432 threads a block (128 registers) the SA-TTI kernel
     #: spilled and lost 12 % on an H200 (docs/performance.md, issue 63)
-    #: Invariants of programs whose temporaries fuse weighed at 4 operations a byte, not the
-    #: 14 of nests apart: such a nest is issue-bound. Measured on an H200 (issue 63): SA-TTI's
-    #: eta and its cross term (a division and two square roots, about 40 instructions for 4
-    #: more bytes) read from arrays ran 8 % faster (22.1 -> 23.9 GPts/s); the variable-density
-    #: program's 1/m (8 instructions, 4 more bytes) 1.3 % slower. 3 to 8 separate the two.
     FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32, interleave=False,
-                  flops_per_byte=4,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))},
                   # two steps a pass: wider tiles, the first step's halo a smaller share
                   step_tiles={2: ((32, 32), (24, 32), (16, 64), (16, 32))})

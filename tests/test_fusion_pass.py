@@ -37,19 +37,13 @@ def _sa_tti(shape=(20, 18, 22)):
     return sa_tti_equations(P, M, medium)
 
 
-def _program(eqs, limits=SINGLE, flops_per_byte=14):
-    prog, _ = compile_program(eqs, "Fuse", narrow_index=True, flops_per_byte=flops_per_byte,
-                              fusion=limits)
+def _program(eqs, limits=SINGLE):
+    prog, _ = compile_program(eqs, "Fuse", narrow_index=True, flops_per_byte=14, fusion=limits)
     return prog
 
 
-def _invariants(prog):
-    return sorted(a.name for a in prog.arrays if a.name.startswith("inv"))
-
-
 def test_sa_tti_fuses_into_one_time_step_nest_with_the_fluxes_on_chip():
-    # the fused program weighs invariants at the fused nests' figure (0: all stored)
-    unfused = _program(_sa_tti(), None, SINGLE.flops_per_byte)
+    unfused = _program(_sa_tti(), None)
     assert len(unfused.steps) == 2
     temps = set(unfused.steps[0].writes)
     assert len(temps) == 6
@@ -80,9 +74,8 @@ def test_sa_tti_fuses_into_one_time_step_nest_with_the_fluxes_on_chip():
     assert sorted(len(p.temps) for p in f.parts) == [2, 2]
     assert all(len(p.body) < len(f.producer.body) for p in f.parts)
     # the fused nest's compulsory bytes leave out the six fluxes (written and read: 48) and
-    # count P and M at t0 once (both nests read them: 8); 68 with eta and its cross term
-    # stored (60 with them recomputed)
-    assert k.bytes == sum(s.bytes for s in unfused.steps) - 2 * 4 * 6 - 2 * 4 == 68
+    # count P and M at t0 once (both nests read them: 8)
+    assert k.bytes == sum(s.bytes for s in unfused.steps) - 2 * 4 * 6 - 2 * 4 == 60
     assert k.flops == sum(s.flops for s in unfused.steps)
 
 
@@ -121,32 +114,6 @@ def test_tiles_that_do_not_fit_are_dropped_and_none_fitting_refuses(caplog):
     assert len(prog.steps) == 2 and all(k.fusion is None for k in prog.steps)
     assert "stay apart: its shared memory" in caplog.text
     assert f"exceeds the {min(f.shared) - 1} a block may use" in caplog.text
-    # none fused: the invariants are weighed at the target's figure, as with fusion off
-    assert _invariants(prog) == _invariants(_program(eqs, None))
-
-
-def test_fused_nests_store_the_costly_invariants_the_nests_apart_recompute():
-    """A fused nest is issue-bound: SA-TTI's eta (a division) and sqrt(eta (1 - eta)) are
-    read from arrays there (CUDA's figure for fused nests, 4 operations a byte), recomputed
-    by the bandwidth-bound nests apart (14)."""
-    from stencilgen.ir.optimize import Local
-    eqs = _sa_tti()
-    apart, fused = _program(eqs, None), _program(eqs)
-    assert fused.steps[0].fusion is not None and fused.steps[0].fusion.staging is False
-
-    def recomputed(prog):
-        return [n for k in prog.steps for a in getattr(k.fusion, "producer", k).body +
-                k.body for n in a.rhs.atoms(Local)]
-    assert recomputed(apart) and not recomputed(fused)
-    assert len(_invariants(fused)) > len(_invariants(apart))
-    # every costly invariant stored (figure 0): the same arrays
-    assert _invariants(_program(eqs, None, 0)) == _invariants(fused)
-    # the variable-density program's 1/m (a division, and m read anyway) stays in the loop
-    # at CUDA's figure for fused nests (4), stored only at 0 (what the 1.3 % it cost says)
-    vd = _variable_density()
-    assert CUDA.flops_per_byte == 4
-    assert _invariants(_program(vd, CUDA)) == _invariants(_program(vd, None)) == []
-    assert _invariants(_program(vd, replace(CUDA, flops_per_byte=0))) == ["inv0"]
 
 
 def test_deeper_stencils_grow_the_rings_and_refuse_by_shared_memory(caplog):

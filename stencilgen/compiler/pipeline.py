@@ -13,7 +13,7 @@ from ..configuration import configuration
 from ..ir import halos, layout as lay
 from ..ir.dtypes import complex_calls
 from ..ir.folding import fold_accumulations
-from ..ir.fusion import fusible, fuse, fuses_temporaries
+from ..ir.fusion import fuse
 from ..ir.pretty import show
 from ..ir.schedule import classify, schedule
 from ..ir.transforms import (count_kernels, hoist_invariants, optimize_kernels, size_temporaries,
@@ -59,34 +59,6 @@ def compile_program(expressions, name: str, narrow_index: bool, flops_per_byte: 
     stencils = _logged("classification", name, classify(stencils))
     if fold:
         stencils = _logged("accumulation folding", name, fold_accumulations(stencils))
-    split = grid.decomposition.decomposed if grid.decomposition is not None else None
-    split = any(split or ())
-    # a fused nest of temporaries is issue-bound (docs/performance.md, issue 63): where the
-    # step holds one, its costly invariants are weighed at the fused nests' figure; if none
-    # is fused after all, the program is lowered again at the target's
-    fused_figure = fusion.flops_per_byte if fusion is not None and not split and \
-        fusible(stencils) else None
-    before = names.copy() if fused_figure is not None else None
-    program = _lowered(stencils, name, names, flops_per_byte if fused_figure is None
-                       else fused_figure, fusion, split, zero_split)
-    if fused_figure is not None and fused_figure != flops_per_byte and \
-            not fuses_temporaries(program):
-        log.debug(f"Operator `{name}`: no nest fused; invariants weighed again at the "
-                  f"target's figure")
-        names = before
-        program = _lowered(stencils, name, names, flops_per_byte, fusion, split, zero_split)
-    split = grid.decomposition.decomposed if grid.decomposition is not None else None
-    program = _logged("halo exchanges", name, halos.plan(program, split, names))
-    program = _logged("layout", name, lay.layout(program, names))
-    program = _logged("index types", name, lay.index_types(program, narrow_index))
-    program = _logged("sections", name, lay.sections(program, names))
-    return program, bindings
-
-
-def _lowered(stencils, name: str, names, flops_per_byte: float, fusion, split: bool,
-             zero_split: bool):
-    """Stencils to the scheduled, optimised and fused Program: invariant hoisting (weighing
-    ``flops_per_byte``) through fusion."""
     stencils = _logged("invariant hoisting", name, hoist_invariants(stencils, names, flops_per_byte))
     stencils = _logged("temporary sizing", name, size_temporaries(stencils))
     program = _logged("scheduling", name, schedule(stencils, name, names))
@@ -97,5 +69,12 @@ def _lowered(stencils, name: str, names, flops_per_byte: float, fusion, split: b
     program = _logged("counting", name, count_kernels(program))
     program = _logged("run-time split", name,
                       split_zero_boxes(program, names, zero_split))
-    return _logged("fusion", name, fuse(program, fusion, split, configuration["staging"],
-                                        configuration["time-steps"]))
+    split = grid.decomposition.decomposed if grid.decomposition is not None else None
+    program = _logged("fusion", name, fuse(program, fusion, any(split or ()),
+                                           configuration["staging"],
+                                           configuration["time-steps"]))
+    program = _logged("halo exchanges", name, halos.plan(program, split, names))
+    program = _logged("layout", name, lay.layout(program, names))
+    program = _logged("index types", name, lay.index_types(program, narrow_index))
+    program = _logged("sections", name, lay.sections(program, names))
+    return program, bindings

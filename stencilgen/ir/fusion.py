@@ -95,8 +95,6 @@ class Fusion:
                                           # recomputed)
     pair: int = 1                         # points a thread along the innermost (``_pairable``)
     threads: tuple[int, ...] = ()         # threads a block, per tile (``producer_threads``)
-    staging: bool = False                 # the producer is a nest's own staging (``_staging``),
-                                          # not a nest of temporaries fused into their reader
     interleave: bool = False              # rings of one geometry interleaved in pairs
                                           # (``Limits.interleave``, the printer's ``interleaved``)
 
@@ -116,11 +114,6 @@ class Limits:
     # rings of one geometry interleaved two by two, a pair of each at a time (3D nests computing
     # two points a thread): a 128-bit shared load reads both members' pairs
     interleave: bool = False
-    # arithmetic per byte that invariant hoisting weighs for programs whose temporaries are
-    # fused into their readers: such a nest is issue-bound, bytes cost it less than the
-    # instructions recomputing costs (0: every costly invariant read from an array;
-    # ``compiler/pipeline``)
-    flops_per_byte: float = 0
 
 
 def _span(offsets) -> tuple[int, int]:
@@ -439,11 +432,9 @@ def _stage(prog: Program, k, others, limits: Limits):
         return split
     prog2, k1, k2 = split
     fused = _refusal(prog2, k1, k2, others) or _fuse(prog2, k1, k2, limits)
-    if isinstance(fused, str):
-        return fused
     # the nest's run-time split kept: the fused printer skips the reads of its zero arrays
     # inside their boxes (one body everywhere, the loads predicated off)
-    return replace(fused, split=k.split, fusion=replace(fused.fusion, staging=True))
+    return fused if isinstance(fused, str) else replace(fused, split=k.split)
 
 
 def _two_steps(prog: Program, k, staged, limits: Limits):
@@ -458,29 +449,6 @@ def _two_steps(prog: Program, k, staged, limits: Limits):
              f"{', '.join('x'.join(map(str, t)) for t in f.tiles)}, the first step run "
              f"{f.recompute[0]:.2f}x a point on the first)")
     return replace(staged, steps=found)
-
-
-def fuses_temporaries(prog: Program) -> bool:
-    """Whether some nest of ``prog`` runs a producer of temporaries fused into it (not only
-    its own staging)."""
-    return any(k.fusion is not None and not k.fusion.staging for k in prog.steps)
-
-
-def fusible(st) -> bool:
-    """Whether stencils ``st`` hold what ``fuse`` fuses: a time step computing temporaries
-    that another equation of the step reads at neighbours (nested derivatives)."""
-    temps = {a.name for a in st.arrays if a.temporary}
-    written = {e.lhs.base.name for e in st.eqs
-               if e.time_dependent and not e.sparse_kind and e.lhs.base.name in temps}
-    dims = st.loop_symbols
-    for e in st.eqs:
-        if not e.time_dependent or e.sparse_kind:
-            continue
-        for a in e.rhs.atoms(sympy.Indexed):
-            if a.base.name in written and any(i != d for i, d in zip(a.indices[-len(dims):],
-                                                                     dims)):
-                return True
-    return False
 
 
 def fuse(prog: Program, limits: Limits | None, split: bool = False,

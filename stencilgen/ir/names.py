@@ -21,13 +21,6 @@ class NameRegistry:
         self._taken: set[str] = set()
         self._user: dict = {}
 
-    def copy(self) -> "NameRegistry":
-        """A registry holding the names taken so far, handing out names apart from this one
-        (a pass rerun from the same point names things as it did the first time)."""
-        out = NameRegistry(self._reserved)
-        out._taken, out._user = set(self._taken), dict(self._user)
-        return out
-
     def taken(self, name: str) -> bool:
         return name in self._taken or self._reserved(name)
 
