@@ -229,9 +229,10 @@ _PAIR_READS = {None: ("sg_pair_ld", "sg_pair_mid"), 0: ("sg_quad_lo", "sg_quad_m
 def interleaved(f) -> dict:
     """Rings of fused nest ``f`` interleaved two by two, a pair of each at a time (SA-TTI's P
     and M, and their fluxes): one 128-bit shared load then reads both members' pairs
-    (docs/performance.md, issue 63). Rings of one geometry are paired in order, in 3D nests
-    computing two points a thread, where the target asks for it (``Fusion.interleave``);
-    ring -> (2, member, the first member's ring)."""
+    (docs/performance.md, issue 63). Exactly two rings of one geometry (a staged group,
+    ``_groups``, is then interleaved alike throughout), in 3D nests computing two points a
+    thread, where the target asks for it (``Fusion.interleave``); ring -> (2, member, the
+    first member's ring)."""
     if f.pair != 2 or not f.interleave:
         return {}
     groups: dict = {}
@@ -241,8 +242,8 @@ def interleaved(f) -> dict:
         groups.setdefault((t.place, t.depth, t.halo), []).append(_onchip_ring(t))
     out = {}
     for rings in groups.values():
-        for i in range(0, len(rings) - 1, 2):
-            out.update({rings[i]: (2, 0, rings[i]), rings[i + 1]: (2, 1, rings[i])})
+        if len(rings) == 2:
+            out.update({rings[0]: (2, 0, rings[0]), rings[1]: (2, 1, rings[0])})
     return out
 
 
@@ -577,7 +578,9 @@ class FusedKernel:
                 [f"  const bool sg_mine = sg_e < {lr}_pl && !({self._owned('sg_r', 'sg_c')}) "
                  f"&& ({self._needed(lead, 'sg_r', 'sg_c')});",
                  f"  const bool sg_reached = {self._reach_test(lead, self._gnames())};",
-                 f"  {lr}_at[sg_k] = sg_mine && sg_reached ? {self._band_index(group)} : -1;"] + \
+                 # the point's element in the rings (interleaved ones: its place in the pair)
+                 f"  {lr}_at[sg_k] = sg_mine && sg_reached ? "
+                 f"{ctx.place(lr, 'sg_e')} : -1;"] + \
                 [f"  {lr}_g{j}[sg_k] = sg_g{j};" for j in range(self.m)] + \
                 [f"  {_ring(s)}_go[sg_k] = {self._offset(s, self._gnames())};" for s in group] + \
                 ["  if (sg_mine && !sg_reached) {"] + zero + ["  }", "}"]
@@ -600,25 +603,12 @@ class FusedKernel:
                          f"{self._column_set(s, [f'sg_own{c}' for c in range(self.q)])} }} }}"]
                 band += [f"{{ const {self._elem(s.name)} sg_v = {self._x_test(s, 'sg_X')} ? "
                          f"{self._raw(s, 'sg_X', self._gnames())} : {self._zero(s.name)};",
-                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{stride} + "
-                         f"{self._band_place(group, ring)}] = "
+                         f"  if (sg_i < {s.depth}) {ring}[sg_i*{stride} + sg_e] = "
                          f"{self.base.widened(s.name, 'sg_v')}; else {ring}_v[sg_k] = sg_v; }}"]
             out += [f"for (int sg_i = 0; sg_i <= {lead.depth}; ++sg_i) {{",
                     f"  const sg_int sg_X = sg_pa + {lead.reach[0]} + sg_i;"] + fill + \
                 self._band_each(lead, band, "  ") + ["}"]
         return out
-
-    def _band_index(self, group) -> str:
-        """What a thread keeps of a band point ``sg_e`` of ``group``'s planes: its element in
-        the members' rings where they interleave alike (so a store costs no arithmetic),
-        else the point itself."""
-        scales = {self.ctx.scale(_ring(s)) for s in group}
-        return self.ctx.place(_ring(group[0]), "sg_e") if len(scales) == 1 else "sg_e"
-
-    def _band_place(self, group, ring: str) -> str:
-        """The element of ``ring`` (of ``group``) of the band point kept in ``sg_e``."""
-        scales = {self.ctx.scale(_ring(s)) for s in group}
-        return "sg_e" if len(scales) == 1 else self.ctx.place(ring, "sg_e")
 
     def _stage(self) -> list[str]:
         """Each staged input's plane after the farthest the producer reads at sg_p into its
@@ -641,8 +631,7 @@ class FusedKernel:
                 out.append("  " + self._column_set(s, [
                     self._column_value(s, c, "sg_X", f"sg_gb{i}[{q}_go + {c}]")
                     for c in range(self.q)]))
-                band += [f"sg_pl{i}[{self._band_place(group, ring)}] = "
-                         f"{self.base.widened(s.name, f'{ring}_v[sg_k]')};",
+                band += [f"sg_pl{i}[sg_e] = {self.base.widened(s.name, f'{ring}_v[sg_k]')};",
                          f"{ring}_v[sg_k] = {test} ? sg_gb{i}[{ring}_go[sg_k]] : "
                          f"{self._zero(s.name)};"]
             out += self._band_each(lead, band, "  ") + ["}"]
