@@ -462,8 +462,10 @@ class CudaBackend(CBackend):
     #: it): 16x32 recomputes the least halo (864 threads at so 8), 8x32 the most.
     #: P and M not interleaved (``interleave``): the 128-bit loads halve the shared loads but
     #: hold 4 registers a quad; at 432 threads a block (128 registers) the SA-TTI kernel
-    #: spilled and lost 12 % on an H200 (docs/performance.md, issue 63)
+    #: spilled and lost 12 % on an H200 (docs/performance.md, issue 63). An SM's 228 KiB, 1 KiB
+    #: of it kept a block: two points a thread only where two blocks fit an SM (``_layout``)
     FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32, interleave=False,
+                  sm_shared_bytes=228 * 1024, block_reserve=1024,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))},
                   # two steps a pass: wider tiles, the first step's halo a smaller share
                   step_tiles={2: ((32, 32), (24, 32), (16, 64), (16, 32))})

@@ -203,12 +203,31 @@ def test_sa_tti_3d_equals_c(builds, reverse):
 
 
 @needs_nvcc
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "backward"])
+def test_sa_tti_3d_paired_equals_c(builds, monkeypatch, reverse):
+    """Two points a thread, as where its rings leave room for a second block an SM (by
+    default SA-TTI runs a point a thread on CUDA: ``_layout``)."""
+    from backends.cuda import CudaBackend
+    monkeypatch.setitem(CudaBackend.FUSION, "sm_shared_bytes", 0)
+    op, P, M, dt = _tti.__wrapped__(SHAPE3, "cuda")
+    assert op.program.steps[0].fusion.pair == 2
+    ref_p, ref_m = _tti_reference(SHAPE3, NT)
+    _start(P, M)
+    status = cuda_emulation.run(op, builds, reverse=reverse, time_m=1, time_M=NT, dt=dt)
+    assert status == 0
+    bad = [d for d in (_differs("P", ref_p, np.array(P.data)),
+                       _differs("M", ref_m, np.array(M.data))) if d]
+    assert not bad, "\n".join(bad)
+
+
+@needs_nvcc
 def test_sa_tti_3d_interleaved_rings_equal_c(builds, monkeypatch):
     """P and M, and the fluxes of each pair of axes, interleaved a pair at a time in their
     rings (``Limits.interleave``, off on CUDA by measurement): the 128-bit reads of both
     members give C's results, the threads in reverse order."""
     from backends.cuda import CudaBackend
     monkeypatch.setitem(CudaBackend.FUSION, "interleave", True)
+    monkeypatch.setitem(CudaBackend.FUSION, "sm_shared_bytes", 0)   # pairs, SA-TTI's rings or not
     op, P, M, dt = _tti.__wrapped__(SHAPE3, "cuda")
     f = op.program.steps[0].fusion
     assert f.interleave and "sg_quad_lo(" in op.ccode and "sg_quad_mid_hi(" in op.ccode

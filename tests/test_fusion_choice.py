@@ -32,7 +32,8 @@ def test_the_default_fuses_sa_tti_and_the_log_says_so(caplog, fusion_setting):
     assert len(op.program.steps) == 1 and op.program.steps[0].fusion is not None
     k = op.program.steps[0]
     assert f"{k.fusion.producer.name} fused into {k.name}" in caplog.text
-    assert "2 points a thread along z" in caplog.text
+    # its paired rings would hold one block an SM: a point a thread (``_layout``)
+    assert k.fusion.pair == 1 and "points a thread" not in caplog.text
     configuration["fusion"] = "off"
     assert len(Operator(_sa_tti(), backend="cuda", name="TTIApart").program.steps) == 2
 

@@ -15,6 +15,7 @@ from stencilgen.ir.fusion import Limits, _pair_halo, fuse, producer_threads, sha
 
 CUDA = Limits(**CudaBackend.FUSION)   # two points a thread along the innermost in 3D
 SINGLE = replace(CUDA, pair=1)        # one: the geometry of most tests below
+PAIRED = replace(CUDA, sm_shared_bytes=0)   # two even where the rings hold one block an SM
 
 
 def _variable_density(shape=(24, 20, 28), so=8, dtype=np.float32):
@@ -284,7 +285,7 @@ def test_pairs_widen_the_innermost_halos_to_aligned_pairs():
     (4, 4)); P and M hold those the producer's pairs over that band touch (reads at -3..+4:
     (8, 8)); nothing changes along y. Every ring row has an even length, so every pair is an
     aligned 8-byte access."""
-    f = _program(_sa_tti(), CUDA).steps[0].fusion
+    f = _program(_sa_tti(), PAIRED).steps[0].fusion
     assert f.pair == 2
     shared = sorted(t.halo for t in f.onchip if t.place == "shared")
     assert shared == [((0, 0), (4, 4))] * 2 + [((4, 3), (0, 0))] * 2
@@ -327,13 +328,40 @@ def test_pairs_only_where_the_pair_type_computes_everything():
     assert len(out.steps) == 1 and out.steps[0].fusion.pair == 1
 
 
+def test_a_point_a_thread_where_paired_rings_hold_one_block_an_sm():
+    """Two points a thread only where two blocks of the favoured tile fit an SM's shared
+    memory (CUDA's 228 KiB, 1 KiB kept a block): SA-TTI's paired rings (187 KiB at 16x32)
+    hold one, so it runs a point a thread, twice the warps in the one block; the
+    variable-density program's (93 KiB) leave room for two and keep pairs. The bound is
+    exact: a byte less and pairs go."""
+    from stencilgen.ir.fusion import _blocks_fit
+    paired = _program(_sa_tti(), PAIRED).steps[0].fusion
+    tti = _program(_sa_tti(), CUDA).steps[0].fusion
+    assert paired.pair == 2 and tti.pair == 1
+    assert 2 * (paired.shared[0] + CUDA.block_reserve) > CUDA.sm_shared_bytes
+    assert tti.threads[0] == 2 * paired.threads[0] and tti.threads[0] <= CUDA.points
+    assert tti.tiles == paired.tiles
+    vd = _program(_variable_density(), CUDA).steps[0].fusion
+    assert vd.pair == 2 and _blocks_fit(vd.shared[0], 2, CUDA)
+    exact = replace(CUDA, sm_shared_bytes=2 * (vd.shared[0] + CUDA.block_reserve))
+    assert _program(_variable_density(), exact).steps[0].fusion.pair == 2
+    short = replace(exact, sm_shared_bytes=exact.sm_shared_bytes - 1)
+    assert _program(_variable_density(), short).steps[0].fusion.pair == 1
+    assert _blocks_fit(1 << 40, 2, PAIRED)   # unknown capacity: pairs as before
+    # a point a thread only where the favoured tile's threads still fit a block (864 at
+    # 16x32): else pairs, the tile kept (the acoustic's two-step passes at 32x32)
+    few = replace(CUDA, points=tti.threads[0] - 1)
+    kept = _program(_sa_tti(), few).steps[0].fusion
+    assert kept.pair == 2 and kept.tiles[0] == (16, 32)
+
+
 def test_interleaving_pairs_rings_of_one_geometry_where_asked():
     """Interleaved rings (``Limits.interleave``): two points a thread only; P with M, and
     each pair of fluxes read along one axis (x: the private queues; y; z); asked by no target
     today (the SA-TTI kernel spilled at 128 registers), so off by default."""
     from backends.cuda_fused import interleaved
-    assert not _program(_sa_tti(), CUDA).steps[0].fusion.interleave
-    f = _program(_sa_tti(), replace(CUDA, interleave=True)).steps[0].fusion
+    assert not _program(_sa_tti(), PAIRED).steps[0].fusion.interleave
+    f = _program(_sa_tti(), replace(PAIRED, interleave=True)).steps[0].fusion
     assert f.interleave
     mates = interleaved(f)
     groups = {}

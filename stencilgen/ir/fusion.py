@@ -114,6 +114,11 @@ class Limits:
     # rings of one geometry interleaved two by two, a pair of each at a time (3D nests computing
     # two points a thread): a 128-bit shared load reads both members' pairs
     interleave: bool = False
+    # shared memory an SM holds (0: unknown). A paired block whose rings leave no room for a
+    # second block on its SM runs a point a thread instead: twice the warps in the one block
+    # (``_warps_first``)
+    sm_shared_bytes: int = 0
+    block_reserve: int = 0   # shared bytes the hardware keeps a block besides its own
 
 
 def _span(offsets) -> tuple[int, int]:
@@ -340,15 +345,24 @@ def _on_axes(k2, temps) -> bool:
     return all(sum(1 for q in o[1:] if q) <= 1 for t in temps for o in k2.reads[t])
 
 
-def _fuse(prog: Program, k1, k2, limits: Limits):
-    """The fused kernel of ``k1`` into ``k2``, or the reason it cannot be."""
+def _blocks_fit(shared: int, blocks: int, limits: Limits) -> bool:
+    """Whether ``blocks`` blocks of ``shared`` bytes fit an SM's shared memory (unknown: yes)."""
+    if not limits.sm_shared_bytes:
+        return True
+    return blocks * (shared + limits.block_reserve) <= limits.sm_shared_bytes
+
+
+def _layout(prog: Program, k1, k2, limits: Limits, pair: int):
+    """(onchip, lag, staged, parts, bands, [(tile, shared bytes)...]) of ``k1`` fused into
+    ``k2`` at ``pair`` points a thread, the tiles that fit a block first, or why none can.
+
+    ``_fuse`` tries a pair first; where the favoured tile's rings keep its SM to one block,
+    a point a thread, if that tile's threads still fit a block: the fused SA-TTI kernel is bound by latency at one block an SM, and
+    on an H200 the 27 warps of one point a thread ran it 7.6 % faster than the 14 of pairs,
+    while the variable-density program, two paired blocks an SM, lost 17 % at a point a
+    thread (docs/performance.md, issue 63)."""
     inner = len(k2.dims) - 1
-    if not limits.tiles.get(inner):
-        return f"no tiles for {inner + 1}-dimensional nests"
     arrays = {a.name: a for a in prog.arrays}
-    if any(np.dtype(arrays[n].dtype).kind == "c" for n in k1.writes):
-        return "its producer computes complex values (the rings hold real ones)"
-    pair = _pairable(prog, k1, k2, limits)
     onchip, lag = _onchip(k1, k2, arrays, pair)
     staged = _staged(k1, onchip, arrays, pair)
     if isinstance(staged, str):
@@ -373,6 +387,28 @@ def _fuse(prog: Program, k1, k2, limits: Limits):
         smallest = min(shared_bytes(t, onchip, staged, size) for t in limits.tiles[inner])
         return f"its shared memory, {smallest} bytes a block for the smallest tile, exceeds " \
                f"the {limits.shared_bytes} a block may use"
+    return onchip, lag, staged, parts, bands, fit
+
+
+def _fuse(prog: Program, k1, k2, limits: Limits):
+    """The fused kernel of ``k1`` into ``k2``, or the reason it cannot be."""
+    inner = len(k2.dims) - 1
+    if not limits.tiles.get(inner):
+        return f"no tiles for {inner + 1}-dimensional nests"
+    arrays = {a.name: a for a in prog.arrays}
+    if any(np.dtype(arrays[n].dtype).kind == "c" for n in k1.writes):
+        return "its producer computes complex values (the rings hold real ones)"
+    pair = _pairable(prog, k1, k2, limits)
+    plan = _layout(prog, k1, k2, limits, pair)
+    if pair > 1 and not isinstance(plan, str) and not _blocks_fit(plan[-1][0][1], 2, limits):
+        single = _layout(prog, k1, k2, limits, 1)
+        if not isinstance(single, str) and single[-1][0][0] == plan[-1][0][0]:
+            plan, pair = single, 1   # the favoured tile still fits a block
+    if isinstance(plan, str):
+        return plan
+    onchip, lag, staged, parts, bands, fit = plan
+    def threads(tile):
+        return producer_threads(tile, bands, pair, limits.warp)
     reads = {n: set(o) for n, o in k1.reads.items()}
     for n, o in k2.reads.items():
         if n not in k1.writes:
