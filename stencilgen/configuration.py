@@ -70,6 +70,20 @@ def _choice(*options: str) -> Callable[[Any], str]:
     return parse
 
 
+def _autotuning(value: Any) -> str:
+    """auto, on or off; Devito's levels too (off, basic, aggressive, max; alone or with a
+    mode: ('aggressive', 'runtime')): any level but off is on."""
+    level = value[0] if isinstance(value, (tuple, list)) and value else value
+    if level is False or level == 0:
+        return "off"
+    if level is True or level == 1:
+        return "on"
+    text = str(level).strip().lower()
+    if text in ("basic", "aggressive", "max"):
+        return "on"
+    return _choice("auto", "on", "off")(text)
+
+
 def _upper_choice(*options: str) -> Callable[[Any], str]:
     lower = _choice(*(o.lower() for o in options))
     return lambda value: lower(value).upper()
@@ -95,7 +109,7 @@ def _mpi_mode(value: Any) -> str:
     """off, basic (exchange, then compute) or overlap (interior computed while halos fly);
     1/true/on mean basic, 0/false/off off, "full" (Devito's word) overlap."""
     text = str(value).strip().lower()
-    if text in ("overlap", "full"):
+    if text in ("overlap", "overlap2", "full"):
         return "overlap"
     if text in ("basic", "diag", "diag2"):   # Devito's other modes: exchange, then compute
         return "basic"
@@ -133,7 +147,7 @@ _SETTINGS: dict[str, _Setting] = {
                        lambda: None, "replace the C compiler's default optimisation flags"),
     "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
                    "C compiler executable (default: $CC, then gcc, then cc)"),
-    "autotuning": _Setting("STENCILGEN_AUTOTUNING", _choice("auto", "on", "off"),
+    "autotuning": _Setting("STENCILGEN_AUTOTUNING", _autotuning,
                            lambda: "auto", "tune the launch shapes of a new size: auto, in a "
                            "large run; on, in any run; off, only when apply(autotune=True)"),
     "flush-denormals": _Setting("STENCILGEN_FLUSH_DENORMALS", _bool, lambda: True,
@@ -204,6 +218,7 @@ class Configuration:
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
+        self._devito: dict[str, Any] = dict(_DEVITO_ONLY)   # Devito's keys with no effect here
         self._listeners: list[Callable[[str, Any], None]] = []
         for key, setting in _SETTINGS.items():
             raw = os.environ.get(setting.env)
@@ -220,11 +235,23 @@ class Configuration:
 
     def __getitem__(self, key: str) -> Any:
         if key not in _SETTINGS:
+            if key in _DEVITO_READS:
+                return _DEVITO_READS[key](self)
+            if key in self._devito:
+                return self._devito[key]
             raise ConfigurationError(
-                f"unknown setting {key!r}; known settings: {', '.join(_SETTINGS)}")
+                f"unknown setting {key!r}; known settings: {', '.join(_SETTINGS)} (and "
+                f"Devito's {', '.join(sorted(set(_DEVITO_READS) | set(self._devito)))})")
         return self._values[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
+        if key not in _SETTINGS and (key in _DEVITO_READS or key in self._devito):
+            for k, v in devito_setting(key, value):
+                if k in _SETTINGS:
+                    self[k] = v
+                else:
+                    self._devito[k] = v
+            return
         self[key]  # noqa: B018 - validates the key
         self._values[key] = _SETTINGS[key].default() if value is None else self._parse(key, value)
         for listener in self._listeners:
@@ -232,6 +259,9 @@ class Configuration:
 
     def _restore(self, key: str, value: Any) -> None:
         """Put back a value read from this configuration (already parsed)."""
+        if key not in _SETTINGS:
+            self._devito[key] = value
+            return
         self._values[key] = value
         for listener in self._listeners:
             listener(key, value)
@@ -242,6 +272,9 @@ class Configuration:
     def keys(self):
         return _SETTINGS.keys()
 
+    def __contains__(self, key) -> bool:
+        return key in _SETTINGS or key in _DEVITO_READS or key in self._devito
+
     def describe(self) -> str:
         return "\n".join(f"{k:14s} {self._values[k]!r:40s} {_SETTINGS[k].env}: {_SETTINGS[k].help}"
                          for k in _SETTINGS)
@@ -250,25 +283,92 @@ class Configuration:
         return f"Configuration({self._values!r})"
 
 
+# -- Devito's keys ----------------------------------------------------------------------------
+#: Devito's configuration keys with no setting here, and what reading one gives until it is
+#: set (Devito 4.8's defaults): accepted, with a warning that they change nothing here
+_DEVITO_ONLY = {"opt": "advanced", "opt-options": {}, "platform": "cpu64", "topology": None,
+                "first-touch": False, "ignore-unknowns": False, "autopadding": False,
+                "autopadding-mode": None, "deviceid": -1, "develop-mode": False,
+                "profiling": "basic", "compiler": "custom", "safe-math": False}
+_NO_EFFECT = {
+    "opt": "stencilgen's optimisations always run and keep the results Devito's 'advanced' "
+           "gives",
+    "opt-options": "blocking, parallelism and tiling are the autotuner's (see the "
+                   "time-tiling, fusion and staging settings)",
+    "platform": "the backend setting (Devito's language) picks the target",
+    "topology": "give Grid(topology=...) for a split over MPI ranks",
+    "first-touch": "fields are allocated where they are first used",
+    "autopadding": "device rows are padded as the CUDA backend needs",
+    "autopadding-mode": "device rows are padded as the CUDA backend needs",
+    "deviceid": "each MPI rank takes the GPU of its local rank",
+    "develop-mode": "the checks it would add always run",
+    "profiling": "every section is always timed",
+    "compiler": "no compiler of that name is known here: set cc (C), openacc-cc (OpenACC)",
+}
+#: Devito's compilers -> (our setting, its value); "custom" is Devito's default: ours
+_COMPILERS = {"gcc": ("cc", "gcc"), "gnu": ("cc", "gcc"), "clang": ("cc", "clang"),
+              "icx": ("cc", "icx"), "icc": ("cc", "icc"), "intel": ("cc", "icx"),
+              "nvc": ("openacc-cc", "nvc++"), "nvc++": ("openacc-cc", "nvc++"),
+              "nvidia": ("openacc-cc", "nvc++"), "pgcc": ("openacc-cc", "nvc++"),
+              "pgi": ("openacc-cc", "nvc++")}
+#: our backend -> Devito's language, for reads
+_BACKEND_LANGUAGES = {"c": "openmp", "openacc": "openacc", "cuda": "cuda", "auto": "C"}
+
+
+def _devito_warning(key: str, value: Any) -> None:
+    from . import logger   # the log reads this module: imported late
+    logger.warn_user(f"configuration[{key!r}] = {value!r} has no effect in stencilgen: "
+                     f"{_NO_EFFECT[key]}")
+
+
+def devito_setting(key: str, value: Any) -> list[tuple[str, Any]]:
+    """Devito's ``key = value`` as settings here: ours where one means the same, else the
+    key itself (kept for reads, with a warning that it has no effect)."""
+    if key == "language":
+        name = {0: "C", 1: "openmp"}.get(value, value)   # Devito's old DEVITO_OPENMP values
+        backend = LANGUAGES.get(str(name).lower())
+        if backend is None:
+            raise ConfigurationError(f"language={value!r} is not one of {', '.join(LANGUAGES)}")
+        return [("backend", backend)]
+    if key == "safe-math":   # no unsafe arithmetic; Devito's default (unsafe allowed) is ours
+        safe = _bool(value)
+        return [("fast-math", False), (key, safe)] if safe else [(key, safe)]
+    if key == "compiler" and str(value).lower() in _COMPILERS:
+        return [_COMPILERS[str(value).lower()], (key, value)]
+    if key == "compiler" and str(value).lower() == "custom":
+        return [(key, value)]
+    if key == "ignore-unknowns":   # apply() reads it
+        return [(key, _bool(value))]
+    _devito_warning(key, value)
+    return [(key, value)]
+
+
+#: reads of Devito's keys that name one of ours
+_DEVITO_READS = {
+    "language": lambda c: _BACKEND_LANGUAGES[c["backend"]],
+}
+
+
 configuration = Configuration()
 
 #: Devito's languages -> stencilgen's backends
 LANGUAGES = {"c": "c", "openmp": "c", "openacc": "openacc", "cuda": "cuda"}
 
 
-def _setting(name: str, value: Any) -> tuple[str, Any]:
-    """A setting given by Devito's name (``log_level``, ``language='openmp'``) as ours."""
-    if name == "language":
-        backend = LANGUAGES.get(str(value).lower())
-        if backend is None:
-            raise ConfigurationError(f"switchconfig: language={value!r} is not one of "
-                                     f"{', '.join(LANGUAGES)}")
-        return "backend", backend
+def _settings(name: str, value: Any) -> list[tuple[str, Any]]:
+    """A setting given by Devito's name (``log_level``, ``language='openmp'``,
+    ``safe_math=True``) as ours (``devito_setting``)."""
     key = name.replace("_", "-")
-    if key not in _SETTINGS:
-        raise ConfigurationError(f"switchconfig: {name!r} is not a setting stencilgen has; "
-                                 f"it has {', '.join(k.replace('-', '_') for k in _SETTINGS)}")
-    return key, value
+    if key in _SETTINGS:
+        return [(key, value)]
+    if key in _DEVITO_READS or key in _DEVITO_ONLY:
+        try:
+            return devito_setting(key, value)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"switchconfig: {exc}") from None
+    raise ConfigurationError(f"switchconfig: {name!r} is not a setting stencilgen has; "
+                             f"it has {', '.join(k.replace('-', '_') for k in _SETTINGS)}, "
+                             f"and Devito's {', '.join(sorted(set(_DEVITO_READS) | set(_DEVITO_ONLY)))}")
 
 
 class switchconfig:
@@ -276,7 +376,7 @@ class switchconfig:
     ``with`` block, or for each call of the function it decorates, then put back."""
 
     def __init__(self, **settings):
-        self._changes = dict(_setting(k, v) for k, v in settings.items())
+        self._changes = dict(kv for k, v in settings.items() for kv in _settings(k, v))
         self._saved: list[dict] = []
 
     def __enter__(self):

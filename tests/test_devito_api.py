@@ -283,7 +283,106 @@ def test_switchconfig_as_a_context_and_a_decorator():
         inside()
     assert configuration["log-level"] == before[0]
     with pytest.raises(stencilgen.ConfigurationError, match="not a setting stencilgen has"):
-        stencilgen.switchconfig(safe_math=True)
+        stencilgen.switchconfig(no_such_key=True)
+
+
+#: Devito 4.8.23's configuration keys and the defaults reading them gives there (objects
+#: such as its platform and compiler read as their registry names)
+DEVITO_DEFAULTS = {"safe-math": False, "opt": "advanced", "opt-options": {}, "language": "C",
+                   "platform": "cpu64", "compiler": "custom", "mpi": False, "log-level": "INFO",
+                   "autotuning": "off", "profiling": "basic", "first-touch": False,
+                   "ignore-unknowns": False, "autopadding": False, "autopadding-mode": None,
+                   "deviceid": -1, "develop-mode": False, "jit-backdoor": False,
+                   "topology": None}
+#: those that name a setting of ours, with one value each and what it becomes here
+MAPPED = {"safe-math": (True, "fast-math", False), "language": ("openmp", "backend", "c"),
+          "compiler": ("gcc", "cc", "gcc"), "mpi": ("overlap2", "mpi", "overlap"),
+          "log-level": ("PERF", "log-level", "PERF"),
+          "autotuning": (("aggressive", "runtime"), "autotuning", "on"),
+          "jit-backdoor": (1, "jit-backdoor", True)}
+
+
+@pytest.mark.parametrize("key", sorted(DEVITO_DEFAULTS))
+def test_every_devito_configuration_key_is_taken(key, recwarn):
+    """Each of Devito's keys, read, set and given to switchconfig: mapped to ours where one
+    exists, else kept for reads with a warning that it has no effect; nothing raises, and
+    everything is put back after the block."""
+    ours = {k: configuration[k] for k in configuration.keys()}
+    if key in MAPPED:
+        value, mine, expected = MAPPED[key]
+        with stencilgen.switchconfig(**{key.replace("-", "_"): value}):
+            assert configuration[mine] == expected
+        assert not [w for w in recwarn if "has no effect" in str(w.message)]
+    else:
+        value = {"opt": "noop", "opt-options": {"blocklevels": 2}, "platform": "nvidiaX",
+                 "topology": ("*", 1), "deviceid": 1, "profiling": "advanced",
+                 "autopadding-mode": "cpu-only"}.get(key, True)
+        with stencilgen.switchconfig(**{key.replace("-", "_"): value}):
+            assert configuration[key] == value
+        if key != "ignore-unknowns":   # apply() reads that one
+            assert [w for w in recwarn if f"configuration[{key!r}]" in str(w.message)
+                    and "has no effect" in str(w.message)]
+    assert {k: configuration[k] for k in configuration.keys()} == ours
+    if key in ("safe-math", "opt", "opt-options", "first-touch", "ignore-unknowns",
+               "autopadding", "autopadding-mode", "deviceid", "develop-mode", "profiling",
+               "topology", "compiler"):
+        assert configuration[key] == DEVITO_DEFAULTS[key]
+
+
+def test_configuration_items_take_devito_keys_too(recwarn):
+    configuration["opt"] = "noop"
+    try:
+        assert configuration["opt"] == "noop" and "opt" in configuration
+        assert any("has no effect" in str(w.message) for w in recwarn)
+    finally:
+        configuration._restore("opt", "advanced")
+    before = configuration["backend"]
+    configuration["language"] = "openmp"
+    try:
+        assert configuration["backend"] == "c" and configuration["language"] == "openmp"
+    finally:
+        configuration["backend"] = before
+    with pytest.raises(stencilgen.ConfigurationError, match="language='fortran'"):
+        configuration["language"] = "fortran"
+
+
+def test_ignore_unknowns_lets_apply_skip_unknown_arguments():
+    """Unknown apply() arguments are an error, as in Devito, unless ignore-unknowns is set:
+    then a warning names them and the run is the run without them."""
+    op, u, _ = _heat("Unknowns", backend="c")
+    start = np.array(u.data[0])
+    op.apply(time_M=3)
+    plain = np.array(u.data)
+    u.data[:] = 0
+    u.data[0] = start
+    with pytest.raises(InvalidArgument, match="unknown argument.*ignore-unknowns"):
+        op.apply(time_M=3, not_an_argument=1)
+    with stencilgen.switchconfig(ignore_unknowns=1):
+        with pytest.warns(UserWarning, match="ignored unknown argument.*not_an_argument"):
+            op.apply(time_M=3, not_an_argument=1)
+    np.testing.assert_array_equal(u.data, plain)
+
+
+def test_unknown_operator_keywords_warn_and_run():
+    """Devito's Operator takes any keyword (examples/seismic/tti passes its solver's options
+    through): each is named in a warning, and the Operator computes what it would without."""
+    op, u, _ = _heat("Known", backend="c")
+    start = np.array(u.data[0])
+    op.apply(time_M=3)
+    plain = np.array(u.data)
+    with pytest.warns(UserWarning, match=r"ignored unknown argument\(s\) kernel='OT2', save=True"):
+        other, v, _ = _heat("Unknown", backend="c", save=True, kernel="OT2")
+    v.data[:] = 0
+    v.data[0] = start
+    other.apply(time_M=3)
+    np.testing.assert_array_equal(v.data, plain)
+
+
+def test_sides_print_as_devito_prints_them():
+    """Programs build file names and keys from ``str(left)``: Devito's text."""
+    from stencilgen import centered, left, right
+    assert (str(left), str(right), str(centered)) == ("left[-1]", "right[1]", "centered[0]")
+    assert left == "left" and {left: 1}[left] == 1
 
 
 def test_the_stepping_dimensions_bounds_stand_for_the_time_loops():

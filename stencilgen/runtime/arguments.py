@@ -6,6 +6,8 @@ import cmath
 import numpy as np
 import sympy
 
+from .. import logger as log
+from ..configuration import configuration
 from ..errors import InvalidArgument
 from ..symbolic.functions import Constant, DiscreteFunction, Function, TimeFunction
 from ..symbolic.grid import as_int
@@ -478,10 +480,15 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     ``attach`` turns [(array, storage, halo)] into the pointers the entry point reads."""
     kwargs = dimension_names(prog, kwargs, op_name, bindings.grid.stepping_dim.name)
     unknown = set(kwargs) - _accepted(prog)
-    if unknown:
+    if unknown and configuration["ignore-unknowns"]:   # Devito's setting: ignored, aloud
+        log.warn_user(f"Operator `{op_name}`.apply: ignored unknown argument(s) "
+                      f"{', '.join(sorted(unknown))} (ignore-unknowns is set)")
+        kwargs = {k: v for k, v in kwargs.items() if k not in unknown}
+    elif unknown:
         raise InvalidArgument(f"Operator `{op_name}`.apply: unknown argument(s) "
                               f"{', '.join(sorted(unknown))}; it accepts "
-                              f"{', '.join(sorted(_accepted(prog)))}")
+                              f"{', '.join(sorted(_accepted(prog)))} (Devito's "
+                              f"configuration['ignore-unknowns'] = 1 ignores them)")
     # a Function or Constant named like a steering keyword keeps its own data
     steering = _steering(prog)
     overrides = {k: v for k, v in kwargs.items() if k not in steering}

@@ -54,9 +54,13 @@ class Operator:
 
     def __init__(self, expressions, name="Kernel", backend=None, cflags=None,
                  check_finite=None, *, language=None, platform=None, opt=None, subs=None,
-                 nested="extended", _apart=False, _unfolded=False):
+                 nested="extended", _apart=False, _unfolded=False, **unknown):
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
+        if unknown:   # Devito's Operator takes any keyword (its solvers pass theirs through)
+            log.warn_user(f"Operator `{name}`: ignored unknown argument(s) "
+                          f"{', '.join(f'{k}={v!r}' for k, v in sorted(unknown.items()))}; "
+                          f"they have no meaning here (Devito ignores them too)")
         if check_finite not in (None, True, False):
             raise InvalidArgument(f"Operator: check_finite must be True, False or None (the "
                                   f"check-finite setting), got {check_finite!r}")

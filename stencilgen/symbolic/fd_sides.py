@@ -16,7 +16,8 @@ class Side:
         self.step = step
 
     def __repr__(self) -> str:
-        return self.name
+        # Devito's text (``left[-1]``): programs build file names and keys from it
+        return f"{self.name}[{self.step}]"
 
     def __eq__(self, other):
         return (other.name if isinstance(other, Side) else other) == self.name

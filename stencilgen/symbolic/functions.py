@@ -8,10 +8,7 @@ the data lives exactly as long as some expression of the Function does.
 """
 from __future__ import annotations
 
-import sys
-import warnings
 import weakref
-from pathlib import Path
 from dataclasses import dataclass, field as dc_field
 
 import numpy as np
@@ -679,22 +676,11 @@ def _custom_halo(owner, space_order, grid):
     return spec[0], sides
 
 
-def _user_level() -> int:
-    """The ``stacklevel`` of the first caller outside stencilgen (the user's line)."""
-    package = Path(__file__).resolve().parents[1]
-    frame, level = sys._getframe(1), 1
-    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def _common_checks(owner, name, grid, unknown):
     if unknown:   # Devito ignores them (its own tests pass time_order1=): so do we, aloud
         names = ", ".join(f"{k}={v!r}" for k, v in sorted(unknown.items()))
-        text = (f"{owner}: ignored unknown argument(s) {names}; check the spelling (Devito "
-                f"ignores them too)")
-        log.warning(text)
-        warnings.warn(text, UserWarning, stacklevel=_user_level())
+        log.warn_user(f"{owner}: ignored unknown argument(s) {names}; check the spelling "
+                      f"(Devito ignores them too)")
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgument(f"{owner}: name must be a valid identifier, got {name!r}")
     if not isinstance(grid, Grid):
