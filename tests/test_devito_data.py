@@ -182,10 +182,15 @@ def test_slices_of_transposed_views():
 
 def test_custom_halos():
     """Devito's test_data.py::test_w_halo_custom and space_order=(order, left, right): the
-    halo's points before and after the domain per dimension; derivatives of the order."""
+    halo's points before and after the domain per dimension; derivatives of the order.
+    ``(order, (left, right))`` (one pair for every dimension, which Devito 4.8.23 refuses
+    with "Invalid `space_order`") is the same halo as ``(order, left, right)``."""
     grid = Grid(shape=(4, 4))
+    pair = Function(name="u", grid=grid, space_order=(8, (4, 3)))
+    flat = Function(name="v", grid=grid, space_order=(8, 4, 3))
+    assert pair.halo == flat.halo == ((4, 3), (4, 3)) and pair.space_order == 8
     with pytest.raises(InvalidArgument, match="one pair per dimension"):
-        Function(name="u", grid=grid, space_order=(8, (4, 3)))
+        Function(name="w", grid=grid, space_order=(8, ((4, 3),)))
     u = TimeFunction(name="u", grid=grid, space_order=(8, ((4, 3), (1, 1))))
     assert u.halo == ((0, 0), (4, 3), (1, 1)) and u.space_order == 8
     assert u.data_with_halo.shape == u.shape_with_halo == (2, 11, 6)

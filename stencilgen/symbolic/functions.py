@@ -651,15 +651,21 @@ def _built_like(rec, cls, changes: dict):
 
 
 def _custom_halo(owner, space_order, grid):
-    """Devito's ``space_order=(order, left, right)`` or ``(order, ((l, r), ...))``: the order
+    """Devito's ``space_order=(order, left, right)`` or ``(order, ((l, r), ...))``, and
+    ``(order, (left, right))`` for every dimension (which Devito 4.8.23 refuses): the order
     of the derivatives and the halo's points before and after the domain per dimension
     (None: ``order`` each side)."""
     if not isinstance(space_order, (tuple, list)):
         return space_order, None
-    example = "space_order=(4, 2, 3) or (4, ((2, 3), (1, 1)))"
+    example = "space_order=(4, 2, 3), (4, (2, 3)) or (4, ((2, 3), (1, 1)))"
     spec = tuple(space_order)
-    if len(spec) == 3 and all(isinstance(v, (int, np.integer)) for v in spec):
+    def ints(values):
+        return all(isinstance(v, (int, np.integer)) for v in values)
+    if len(spec) == 3 and ints(spec):
         sides = ((int(spec[1]), int(spec[2])),) * grid.dim
+    elif len(spec) == 2 and isinstance(spec[1], (tuple, list)) and len(spec[1]) == 2 \
+            and ints(spec[1]):
+        sides = ((int(spec[1][0]), int(spec[1][1])),) * grid.dim
     elif len(spec) == 2 and isinstance(spec[1], (tuple, list)) and \
             len(spec[1]) == grid.dim and all(isinstance(p, (tuple, list)) and len(p) == 2
                                              for p in spec[1]):
