@@ -44,7 +44,7 @@ _MOVED = {
     "calculus": "symbolic.calculus", "tensors": "symbolic.tensors",
     "staggering": "symbolic.staggering", "relocation": "symbolic.relocation",
     "equations": "symbolic.equations", "subdomains": "symbolic.subdomains",
-    "indexing": "symbolic.indexing", "builtins": "symbolic.builtins",
+    "indexing": "symbolic.indexing",
     "conditions": "symbolic.conditions", "functions": "symbolic.functions",
     "grid": "symbolic.grid", "sparse": "symbolic.sparse", "memory": "data.memory",
     "storage": "data.storage", "interop": "data.interop", "places": "data.places",
@@ -93,29 +93,6 @@ __all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "smooth", "swi
             "ALLOC_ALIGNED", "ALLOC_GUARD"]
 
 
-def _devito_module_paths():
-    """Devito's module paths that programs import from (``from
-    devito.finite_differences.operators import div``; ``devito.symbolics``,
-    ``devito.builtins``), under stencilgen's name: modules of the names they hold here."""
-    import sys
-    import types
-    from .symbolic import builtins, calculus, derivatives, expressions
-
-    def module(name, doc, **names):
-        m = types.ModuleType(f"{__name__}.{name}", doc)
-        m.__dict__.update(names)
-        sys.modules[m.__name__] = m
-        return m
-
-    ops = {n: getattr(calculus, n) for n in ("curl", "diag", "div", "grad", "laplace")}
-    operators = module("finite_differences.operators", "Devito's vector calculus operators.",
-                       **ops)
-    module("finite_differences", "Devito's finite-difference names.", operators=operators,
-           **ops, **{n: getattr(derivatives, n) for n in
-                     ("Derivative", "centered", "first_derivative", "left", "right")})
-    module("symbolics", "Devito's expression helpers.", INT=expressions.INT,
-           retrieve_functions=expressions.retrieve_functions)
-    sys.modules[f"{__name__}.builtins"] = builtins
-
-
-_devito_module_paths()
+# Devito's module paths programs import from (``from devito.finite_differences.operators
+# import div``), real packages under stencilgen's name
+from . import builtins, finite_differences, symbolics  # noqa: E402,F401

@@ -213,6 +213,68 @@ def test_devitos_module_paths_import():
     assert INT(2.7) == 2 and INT(-2.7) == -2 and callable(retrieve_functions)
 
 
+#: Devito's subpackages stencilgen mirrors, and a module of each
+MIRRORED = ("finite_differences", "finite_differences.operators",
+            "finite_differences.derivative", "finite_differences.tools",
+            "finite_differences.finite_difference", "finite_differences.differentiable",
+            "symbolics", "symbolics.search", "builtins", "builtins.arithmetic",
+            "builtins.initializers")
+
+
+@pytest.mark.parametrize("name", MIRRORED)
+def test_devitos_subpackages_are_real_packages(name):
+    """``importlib.util.find_spec`` finds each (a package's submodules too: it has a path)."""
+    import importlib.util
+    spec = importlib.util.find_spec(f"stencilgen.{name}")
+    assert spec is not None and spec.origin and Path(spec.origin).is_file()
+    if "." not in name:
+        assert spec.submodule_search_locations
+
+
+def test_devito_imported_through_an_aliasing_loader():
+    """A program that makes ``devito`` a name for stencilgen with a meta-path finder (each
+    ``devito.X`` the module ``stencilgen.X``, found by its spec) imports Devito's paths."""
+    import importlib
+    import importlib.abc
+    import importlib.util
+    import sys
+
+    class Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if name != "devito" and not name.startswith("devito."):
+                return None
+            real = importlib.util.find_spec("stencilgen" + name[len("devito"):])
+            if real is None:
+                return None
+            return importlib.util.spec_from_loader(
+                name, self, is_package=real.submodule_search_locations is not None)
+
+        def create_module(self, spec):
+            return importlib.import_module("stencilgen" + spec.name[len("devito"):])
+
+        def exec_module(self, module):
+            pass
+
+    finder = Alias()
+    saved = {k: v for k, v in sys.modules.items() if k == "devito" or k.startswith("devito.")}
+    for k in saved:
+        del sys.modules[k]
+    sys.meta_path.insert(0, finder)
+    try:
+        ops = importlib.import_module("devito.finite_differences.operators")
+        assert ops.div is stencilgen.div
+        assert importlib.import_module("devito.builtins.initializers").gaussian_smooth is \
+            stencilgen.gaussian_smooth
+        assert importlib.import_module("devito.symbolics").INT is \
+            importlib.import_module("stencilgen.symbolics").INT
+        assert importlib.import_module("devito").Grid is stencilgen.Grid
+    finally:
+        sys.meta_path.remove(finder)
+        for k in [k for k in sys.modules if k == "devito" or k.startswith("devito.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
 def test_int_casts_toward_zero_in_compiled_code_and_functions_are_retrieved():
     from stencilgen.symbolics import INT, retrieve_functions
     grid = Grid(shape=(7,))
