@@ -27,6 +27,13 @@ def test_integer_fields_give_devitos_numbers():
     assert_matches_devito("integer_program")
 
 
+def test_snapshots_at_a_run_time_shift_give_devitos_numbers():
+    """tests/reference/snapshot_shift_program.py: ``usave.subs(t_sub, t_sub - save_shift)``
+    with an int32 Constant given at apply, read in an update (two shifts) and written, as
+    Devito 4.8.23 computes them (its test_conddim_w_shifting and test_save_w_shifting)."""
+    assert_matches_devito("snapshot_shift_program", tol=0, same_zeros=True)
+
+
 def test_integer_dtypes_are_kept():
     grid = Grid(shape=(4, 4))
     for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):

@@ -995,6 +995,9 @@ class _Indexer:
         skip |= {sympy.Symbol(s.factor, integer=True) for s in self.subsamplings.values()}
         skip |= {s for s in rhs.free_symbols if getattr(s, "name", None) in self.scalars and
                  self.scalars[s.name].role[0] == "element"}   # read by ``element``
+        # scalars lowered already (a snapshot's shift ``t_sub - c`` in a read's index)
+        skip |= {s for s in rhs.free_symbols if type(s) is sympy.Symbol and
+                 s.name in self.scalars and self.scalars[s.name].role[0] == "constant"}
         for s in rhs.free_symbols - skip:
             if isinstance(s, sympy.Indexed):
                 continue
