@@ -11,6 +11,7 @@ import stencilgen
 from stencilgen import (Eq, Function, Grid, InvalidArgument, InvalidEquation, Operator, SubDimension,
                         SubDomain, TimeFunction)
 from backend_cases import backends, run, target
+from devito_reference import assert_matches_devito
 
 
 
@@ -322,3 +323,23 @@ def test_the_dimensions_of_a_set_run_an_equation_on_its_boxes(case, tmp_path):
     ox, _ = other.dimensions
     with pytest.raises(InvalidEquation, match="one SubDomainSet"):
         Operator(Eq(f, h).subs({x: ix, y: iy}).subs({ix: ox}))
+
+
+def test_indices_at_the_bounds_give_devitos_numbers():
+    """tests/reference/bounds_index_program.py: ``f[ix.symbolic_max]`` (a left
+    SubDimension's last point, ``x_m + x_ltkn0 - 1``, moved by ``x_m=`` and ``x_ltkn0=`` at
+    apply), ``u[x.symbolic_max, y]`` read and written, a right SubDimension's
+    ``symbolic_min``, as Devito 4.8.23 computes them (its test_standalone_thickness)."""
+    assert_matches_devito("bounds_index_program", tol=0, same_zeros=True)
+
+
+def test_an_index_at_the_bounds_outside_the_domain_is_refused_at_apply():
+    from stencilgen import Dimension, SubDimension
+    x = Dimension("x")
+    ix = SubDimension.left("ix", x, 2)
+    f = Function(name="f", dimensions=(ix,), shape=(5,), dtype=np.int32)
+    op = Operator(Eq(f[ix.symbolic_max], 1), backend="c")
+    with pytest.raises(InvalidArgument, match="fixed index .* at x = 8, outside 0..4"):
+        op(x_m=0, x_ltkn0=9)
+    assert not f.data.any()
+    assert (ix.symbolic_min, str(ix.symbolic_max)) == (x.symbolic_min, "x_m + x_ltkn - 1")

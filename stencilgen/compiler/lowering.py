@@ -16,7 +16,8 @@ import sympy
 from ..symbolic import conditions
 from ..symbolic.derivatives import Derivative, expand
 from ..symbolic.differentiable import location, placed, plain
-from ..symbolic.dimensions import Dimension, stepping_dimension, time_dimension
+from ..symbolic.dimensions import (Dimension, Thickness, bound_symbol, stepping_dimension,
+                                  time_dimension)
 from ..symbolic.equations import Eq, SparseEq
 from ..symbolic.subdomains import SubDimensionRegion, SubDomainSet
 from ..errors import HaloError, InvalidEquation
@@ -144,9 +145,11 @@ def _per_index(eqs, extra) -> list:
 
 
 def _subdimensions(eq) -> set:
-    """The SubDimensions indexing ``eq``."""
-    return {d for side in (eq.lhs, eq.rhs) for d in sympy.sympify(side).free_symbols
-            if getattr(d, "is_Sub", False)}
+    """The SubDimensions indexing ``eq`` (a fixed index names its dimension: not counted)."""
+    def seen(side):
+        side = sympy.sympify(side)
+        return side.xreplace({g: g.args[1] for g in side.atoms(GridIndex)}).free_symbols
+    return {d for side in (eq.lhs, eq.rhs) for d in seen(side) if getattr(d, "is_Sub", False)}
 
 
 def thickness_arguments(eqs) -> dict:
@@ -177,10 +180,15 @@ def with_thickness(eqs, values: dict, names: dict) -> list:
         left, right = new[d].thickness if d in new else d.thickness
         thickness = (value, right) if side == "l" else (left, value)
         new[d] = type(d)(d.name, d.parent, thickness)
+    def rebuilt(side):
+        # a fixed index keeps its dimension (the function's own): its bounds' thicknesses move
+        side = sympy.sympify(side)
+        fixed = {g: GridIndex(g.dim, g.args[1].xreplace(new)) for g in side.atoms(GridIndex)}
+        return side.xreplace({**new, **fixed})
     out = []
     for e in _flatten(eqs):
         if isinstance(e, Eq) and not isinstance(e, SparseEq):
-            e = _with_lhs(e, e.lhs.xreplace(new), sympy.sympify(e.rhs).xreplace(new))
+            e = _with_lhs(e, rebuilt(e.lhs), rebuilt(e.rhs))
         out.append(e)
     return out
 
@@ -260,6 +268,10 @@ def _on_parents(eq: Eq) -> Eq:
     """An equation indexed by SubDimensions as one on their parents that runs on their part
     of the grid (a ``SubDimensionRegion``); its ConditionalDimensions' conditions and
     parents (``parent=subdomain.dimensions[1]``) taken on the parents too."""
+    thick = {t: t.value for side in (eq.lhs, eq.rhs) for t in
+             sympy.sympify(side).atoms(Thickness)}
+    if thick:   # the thicknesses in bounds (``ix.symbolic_max``): numbers from here on
+        eq = _with_lhs(eq, eq.lhs.xreplace(thick), sympy.sympify(eq.rhs).xreplace(thick))
     found = _subdimensions(eq) | _conditional_subdimensions(eq)
     if not found:
         return eq
@@ -459,9 +471,27 @@ def _check_lhs(eq: Eq):
 
 
 def fixed_indices(lhs, dims) -> dict:
-    """Axis -> index of the left-hand side's fixed indices (``u[t + 1, 0, y]``: {0: 0})."""
+    """Axis -> index of the left-hand side's fixed indices (``u[t + 1, 0, y]``: {0: 0}); one
+    written with the bounds set at apply (``f[x_M]``) in their C names (``x_M`` -> the
+    parameter ``dims[axis].upper``)."""
     args = lhs.args[-len(dims):] if isinstance(lhs, DiscreteFunction) else ()
-    return {axis: a.value for axis, a in enumerate(args) if isinstance(a, GridIndex)}
+    return {axis: bound_value(a, dims[axis]) for axis, a in enumerate(args)
+            if isinstance(a, GridIndex)}
+
+
+def bound_value(index: GridIndex, ld):
+    """A fixed index's value along loop ``ld``: its number, or its expression of the bounds
+    of ``ld`` (``x_m``, ``x_M`` of its dimension's root) in their C names."""
+    if not index.symbolic:
+        return index.value
+    names = {bound_symbol(index.dim, False): sympy.Symbol(ld.lower, integer=True),
+             bound_symbol(index.dim, True): sympy.Symbol(ld.upper, integer=True)}
+    value = index.value.xreplace(names)
+    unknown = value.free_symbols - set(names.values())
+    if unknown:
+        raise InvalidEquation(f"index {index} along {index.dim}: {', '.join(map(str, unknown))} "
+                              f"bound no dimension this equation runs over")
+    return value
 
 
 # -- derivatives --------------------------------------------------------------------------
@@ -661,7 +691,10 @@ class Bindings:
 
 def _loop_dim(d, names: NameRegistry) -> LoopDim:
     c = names.cname(d)
-    return LoopDim(symbol=sympy.Symbol(c, integer=True), user=d.name,
+    # a function's own SubDimension (built without a Grid) loops under its parent's bounds,
+    # as Devito names them (x_m, x_M)
+    user = d.root.name if getattr(d, "is_Sub", False) else d.name
+    return LoopDim(symbol=sympy.Symbol(c, integer=True), user=user,
                    size=names.fresh(f"{c}_size"), lower=names.fresh(f"{c}_m"),
                    upper=names.fresh(f"{c}_M"), spacing=names.fresh(f"h_{c}"),
                    origin=names.fresh(f"o_{c}"), exact=getattr(d, "is_Batch", False))
@@ -968,6 +1001,13 @@ class _Indexer:
             raise InvalidEquation(f"{f} is read at {arg} along {d} while the left-hand side "
                                   f"fixes {d} = {self.fixed[axis]}: index {d} by numbers on "
                                   f"the right-hand side too (u[t, {self.fixed[axis]} + 1, ...])")
+        if arg.symbolic or not isinstance(self.fixed[axis], int):   # checked at apply
+            off = sympy.expand(bound_value(arg, self.dims[axis]) - self.fixed[axis])
+            if not off.is_Integer:
+                raise InvalidEquation(f"{f} is read at {arg} along {d} while the left-hand "
+                                      f"side fixes {d} = {self.fixed[axis]}: read it at that "
+                                      f"index plus a number")
+            return int(off)
         if not -h <= arg.value <= n - 1 + h:
             raise HaloError(f"{f} is read at index {arg.value} along {d}, outside its domain "
                             f"0..{n - 1} and halo of {h} points")

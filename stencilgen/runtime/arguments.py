@@ -372,6 +372,24 @@ def bounds(prog, grid, kwargs, args):
         for d, lo, n in zip(prog.dims, grid.decomposition.starts, grid.shape_local):
             args[d.size], args[d.first] = n, lo
     _subdomain_ends(prog, grid, args)
+    _fixed_at_bounds(prog, grid, args)
+
+
+def _fixed_at_bounds(prog, grid, args):
+    """A left-hand side fixed at an index written with the bounds (Devito's
+    ``f[ix.symbolic_max]``) must land inside the domain at the bounds and thicknesses given."""
+    dims = {d.symbol: (d, n) for d, n in zip(prog.dims, grid.shape)}
+    for k in prog.kernels:
+        for depth, at in enumerate(getattr(k, "fixed", ()) or ()):
+            if not isinstance(at, sympy.Expr) or not at.free_symbols:
+                continue
+            value = int(at.xreplace({s: args[s.name] for s in at.free_symbols}))
+            d, n = dims[k.dims[depth]]
+            if not 0 <= value <= n - 1:
+                raise InvalidArgument(
+                    f"apply: {d.user}_m={args[d.lower]}, {d.user}_M={args[d.upper]} put an "
+                    f"equation's fixed index {at} at {d.user} = {value}, outside 0..{n - 1}; "
+                    f"move the bounds or the thickness")
 
 
 def _subdomain_ends(prog, grid, args):

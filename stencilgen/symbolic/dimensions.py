@@ -37,12 +37,12 @@ class Dimension(sympy.Symbol):
     @property
     def symbolic_min(self) -> sympy.Symbol:
         """The first index an Operator computes along this dimension (apply's ``x_m``)."""
-        return sympy.Symbol(f"{self.root.name}_m", integer=True)
+        return bound_symbol(self, False)
 
     @property
     def symbolic_max(self) -> sympy.Symbol:
         """The last index an Operator computes along this dimension (apply's ``x_M``)."""
-        return sympy.Symbol(f"{self.root.name}_M", integer=True)
+        return bound_symbol(self, True)
 
 
 class SpaceDimension(Dimension):
@@ -118,6 +118,30 @@ class _PartOf(Dimension):
         return self.parent.root
 
 
+class Thickness(sympy.Function):
+    """The thickness of SubDimension ``sub`` on one side (0: left, 1: right), in its bounds
+    (``ix.symbolic_max`` is ``x_m + Thickness(ix, 0) - 1``): a number once the Operator is
+    built, so that an override at apply (``x_ltkn0=4``) moves an index written with it."""
+
+    nargs = 2
+    is_integer = True
+
+    @property
+    def value(self) -> int:
+        sub, side = self.args
+        return int(sub.thickness[int(side)])
+
+    def _sympystr(self, printer):
+        sub, side = self.args
+        return f"{sub.parent.name}_{'lr'[int(side)]}tkn"
+
+
+def bound_symbol(dim, upper: bool) -> sympy.Symbol:
+    """``x_m`` (``upper``: ``x_M``), the first (last) index an Operator computes along the
+    root of ``dim``."""
+    return sympy.Symbol(f"{dim.root.name}_{'M' if upper else 'm'}", integer=True)
+
+
 class SubDimension(_PartOf):
     """Devito's SubDimension of a grid dimension ``parent``: its first ``thickness`` points
     (``SubDimension.left``), its last (``right``), or all but ``thickness_left`` and
@@ -181,6 +205,24 @@ class SubDimension(_PartOf):
     @property
     def is_middle(self) -> bool:
         return None not in self._thickness
+
+    @property
+    def symbolic_min(self):
+        """The first index of this part (Devito's): ``x_m`` for a left one, ``x_M - r + 1``
+        for a right one, ``x_m + l`` for a middle one, the thicknesses as ``Thickness``."""
+        if self.is_right:
+            return bound_symbol(self, True) - Thickness(self, 1) + 1
+        lo = bound_symbol(self, False)
+        return lo + Thickness(self, 0) if self.is_middle else lo
+
+    @property
+    def symbolic_max(self):
+        """The last index of this part: ``x_m + l - 1`` for a left one, ``x_M`` for a right
+        one, ``x_M - r`` for a middle one."""
+        if self.is_left:
+            return bound_symbol(self, False) + Thickness(self, 0) - 1
+        hi = bound_symbol(self, True)
+        return hi - Thickness(self, 1) if self.is_middle else hi
 
     @property
     def span(self) -> tuple:

@@ -11,23 +11,41 @@ from ..errors import InvalidArgument
 
 class GridIndex(sympy.Expr):
     """Grid point ``value`` (0 the first of the domain; negative or past the last: the halo)
-    along ``dim``, written as a number."""
+    along ``dim``, written as a number, or as one of the bounds set at apply (``x_M``,
+    ``ix.symbolic_max``: ``symbolic``)."""
 
     is_commutative = True
 
     def __new__(cls, dim, value):
-        return sympy.Expr.__new__(cls, dim, sympy.Integer(value))
+        value = sympy.sympify(value)
+        return sympy.Expr.__new__(cls, dim, value if value.free_symbols else
+                                  sympy.Integer(value))
 
     @property
     def dim(self):
         return self.args[0]
 
     @property
-    def value(self) -> int:
-        return int(self.args[1])
+    def symbolic(self) -> bool:
+        return not self.args[1].is_Integer
+
+    @property
+    def value(self):
+        """The index: an int, or an expression of the bounds where ``symbolic``."""
+        return self.args[1] if self.symbolic else int(self.args[1])
 
     def _sympystr(self, printer):
-        return str(self.value)
+        return printer.doprint(self.args[1]) if self.symbolic else str(self.value)
+
+
+def _bound_index(i, d) -> bool:
+    """Whether index ``i`` along ``d`` is written with the bounds of ``d``'s root set at
+    apply (``x_m``, ``x_M``) and SubDimensions' thicknesses only (Devito's
+    ``f[ix.symbolic_max]``)."""
+    from .dimensions import Thickness, bound_symbol
+    bounds = {bound_symbol(d, False), bound_symbol(d, True)}
+    rest = i.xreplace({t: 0 for t in i.atoms(Thickness)}).free_symbols
+    return bool(rest) and rest <= bounds and sympy.expand(i).is_integer is not False
 
 
 def _index(f, d, i, is_time: bool):
@@ -38,6 +56,8 @@ def _index(f, d, i, is_time: bool):
     except (sympy.SympifyError, TypeError):
         raise InvalidArgument(f"{f.name}[...]: index {i!r} along {d} is not a number or an "
                               "expression") from None
+    if not is_time and _bound_index(i, d):
+        return GridIndex(d, i)
     subs = [s for s in i.free_symbols if getattr(s, "is_Sub", False) and s.parent == d]
     if subs:   # a SubDimension of d: kept until the Operator runs the equation on its part
         k = sympy.expand(i - subs[0])
