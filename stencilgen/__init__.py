@@ -5,7 +5,7 @@ from sympy import (Abs, And, Ge, Gt, Le, Lt, Max, Min, Ne, Not, Or, acos, asin, 
 from . import devito_names
 from .symbolic.builtins import (gaussian_smooth, initialize_function, inner, mmax, mmin, norm,
                                 smooth, sum, sumall)
-from .symbolic.calculus import curl, diag, div, grad, laplace
+from .symbolic.calculus import curl, curl45, diag, div, div45, grad, grad45, laplace
 from .configuration import configuration, switchconfig
 from .symbolic.derivatives import Derivative, first_derivative
 from .symbolic.conditions import CondEq, CondNe
@@ -87,7 +87,7 @@ __all__ = [
     "norm", "right", "set_log_level", "sin", "solve", "sqrt", "sum", "sumall", "inner", "mmax",
     "mmin", "Real", "Imag", "Conj",
     "CELL", "NODE", "Tensor", "TensorFunction", "TensorTimeFunction", "Vector", "VectorFunction",
-    "VectorTimeFunction", "curl", "diag", "div", "grad", "laplace",
+    "VectorTimeFunction", "curl", "curl45", "diag", "div", "div45", "grad", "grad45", "laplace",
 ]
 __all__ += ["ApplyInterrupted", "clear_cache", "gaussian_smooth", "smooth", "switchconfig",
             "ALLOC_ALIGNED", "ALLOC_GUARD"]

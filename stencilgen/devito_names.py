@@ -10,8 +10,6 @@ class UnsupportedFeature(StencilgenError, ImportError):
     """A Devito name that stencilgen does not support (yet); the message says what to write."""
 
 
-_CALCULUS = ("the rotated (45-degree) vector calculus operators are not supported: write the "
-             "sums of rotated derivatives (u.dx45 + u.dy45) or use grad, div, curl")
 _OPERATORS = "use Operator(eqs, backend='c' | 'openacc' | 'cuda') for every target"
 _CHECKPOINT = ("checkpointing (pyrevolve) is not supported; save the forward wavefield with "
                "TimeFunction(save=nt)")
@@ -19,8 +17,6 @@ _DIMENSIONS = ("this kind of Dimension is not supported: use the Grid's dimensio
                "SpaceDimension, TimeDimension, SteppingDimension or ConditionalDimension")
 
 ADVICE = {
-    "grad45": _CALCULUS, "div45": _CALCULUS, "curl45": _CALCULUS,
-
     "Buffer": "Buffer is not supported: pass time_order= (or save=) to TimeFunction",
     "assign": "assign is not supported: set f.data with NumPy, or run an Operator of Eq(f, ...)",
     "switchenv": "switchenv is not supported: set stencilgen.configuration[...] directly",

@@ -159,7 +159,6 @@ def test_more_math_functions_match_numpy():
 
 
 @pytest.mark.parametrize("name, words", [
-    ("grad45", "u.dx45 + u.dy45"),
     ("ModuloDimension", "SteppingDimension"),
     ("Buffer", "time_order="),
     ("Cpu64AdvOmpOperator", "Operator(eqs"),

@@ -316,9 +316,6 @@ def test_bad_side_and_weights_are_invalid_arguments():
     with pytest.raises(InvalidArgument, match=r"fd_order=2 for the cross derivative along x, "
                                               r"y: give one order a dimension"):
         u.dxdy(fd_order=2)
-    f = Function(name="f", grid=u.grid, space_order=4, staggered=x)
-    with pytest.raises(UnsupportedDerivative, match="dx45 of f, staggered"):
-        f.dx45  # noqa: B018
 
 
 # -- Devito's own numbers -----------------------------------------------------------------------

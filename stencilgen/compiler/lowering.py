@@ -29,6 +29,7 @@ from ..ir.names import NameRegistry
 from ..ir import dtypes
 from .vetting import check_terms, check_types, value_dtype
 from ..symbolic.relocation import at_nodes, at_place
+from ..symbolic.rotated import Rotated
 from ..symbolic.staggering import natural_index
 from ..symbolic.sparse import Injection, Interpolation
 
@@ -540,6 +541,8 @@ class _Expander:
         return temp
 
     def __call__(self, expr):
+        if isinstance(expr, Rotated):   # not taken at a left-hand side's place: its own
+            return self(expr.at({}))
         if isinstance(expr, Derivative):
             inner = self(expr.expr)
             place = placed(expr, location(expr.expr, expr.dim))
@@ -548,7 +551,8 @@ class _Expander:
                 self.new_eqs.append(Eq(t, inner))
                 inner = t
             return expand(expr, inner, place)
-        if isinstance(expr, DiscreteFunction) or not expr.args or not expr.has(Derivative):
+        if isinstance(expr, DiscreteFunction) or not expr.args or \
+                not expr.has(Derivative, Rotated):
             return expr
         return expr.func(*[self(a) for a in expr.args])
 

@@ -17,6 +17,7 @@ from sympy.logic.boolalg import Boolean
 
 from ..errors import InvalidEquation
 from ..symbolic.differentiable import Derivative
+from ..symbolic.rotated import Rotated
 from ..symbolic.expressions import INT, ComplexPart
 from ..symbolic.functions import DiscreteFunction
 from ..symbolic.relocation import SafeInv
@@ -79,7 +80,7 @@ def complex_valued(expr) -> bool:
         return getattr(expr, "dtype", None) is not None and np.dtype(expr.dtype).kind == "c"
     if expr.is_Atom:
         return bool(expr.is_number and expr.is_real is False)
-    if isinstance(expr, Derivative):
+    if isinstance(expr, (Derivative, Rotated)):
         return complex_valued(expr.expr)
     return any(complex_valued(a) for a in expr.args)
 
@@ -116,7 +117,7 @@ def check_terms(expr, eq, condition: bool = False) -> None:
         term = todo.pop()
         if isinstance(term, DiscreteFunction):   # its indices are checked when indexed
             continue
-        if isinstance(term, Derivative):
+        if isinstance(term, (Derivative, Rotated)):
             todo.append(term.expr)
             continue
         why = _why(term, condition) or _complex_misuse(term, condition)

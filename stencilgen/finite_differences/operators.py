@@ -1,4 +1,4 @@
 """Devito's ``devito.finite_differences.operators``: the vector calculus operators."""
-from ..symbolic.calculus import curl, diag, div, grad, laplace
+from ..symbolic.calculus import curl, curl45, diag, div, div45, grad, grad45, laplace
 
-__all__ = ["curl", "diag", "div", "grad", "laplace"]
+__all__ = ["curl", "curl45", "diag", "div", "div45", "grad", "grad45", "laplace"]

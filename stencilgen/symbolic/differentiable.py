@@ -6,7 +6,6 @@ so ``(b * u.dx).dx`` works like ``u.dx.dx``. The two know each other, hence one 
 """
 from __future__ import annotations
 
-import itertools
 import re
 
 import numpy as np
@@ -19,7 +18,7 @@ from sympy.core.symbol import Str
 from .dimensions import Dimension
 from ..errors import InvalidArgument, InvalidEquation, UnsupportedDerivative
 from .fd_sides import side_name
-from .fd_weights import centred_weights, custom_offsets
+from .fd_weights import custom_offsets
 from .shifts import expand, shift
 
 
@@ -256,7 +255,8 @@ def _shorthand(expr, name):
     for letter, suffix in tokens:
         dim = _shorthand_dim(grid, name, letter)
         if suffix == "45":
-            return _rotated(expr, dim, name)
+            from .rotated import rotated   # builds on this module
+            return rotated(expr, dim, name=name)
         if suffix in _SIDES:
             return Derivative(expr, dim, side=_SIDES[suffix])
         specs.append((dim, _shorthand_order(expr, name, dim, suffix)))
@@ -290,39 +290,6 @@ def _shorthand_order(expr, name, dim, suffix):
             f"{limit} (shorthands go up to order {limit}); write Derivative(u, ({dim}, {n}), "
             f"fd_order={n + n % 2}) or raise the Function's space_order")
     return n
-
-
-def _rotated(expr, dim, name):
-    """Devito's rotated derivative (``u.dx45``): the mean of the centred first differences along
-    every grid diagonal, each signed by its direction along ``dim``, divided by h_dim."""
-    dims = list(expr.grid.dimensions)
-    if len(dims) < 2:
-        raise UnsupportedDerivative(f"{name}: a rotated derivative needs a grid of 2 or 3 "
-                                    f"dimensions; on a 1D grid write u.d{dim}")
-    staggered = sorted({f.name for f in expr.atoms(sympy.Function)
-                        if any(getattr(getattr(f, "field", None), "staggered", ()) or ())})
-    if staggered:
-        # Devito 4.8.23 moves a staggered function's diagonal taps by half a spacing along
-        # its staggered dimensions only: its own exactness test (test_fd_space_45) fails
-        raise UnsupportedDerivative(
-            f"{name} of {', '.join(staggered)}, staggered: Devito's rotated derivative of a "
-            f"staggered function is not exact (it fails Devito's own test_fd_space_45); take "
-            f"it of a function on the nodes, or average onto them first")
-    offsets, weights = centred_weights(1, expr.space_order, 0)
-    inner = evaluate(expr)
-    terms = []
-    for signs in itertools.product((1, -1), repeat=len(dims) - 1):
-        direction = dict(zip(dims, (1,) + signs))
-        for o, w in zip(offsets, weights):
-            moved = inner
-            for d, sign in direction.items():
-                moved = shift(moved, d, sign * o)
-            if w != 0:
-                terms.append(DMul(direction[dim] * w, moved))
-    # its values sit where the function's do: an equation takes them as they are (Devito's
-    # dx45 is an expression already evaluated), not averaged onto its left-hand side
-    return DMul(Evaluated(*terms), sympy.Rational(1, 2 ** (len(dims) - 1)),
-                DPow(dim.spacing, sympy.S.NegativeOne))
 
 
 def _keep_differentiable(e):
@@ -792,10 +759,14 @@ def placed(d, inner_place):
 
 
 def evaluate(expr):
-    """``expr`` with every Derivative expanded, innermost first."""
+    """``expr`` with every Derivative (and rotated one, at its operand's place) expanded,
+    innermost first."""
+    from .rotated import Rotated   # builds on this module
     if isinstance(expr, Derivative):
         return expand(expr, evaluate(expr.expr), placed(expr, location(expr.expr, expr.dim)))
-    if not expr.args or not expr.has(Derivative):
+    if isinstance(expr, Rotated):
+        return expr.at({})
+    if not expr.args or not expr.has(Derivative, Rotated):
         return expr
     return expr.func(*[evaluate(a) for a in expr.args])
 

@@ -8,6 +8,7 @@ import sympy
 from sympy.core.function import AppliedUndef
 
 from .differentiable import DAdd, DMul, DPow, Derivative, Evaluated, highest, location, placed
+from .rotated import Rotated
 from ..errors import InvalidEquation
 from .shifts import shift
 from .staggering import HALF, natural_index
@@ -191,9 +192,22 @@ def _staggered_anywhere(expr, lhs) -> bool:
     return any(f.field.staggered for f in fields + ([lhs] if lhs is not None else []))
 
 
+def _rotated_at(r, target, lhs_field):
+    """A rotated derivative at ``target``, or at its operand's own place where that is the
+    left-hand side's function or sits where it does (Devito's ``_eval_at``)."""
+    dims = r.grid.dimensions
+    own = {d: (location(r.expr, d) or (sympy.S.Zero,))[0] for d in dims}
+    if (_is_field(r.expr) and r.expr.field is lhs_field) or \
+            all(own[d] == target.get(d, own[d]) for d in dims):
+        return r.at({})
+    return r.at(target)
+
+
 def _at(expr, target, lhs_field):
     if isinstance(expr, Derivative):
         return _derivative_at(expr, target, lhs_field)
+    if isinstance(expr, Rotated):
+        return _rotated_at(expr, target, lhs_field)
     if _is_field(expr):
         return expr if expr.field is lhs_field else _averaged(expr, target)
     if not expr.args or isinstance(expr, Evaluated):

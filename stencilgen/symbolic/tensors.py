@@ -9,7 +9,7 @@ import sympy
 from .differentiable import CALCULUS, DAdd
 from ..errors import InvalidArgument
 from .functions import Function, TimeFunction, _on_subdomain
-from .staggering import NODE
+from .staggering import CELL, NODE
 
 
 def _grid(entries):
@@ -233,7 +233,8 @@ def _component_staggering(staggered, n, default):
     if staggered is None:
         return default
     if isinstance(staggered, (tuple, list)) and len(staggered) == n and all(
-            isinstance(s, (tuple, list)) or s is None or s is NODE or hasattr(s, "spacing")
+            isinstance(s, (tuple, list)) or s is None or s is NODE or s is CELL
+            or hasattr(s, "spacing")
             for s in staggered) and not all(hasattr(s, "spacing") for s in staggered):
         return list(staggered)
     return [staggered] * n
