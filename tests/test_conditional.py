@@ -173,8 +173,7 @@ def test_conditions_are_checked():
     with pytest.raises(InvalidArgument, match="relation must be"):
         ConditionalDimension("c", parent=x, factor=2, relation=sympy.Not)
     t_sub = ConditionalDimension("t_sub", parent=time, factor=2)
-    with pytest.raises(InvalidArgument, match="needs save=, the number of snapshots"):
-        TimeFunction(name="s", grid=grid, time_order=0, time_dim=t_sub)
+    assert TimeFunction(name="s", grid=grid, time_order=0, time_dim=t_sub).data.shape[0] == 1
     with pytest.raises(InvalidArgument, match="time_dim must be the grid's time dimension"):
         TimeFunction(name="s", grid=grid, save=3,
                      time_dim=ConditionalDimension("xs", parent=x, factor=2))
@@ -336,3 +335,31 @@ def test_a_constant_in_a_condition_on_time_is_an_argument():
     assert f.data[0, 5, 5] == 4 and f.data[0, 0, 5] == 0 and np.all(g.data == 0)
     op.apply(time_M=3, c=2.0)
     assert f.data[0, 5, 5] == 4 and g.data[0, 5, 5] == 4
+
+
+@pytest.mark.parametrize("backend", ["c", pytest.param("cuda", marks=needs_nvcc)])
+def test_snapshots_without_save_are_a_buffer(backend, tmp_path):
+    """A TimeFunction on a ConditionalDimension of time without save= holds time_order + 1
+    snapshots, the slot of snapshot k being k modulo their number: its last two equal those of
+    the same run saving every snapshot (CUDA emulated; Devito allocates the buffer but indexes
+    it without the modulo, past its end)."""
+    import cuda_emulation
+    grid = Grid(shape=(5, 6))
+    ts = ConditionalDimension("t_sub", parent=grid.time_dim, factor=3)
+    out = {}
+    for save in (None, 7):
+        u = TimeFunction(name="u", grid=grid)
+        u.data[0] = np.arange(30, dtype=np.float32).reshape(5, 6) / 10
+        w = TimeFunction(name="w", grid=grid, time_dim=ts, save=save)
+        eqs = [Eq(u.forward, u + 1), Eq(w.forward, 0.5 * w + u)]
+        op = Operator(eqs, backend=backend, name=f"Buffer{save or 0}")
+        if backend == "cuda":
+            assert cuda_emulation.run(op, str(tmp_path), time_M=17) == 0
+        else:
+            op.apply(time_M=17)
+        out[save] = np.array(w.data)
+    buffered, saved = out[None], out[7]
+    assert buffered.shape[0] == 2 and np.abs(saved[-1]).max() > 10
+    # snapshot k + 1 = 6 is written last (at step 15): slot 6 % 2 = 0; snapshot 5 in slot 1
+    np.testing.assert_allclose(buffered[0], saved[6], rtol=1e-6)
+    np.testing.assert_allclose(buffered[1], saved[5], rtol=1e-6)

@@ -817,8 +817,13 @@ class _Indexer:
                 if not k.is_Integer:
                     raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number "
                                           f"of steps")
-                idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None else
-                           self.time_index(int(k), arr.time_size if arr.modulo else None))
+                if sub is not None and arr.modulo:   # a buffer of snapshots (save=None)
+                    idx.append(sympy.Mod(self.subsampling(sub, True).symbol + int(k),
+                                         arr.time_size))
+                else:
+                    idx.append(self.subsampling(sub, True).symbol + int(k) if sub is not None
+                               else self.time_index(int(k),
+                                                    arr.time_size if arr.modulo else None))
         own = f.grid.dimensions
         args = dict(zip(map(looped, own), f.args[-len(own):]))
         conditional = {looped(d): d for d in own if _subsampled(d)}

@@ -219,8 +219,8 @@ def _time_accesses(prog):
                 if arr.time_size is None:
                     continue
                 for o in offs:
-                    if arr.modulo:
-                        offsets.update(slots[o[0]])
+                    if arr.modulo:   # a buffer: of the time loop (a slot), or of snapshots
+                        offsets.update(slots.get(o[0], ()))
                         continue
                     sub = set(sampled) & sympy.sympify(o[0]).free_symbols
                     if sub:

@@ -586,7 +586,8 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
 
 
 def _check_time_dim(owner, time_dim, grid, save):
-    """A ConditionalDimension of time with a factor (snapshots), or None for the grid's own."""
+    """A ConditionalDimension of time with a factor (snapshots: ``save`` of them, or a
+    buffer of ``time_order + 1`` without), or None for the grid's own."""
     if time_dim is None or time_dim in (grid.time_dim, grid.stepping_dim):
         return None
     if not getattr(time_dim, "is_Conditional", False) or not time_dim.parent.is_Time \
@@ -595,10 +596,8 @@ def _check_time_dim(owner, time_dim, grid, save):
             f"{owner}: time_dim must be the grid's time dimension or a ConditionalDimension "
             f"of it with a factor (ConditionalDimension('t_sub', parent=grid.time_dim, "
             f"factor=4)), got {time_dim!r}")
-    if save is None:
-        raise InvalidArgument(f"{owner}: a TimeFunction on {time_dim} (every "
-                              f"{time_dim.factor} steps) needs save=, the number of snapshots "
-                              f"it holds, e.g. save=nt//{time_dim.factor} + 1")
+    # save=None: a buffer of time_order + 1 snapshots, its slot the snapshot's index modulo
+    # their number (Devito allocates them too, but indexes them without the modulo)
     return time_dim
 
 
