@@ -202,6 +202,17 @@ def test_sa_tti_3d_equals_c(builds, reverse):
     assert not bad, "\n".join(bad)
 
 
+def _assert_emulated_equals_c(op, P, M, dt, builds, reverse):
+    """``op`` (the 3D SA-TTI, built here) emulated from the standard start gives C's P and M."""
+    ref_p, ref_m = _tti_reference(SHAPE3, NT)
+    _start(P, M)
+    status = cuda_emulation.run(op, builds, reverse=reverse, time_m=1, time_M=NT, dt=dt)
+    assert status == 0
+    bad = [d for d in (_differs("P", ref_p, np.array(P.data)),
+                       _differs("M", ref_m, np.array(M.data))) if d]
+    assert not bad, "\n".join(bad)
+
+
 @needs_nvcc
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "backward"])
 def test_sa_tti_3d_paired_equals_c(builds, monkeypatch, reverse):
@@ -211,13 +222,7 @@ def test_sa_tti_3d_paired_equals_c(builds, monkeypatch, reverse):
     monkeypatch.setitem(CudaBackend.FUSION, "sm_shared_bytes", 0)
     op, P, M, dt = _tti.__wrapped__(SHAPE3, "cuda")
     assert op.program.steps[0].fusion.pair == 2
-    ref_p, ref_m = _tti_reference(SHAPE3, NT)
-    _start(P, M)
-    status = cuda_emulation.run(op, builds, reverse=reverse, time_m=1, time_M=NT, dt=dt)
-    assert status == 0
-    bad = [d for d in (_differs("P", ref_p, np.array(P.data)),
-                       _differs("M", ref_m, np.array(M.data))) if d]
-    assert not bad, "\n".join(bad)
+    _assert_emulated_equals_c(op, P, M, dt, builds, reverse)
 
 
 @needs_nvcc
@@ -231,13 +236,7 @@ def test_sa_tti_3d_interleaved_rings_equal_c(builds, monkeypatch):
     op, P, M, dt = _tti.__wrapped__(SHAPE3, "cuda")
     f = op.program.steps[0].fusion
     assert f.interleave and "sg_quad_lo(" in op.ccode and "sg_quad_mid_hi(" in op.ccode
-    ref_p, ref_m = _tti_reference(SHAPE3, NT)
-    _start(P, M)
-    status = cuda_emulation.run(op, builds, reverse=True, time_m=1, time_M=NT, dt=dt)
-    assert status == 0
-    bad = [d for d in (_differs("P", ref_p, np.array(P.data)),
-                       _differs("M", ref_m, np.array(M.data))) if d]
-    assert not bad, "\n".join(bad)
+    _assert_emulated_equals_c(op, P, M, dt, builds, reverse=True)
 
 
 @needs_nvcc
