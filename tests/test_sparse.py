@@ -210,3 +210,49 @@ def test_injections_add_what_devito_adds():
     a point within half a cell of a staggered field's edge adds to its halo, and an
     interpolation from a staggered function reads its halo there, as Devito's."""
     assert_matches_devito("injection_program", same_zeros=True)
+
+
+def test_a_dimension_before_the_points_gives_devitos_numbers():
+    """tests/reference/sparse_rows_program.py: ``SparseFunction(dimensions=(scale, dim),
+    shape=(3, npoint))``, each row interpolating ``a * p.indices[0]`` (Devito's
+    test_interpolate_custom and test_interpolate_indexed, 2D and 3D) and injecting
+    ``p * (1 + p.indices[0])``, as Devito 4.8.23 computes them."""
+    assert_matches_devito("sparse_rows_program")
+
+
+@pytest.mark.parametrize("backend", ["cuda", "openacc"])
+def test_rows_of_a_sparse_function_on_the_other_backends(backend, tmp_path):
+    """The rows' interpolation and injection give C's numbers on CUDA (emulated, where nvcc
+    is) and OpenACC."""
+    import shutil
+    import sys
+    from pathlib import Path
+    import cuda_emulation
+    if backend == "cuda" and shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed: the CUDA source cannot be emulated")
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "reference"))
+    try:
+        import sparse_rows_program as program
+    finally:
+        sys.path.pop(0)
+    import stencilgen
+    grid = Grid(shape=(9, 10), extent=(1., 1.))
+    a = Function(name="a", grid=grid)
+    a.data[:] = np.random.default_rng(3).standard_normal(grid.shape)
+    results = {}
+    for be in ("c", backend):
+        p = program._points(stencilgen, grid, ((.05, .9), (.01, .8)), 11)
+        p.data[:] = 1.
+        b = Function(name="b", grid=grid)
+        eqs = p.interpolate(a * (p.indices[0] - 1)) + \
+            p.inject(field=b, expr=p * (2 + p.indices[0]))
+        op = Operator(eqs, backend=be, name=f"Rows{be}")
+        if be == "cuda":
+            assert cuda_emulation.run(op, str(tmp_path)) == 0
+        else:
+            op.apply()
+        results[be] = (np.array(p.data), np.array(b.data))
+    for got, want in zip(results[backend], results["c"]):
+        assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    with pytest.raises(stencilgen.InvalidEquation, match="read it at a row, 0 to 2"):
+        Operator(p.inject(field=b, expr=p.func(5, p.indices[1])), backend="c")

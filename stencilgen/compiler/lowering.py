@@ -1030,6 +1030,13 @@ class _Indexer:
             if not k.is_Integer:
                 raise InvalidEquation(f"{f}: time index {f.args[0]} is not a whole number of steps")
             idx.append(self.time + int(k))
+        elif arr.extra:   # the row of a Dimension before the points (one equation a row)
+            if not (f.args[0].is_Integer and 0 <= int(f.args[0]) < arr.extra):
+                raise InvalidEquation(f"{f}: read at {f.args[0]} along "
+                                      f"{f.field.extra[0][0]}; read it at a row, 0 to "
+                                      f"{arr.extra - 1}, or inside its own interpolation or "
+                                      f"injection")
+            idx.append(f.args[0])
         if f.args[-1] != f.origin.args[-1]:
             raise InvalidEquation(f"{f}: a sparse function is read at its own points only")
         return arr.base[tuple(idx) + (self.point,)]

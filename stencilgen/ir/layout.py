@@ -75,6 +75,9 @@ def _sparse_layout(a: ArrayParam, ndim: int, names: NameRegistry) -> ArrayLayout
     if nt:
         strides = ((npoint, _index(npoint)),) + strides
         count = _index(nt) * count
+    elif a.extra:   # rows of a Dimension before the points
+        strides = ((npoint, _index(npoint)),) + strides
+        count = a.extra * count
     return ArrayLayout(vec=vec, halo=(), strides=strides,
                        origin=(names.fresh(f"{a.name}_o"), sympy.Integer(0)),
                        count=(names.fresh(f"{a.name}_len"), count),

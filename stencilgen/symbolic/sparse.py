@@ -58,7 +58,8 @@ class SparseData(FieldData):
 
     @property
     def shape_with_halo(self) -> tuple[int, ...]:
-        return ((self.nt,) if self.nt is not None else ()) + (self.npoint,)
+        lead = (self.nt,) if self.nt is not None else tuple(n for _, n in self.extra)
+        return lead + (self.npoint,)
 
     @property
     def time_size(self):
@@ -76,9 +77,10 @@ class SparseFunction(DiscreteFunction):
                      **unknown) -> SparseData:
         owner = f"{cls.__name__} {name!r}"
         _common_checks(owner, name, grid, unknown)
-        point = None
+        point, extra = None, ()
         if dimensions is not None or shape is not None:
-            point, npoint, nt = _own_axes(cls, owner, grid, dimensions, shape, npoint, nt)
+            point, npoint, nt, extra = _own_axes(cls, owner, grid, dimensions, shape, npoint,
+                                                 nt)
         npoint = _check_order(owner, npoint, "npoint", "give the number of points (>= 1)",
                               lambda v: v >= 1)
         if not cls.is_TimeFunction:
@@ -94,7 +96,7 @@ class SparseFunction(DiscreteFunction):
                                   f"{coordinates.data.shape[1]} dimensions, not npoint={npoint} "
                                   f"of {grid.dim}")
         rec = SparseData(name=name, grid=grid, space_order=2, dtype=dtype, halo=(),
-                         npoint=npoint, nt=nt, is_time=nt is not None,
+                         npoint=npoint, nt=nt, is_time=nt is not None, extra=extra,
                          coordinates=coordinates if shared else
                          Coordinates(owner, npoint, grid.dim), point=point)
         if coordinates is not None and not shared:
@@ -104,7 +106,9 @@ class SparseFunction(DiscreteFunction):
     @classmethod
     def _indices(cls, record):
         p = record.point or SparseDimension(f"p_{record.name}", integer=True)
-        return (record.grid.time_dim, p) if record.nt is not None else (p,)
+        lead = (record.grid.time_dim,) if record.nt is not None else \
+            tuple(d for d, _ in record.extra)
+        return lead + (p,)
 
     @property
     def npoint(self) -> int:
@@ -156,14 +160,28 @@ class SparseFunction(DiscreteFunction):
             if not isinstance(f, DiscreteFunction) or f.is_Sparse:
                 raise InvalidArgument(f"{self.name}.inject: field must be a grid Function "
                                       f"access such as u.forward, got {f!r}")
-        return [Injection(self, f, sympy.sympify(e), _implicit(implicit_dims))
-                for f, e in zip(fields, exprs)]
+        return [Injection(self, f, e, _implicit(implicit_dims))
+                for f, ex in zip(fields, exprs) for e in self._rows(sympy.sympify(ex))]
+
+    def _rows(self, expr) -> list:
+        """``expr``, or with a Dimension before the points one copy a row of it, that
+        Dimension (a value in ``expr``, ``p.indices[0]``) replaced by the row's index."""
+        if not self.field.extra:
+            return [expr]
+        d, n = self.field.extra[0]
+        return [expr.xreplace({d: sympy.Integer(k)}) for k in range(n)]
 
     def interpolate(self, expr, increment=False, implicit_dims=None):
         """An ``Interpolation``: store the multilinear interpolation of ``expr`` at each point
         (``increment=True``: add it to the values there), an equation for ``Operator``; lists
         take it with ``+``, as Devito's."""
-        return Interpolation(self, sympy.sympify(expr), bool(increment),
+        expr = sympy.sympify(expr)
+        if self.field.extra:   # one interpolation a row, each written at its row
+            p = self.indices[-1]
+            return [Interpolation(self, e, bool(increment), at=self.func(k, p),
+                                  implicit_dims=_implicit(implicit_dims))
+                    for k, e in enumerate(self._rows(expr))]
+        return Interpolation(self, expr, bool(increment),
                              implicit_dims=_implicit(implicit_dims))
 
 
@@ -186,12 +204,16 @@ def _own_axes(cls, owner, grid, dimensions, shape, npoint, nt):
     """Devito's ``SparseFunction(dimensions=(p,), shape=(npoint,))`` (a time series's
     ``(time, p)``, ``(nt, npoint)``): the point dimension, npoint and nt they give."""
     timed = cls.is_TimeFunction
-    want = "(time, p) and shape (nt, npoint)" if timed else "(p,) and shape (npoint,)"
+    want = "(time, p) and shape (nt, npoint)" if timed else \
+        "(p,) and shape (npoint,), or (d, p) and (n, npoint) with one Dimension d before the points"
     dims, sizes = _tuple(dimensions), _tuple(shape)
-    fits = len(dims) == len(sizes) == 1 + timed and all(isinstance(d, Dimension)
-                                                          for d in dims)
+    lead = len(dims) - 1 - timed   # a Dimension before the points (Devito's custom layouts)
+    fits = len(dims) == len(sizes) and lead in ((0, 1) if not timed else (0,)) and \
+        all(isinstance(d, Dimension) for d in dims)
     if fits and timed:
         fits = dims[0] == grid.time_dim and not dims[1].is_Time
+    if fits and lead:
+        fits = not dims[0].is_Time and dims[0] not in grid.dimensions
     if not fits or not all(isinstance(n, (int, np.integer)) and n >= 1 for n in sizes):
         raise InvalidArgument(f"{owner}: dimensions={dimensions!r}, shape={shape!r}; give "
                               f"dimensions {want} (a sparse function with more dimensions "
@@ -201,7 +223,8 @@ def _own_axes(cls, owner, grid, dimensions, shape, npoint, nt):
                               f"points; give one of them, or both the same")
     if timed and nt is not None and nt != sizes[0]:
         raise InvalidArgument(f"{owner}: nt={nt} but shape {sizes} has {sizes[0]} samples")
-    return dims[-1], int(sizes[-1]), (int(sizes[0]) if timed else nt)
+    extra = ((dims[0], int(sizes[0])),) if lead else ()
+    return dims[-1], int(sizes[-1]), (int(sizes[0]) if timed else nt), extra
 
 
 class SparseTimeFunction(SparseFunction):
