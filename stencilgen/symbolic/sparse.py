@@ -138,7 +138,8 @@ class SparseFunction(DiscreteFunction):
         try:
             self.data_with_halo[...] = arr
         except ValueError:
-            axes = "(nt, npoint)" if self.is_TimeFunction else "(npoint,)"
+            axes = "(nt, npoint)" if self.is_TimeFunction else \
+                "(rows, npoint)" if self.field.extra else "(npoint,)"
             raise InvalidArgument(f"{self.name}.data: shape {arr.shape} does not fit "
                                   f"{self.data_with_halo.shape} {axes}") from None
 
