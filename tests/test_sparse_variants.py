@@ -256,8 +256,9 @@ def test_precomputed_input_is_checked():
 
 def test_sparse_functions_on_given_dimensions():
     """SparseFunction(dimensions=(p,), shape=(npoint,)) and SparseTimeFunction(dimensions=
-    (time, p), shape=(nt, npoint)): the point dimension named by the user; more dimensions
-    (Devito's extra axes) are refused with what is supported."""
+    (time, p), shape=(nt, npoint)): the point dimension named by the user; one Dimension
+    before the points (rows: test_sparse) is taken, more (or with time) refused with what is
+    supported."""
     from stencilgen import Dimension
     a = _box((11, 11))
     grid = a.grid
@@ -274,7 +275,13 @@ def test_sparse_functions_on_given_dimensions():
     u.data[:] = 1.0
     Operator(r.interpolate(u)).apply(time_M=3)
     assert np.all(r.data == 1.0)
+    rows = SparseFunction(name="z", grid=grid, dimensions=(q, p), shape=(3, 2))
+    assert rows.data.shape == (3, 2) and rows.indices[0] == q   # rows before the points
     with pytest.raises(InvalidArgument, match="more dimensions is not supported"):
-        SparseFunction(name="z", grid=grid, dimensions=(q, p), shape=(3, 2))
+        SparseFunction(name="z", grid=grid, dimensions=(Dimension("r"), q, p),
+                       shape=(2, 3, 2))
+    with pytest.raises(InvalidArgument, match="more dimensions is not supported"):
+        SparseTimeFunction(name="z", grid=grid, dimensions=(grid.time_dim, q, p),
+                           shape=(4, 3, 2), nt=4)
     with pytest.raises(InvalidArgument, match="npoint=2 but shape"):
         SparseFunction(name="z", grid=grid, dimensions=(p,), shape=(3,), npoint=2)
