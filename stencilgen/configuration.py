@@ -13,6 +13,7 @@ from typing import Any, Callable
 from jitcache import default_cache_dir
 
 from .errors import ConfigurationError
+from .user_warnings import warn_user
 
 
 def _bool(value: Any) -> bool:
@@ -241,11 +242,11 @@ class Configuration:
                 return self._devito[key]
             raise ConfigurationError(
                 f"unknown setting {key!r}; known settings: {', '.join(_SETTINGS)} (and "
-                f"Devito's {', '.join(sorted(set(_DEVITO_READS) | set(self._devito)))})")
+                f"Devito's {', '.join(_devito_keys())})")
         return self._values[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        if key not in _SETTINGS and (key in _DEVITO_READS or key in self._devito):
+        if key not in _SETTINGS and key in _devito_keys():
             for k, v in devito_setting(key, value):
                 if k in _SETTINGS:
                     self[k] = v
@@ -273,7 +274,7 @@ class Configuration:
         return _SETTINGS.keys()
 
     def __contains__(self, key) -> bool:
-        return key in _SETTINGS or key in _DEVITO_READS or key in self._devito
+        return key in _SETTINGS or key in _devito_keys()
 
     def describe(self) -> str:
         return "\n".join(f"{k:14s} {self._values[k]!r:40s} {_SETTINGS[k].env}: {_SETTINGS[k].help}"
@@ -316,9 +317,8 @@ _BACKEND_LANGUAGES = {"c": "openmp", "openacc": "openacc", "cuda": "cuda", "auto
 
 
 def _devito_warning(key: str, value: Any) -> None:
-    from . import logger   # the log reads this module: imported late
-    logger.warn_user(f"configuration[{key!r}] = {value!r} has no effect in stencilgen: "
-                     f"{_NO_EFFECT[key]}")
+    warn_user(f"configuration[{key!r}] = {value!r} has no effect in stencilgen: "
+              f"{_NO_EFFECT[key]}")
 
 
 def devito_setting(key: str, value: Any) -> list[tuple[str, Any]]:
@@ -349,6 +349,11 @@ _DEVITO_READS = {
 }
 
 
+def _devito_keys() -> list[str]:
+    """Devito's keys taken here besides ours, sorted."""
+    return sorted(set(_DEVITO_READS) | set(_DEVITO_ONLY))
+
+
 configuration = Configuration()
 
 #: Devito's languages -> stencilgen's backends
@@ -361,14 +366,14 @@ def _settings(name: str, value: Any) -> list[tuple[str, Any]]:
     key = name.replace("_", "-")
     if key in _SETTINGS:
         return [(key, value)]
-    if key in _DEVITO_READS or key in _DEVITO_ONLY:
+    if key in _devito_keys():
         try:
             return devito_setting(key, value)
         except ConfigurationError as exc:
             raise ConfigurationError(f"switchconfig: {exc}") from None
     raise ConfigurationError(f"switchconfig: {name!r} is not a setting stencilgen has; "
                              f"it has {', '.join(k.replace('-', '_') for k in _SETTINGS)}, "
-                             f"and Devito's {', '.join(sorted(set(_DEVITO_READS) | set(_DEVITO_ONLY)))}")
+                             f"and Devito's {', '.join(_devito_keys())}")
 
 
 class switchconfig:

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import warnings
-from pathlib import Path
 
 from .configuration import configuration
 
@@ -55,17 +53,3 @@ def debug(msg, *args):
 def warning(msg, *args):
     logger.warning(msg, *args)
 
-
-def _user_level() -> int:
-    """The ``stacklevel`` of the first caller outside stencilgen (the user's line)."""
-    package = Path(__file__).resolve().parent
-    frame, level = sys._getframe(1), 1
-    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def warn_user(text: str) -> None:
-    """``text`` in the log and as a UserWarning pointing at the user's line."""
-    logger.warning(text)
-    warnings.warn(text, UserWarning, stacklevel=_user_level())

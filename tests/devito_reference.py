@@ -14,16 +14,21 @@ import stencilgen
 REFERENCE = Path(__file__).resolve().parent / "reference"
 
 
-def assert_matches_devito(program: str, tol: float = 1e-6, same_zeros: bool = False):
-    """Every array of ``program``'s run under stencilgen within ``tol`` of the largest value
-    of Devito's (float32 round-off by default), the same keys, and with ``same_zeros`` zero
-    exactly where Devito's is."""
+def reference(program: str):
+    """(the module of tests/reference/``program``.py, Devito's stored arrays)."""
     sys.path.insert(0, str(REFERENCE))
     try:
         module = importlib.import_module(program)
     finally:
         sys.path.remove(str(REFERENCE))
-    ref = np.load(REFERENCE / f"{program}.npz")
+    return module, np.load(REFERENCE / f"{program}.npz")
+
+
+def assert_matches_devito(program: str, tol: float = 1e-6, same_zeros: bool = False):
+    """Every array of ``program``'s run under stencilgen within ``tol`` of the largest value
+    of Devito's (float32 round-off by default), the same keys, and with ``same_zeros`` zero
+    exactly where Devito's is."""
+    module, ref = reference(program)
     got = module.run(stencilgen)
     assert sorted(got) == sorted(ref.files)
     for key in ref.files:

@@ -5,6 +5,7 @@ import pytest
 from stencilgen import (Eq, Function, Grid, InvalidArgument, Operator, SparseFunction,
                         SparseTimeFunction, TimeFunction)
 from devito_reference import assert_matches_devito
+from test_cuda import needs_nvcc
 
 SHAPES = [(17,), (9, 11), (6, 7, 8)]
 
@@ -220,22 +221,14 @@ def test_a_dimension_before_the_points_gives_devitos_numbers():
     assert_matches_devito("sparse_rows_program")
 
 
-@pytest.mark.parametrize("backend", ["cuda", "openacc"])
+@pytest.mark.parametrize("backend", [pytest.param("cuda", marks=needs_nvcc), "openacc"])
 def test_rows_of_a_sparse_function_on_the_other_backends(backend, tmp_path):
     """The rows' interpolation and injection give C's numbers on CUDA (emulated, where nvcc
     is) and OpenACC."""
-    import shutil
-    import sys
-    from pathlib import Path
     import cuda_emulation
-    if backend == "cuda" and shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed: the CUDA source cannot be emulated")
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "reference"))
-    try:
-        import sparse_rows_program as program
-    finally:
-        sys.path.pop(0)
     import stencilgen
+    from devito_reference import reference
+    program, _ = reference("sparse_rows_program")
     grid = Grid(shape=(9, 10), extent=(1., 1.))
     a = Function(name="a", grid=grid)
     a.data[:] = np.random.default_rng(3).standard_normal(grid.shape)

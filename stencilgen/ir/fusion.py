@@ -116,7 +116,7 @@ class Limits:
     interleave: bool = False
     # shared memory an SM holds (0: unknown). A paired block whose rings leave no room for a
     # second block on its SM runs a point a thread instead: twice the warps in the one block
-    # (``_warps_first``)
+    # (``_fuse``, ``_blocks_fit``)
     sm_shared_bytes: int = 0
     block_reserve: int = 0   # shared bytes the hardware keeps a block besides its own
 
@@ -357,10 +357,10 @@ def _layout(prog: Program, k1, k2, limits: Limits, pair: int):
     ``k2`` at ``pair`` points a thread, the tiles that fit a block first, or why none can.
 
     ``_fuse`` tries a pair first; where the favoured tile's rings keep its SM to one block,
-    a point a thread, if that tile's threads still fit a block: the fused SA-TTI kernel is bound by latency at one block an SM, and
-    on an H200 the 27 warps of one point a thread ran it 7.6 % faster than the 14 of pairs,
-    while the variable-density program, two paired blocks an SM, lost 17 % at a point a
-    thread (docs/performance.md, issue 63)."""
+    a point a thread, if that tile's threads still fit a block: the fused SA-TTI kernel is
+    bound by latency at one block an SM, and on an H200 the 27 warps of a point a thread ran
+    it 7.6 % faster than the 14 of pairs, while the variable-density program, two paired
+    blocks an SM, lost 17 % at a point a thread (docs/performance.md, issue 63)."""
     inner = len(k2.dims) - 1
     arrays = {a.name: a for a in prog.arrays}
     onchip, lag = _onchip(k1, k2, arrays, pair)

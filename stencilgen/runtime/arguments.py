@@ -6,7 +6,7 @@ import cmath
 import numpy as np
 import sympy
 
-from .. import logger as log
+from ..user_warnings import warn_user
 from ..configuration import configuration
 from ..errors import InvalidArgument
 from ..symbolic.functions import Constant, DiscreteFunction, Function, TimeFunction
@@ -499,7 +499,7 @@ def bind(prog, bindings, kwargs, temps, op_name, attach) -> tuple[dict, list]:
     kwargs = dimension_names(prog, kwargs, op_name, bindings.grid.stepping_dim.name)
     unknown = set(kwargs) - _accepted(prog)
     if unknown and configuration["ignore-unknowns"]:   # Devito's setting: ignored, aloud
-        log.warn_user(f"Operator `{op_name}`.apply: ignored unknown argument(s) "
+        warn_user(f"Operator `{op_name}`.apply: ignored unknown argument(s) "
                       f"{', '.join(sorted(unknown))} (ignore-unknowns is set)")
         kwargs = {k: v for k, v in kwargs.items() if k not in unknown}
     elif unknown:

@@ -11,6 +11,7 @@ import numpy as np
 import jitcache
 
 from .. import logger as log
+from ..user_warnings import warn_user
 from . import arguments
 from . import autotune as tuning
 from . import finite
@@ -58,7 +59,7 @@ class Operator:
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgument(f"Operator: name must be an identifier, got {name!r}")
         if unknown:   # Devito's Operator takes any keyword (its solvers pass theirs through)
-            log.warn_user(f"Operator `{name}`: ignored unknown argument(s) "
+            warn_user(f"Operator `{name}`: ignored unknown argument(s) "
                           f"{', '.join(f'{k}={v!r}' for k, v in sorted(unknown.items()))}; "
                           f"they have no meaning here (Devito ignores them too)")
         if check_finite not in (None, True, False):

@@ -146,4 +146,5 @@ def diag(func, size=None):
     return Tensor.like(arr)
 
 
-CALCULUS.update(grad=grad, div=div, curl=curl, laplace=laplace)   # f.grad(), v.div()...
+# f.grad(), v.div()..., u.dx45
+CALCULUS.update(grad=grad, div=div, curl=curl, laplace=laplace, rotated=rotated)

@@ -255,8 +255,7 @@ def _shorthand(expr, name):
     for letter, suffix in tokens:
         dim = _shorthand_dim(grid, name, letter)
         if suffix == "45":
-            from .rotated import rotated   # builds on this module
-            return rotated(expr, dim, name=name)
+            return CALCULUS["rotated"](expr, dim, name=name)
         if suffix in _SIDES:
             return Derivative(expr, dim, side=_SIDES[suffix])
         specs.append((dim, _shorthand_order(expr, name, dim, suffix)))
@@ -365,10 +364,19 @@ def _shift_of(dim, x0) -> sympy.Rational:
     return sympy.Rational(s)
 
 
-#: Devito's vector calculus by name (``grad``, ``div``, ``curl``, ``laplace``), registered by
-#: ``calculus``: the methods of expressions and tensors (``f.grad()``, ``v.div()``) call it
-#: from here, without importing the module that builds on this one
+#: Devito's vector calculus by name (``grad``, ``div``, ``curl``, ``laplace``, and
+#: ``rotated`` for ``u.dx45``), registered by ``calculus``: the methods of expressions and
+#: tensors (``f.grad()``, ``v.div()``) call it from here, without importing the modules that
+#: build on this one
 CALCULUS: dict = {}
+
+
+class PlacedDerivative(Differentiable, sympy.Expr):
+    """A derivative whose taps depend on the point an equation takes it at (Devito's rotated
+    ones: ``rotated.Rotated``): unevaluated until then, its taps from ``at(target)``."""
+
+    def at(self, target: dict):
+        raise NotImplementedError
 
 
 class Derivative(Differentiable, sympy.Expr):
@@ -759,14 +767,13 @@ def placed(d, inner_place):
 
 
 def evaluate(expr):
-    """``expr`` with every Derivative (and rotated one, at its operand's place) expanded,
-    innermost first."""
-    from .rotated import Rotated   # builds on this module
+    """``expr`` with every Derivative (and PlacedDerivative, at its operand's place)
+    expanded, innermost first."""
     if isinstance(expr, Derivative):
         return expand(expr, evaluate(expr.expr), placed(expr, location(expr.expr, expr.dim)))
-    if isinstance(expr, Rotated):
+    if isinstance(expr, PlacedDerivative):
         return expr.at({})
-    if not expr.args or not expr.has(Derivative, Rotated):
+    if not expr.args or not expr.has(Derivative, PlacedDerivative):
         return expr
     return expr.func(*[evaluate(a) for a in expr.args])
 

@@ -16,6 +16,7 @@ import sympy
 from sympy.core.function import AppliedUndef, UndefinedFunction
 
 from .. import logger as log
+from ..user_warnings import warn_user
 from ..data import places
 from ..data.allocators import DataReference, check_allocator
 from .differentiable import Differentiable
@@ -485,7 +486,7 @@ class TimeFunction(Function):
             record.save = _check_order(owner, save, "save",
                                        "use None or a number of time steps >= 1",
                                        lambda v: v >= 1)
-        record.time_dim = _check_time_dim(owner, time_dim, grid, record.save)
+        record.time_dim = _check_time_dim(owner, time_dim, grid)
         record.is_time = True
         if compensated not in (True, False):
             raise InvalidArgument(f"{owner}: compensated must be True or False")
@@ -585,8 +586,8 @@ def _own_grid(owner, grid, shape, dimensions, dtype):
     return own
 
 
-def _check_time_dim(owner, time_dim, grid, save):
-    """A ConditionalDimension of time with a factor (snapshots: ``save`` of them, or a
+def _check_time_dim(owner, time_dim, grid):
+    """A ConditionalDimension of time with a factor (snapshots: ``save=`` of them, or a
     buffer of ``time_order + 1`` without), or None for the grid's own."""
     if time_dim is None or time_dim in (grid.time_dim, grid.stepping_dim):
         return None
@@ -684,7 +685,7 @@ def _custom_halo(owner, space_order, grid):
 def _common_checks(owner, name, grid, unknown):
     if unknown:   # Devito ignores them (its own tests pass time_order1=): so do we, aloud
         names = ", ".join(f"{k}={v!r}" for k, v in sorted(unknown.items()))
-        log.warn_user(f"{owner}: ignored unknown argument(s) {names}; check the spelling "
+        warn_user(f"{owner}: ignored unknown argument(s) {names}; check the spelling "
                       f"(Devito ignores them too)")
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgument(f"{owner}: name must be a valid identifier, got {name!r}")

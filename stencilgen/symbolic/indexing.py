@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sympy
 
+from .dimensions import Thickness, bound_symbol
 from ..errors import InvalidArgument
 
 
@@ -39,13 +40,13 @@ class GridIndex(sympy.Expr):
 
 
 def _bound_index(i, d) -> bool:
-    """Whether index ``i`` along ``d`` is written with the bounds of ``d``'s root set at
-    apply (``x_m``, ``x_M``) and SubDimensions' thicknesses only (Devito's
-    ``f[ix.symbolic_max]``)."""
-    from .dimensions import Thickness, bound_symbol
+    """Whether index ``i`` along ``d`` is a sum of whole multiples of the bounds of
+    ``d``'s root set at apply (``x_m``, ``x_M``), of SubDimensions' thicknesses and of an
+    integer (Devito's ``f[ix.symbolic_max]``)."""
     bounds = {bound_symbol(d, False), bound_symbol(d, True)}
     rest = i.xreplace({t: 0 for t in i.atoms(Thickness)}).free_symbols
-    return bool(rest) and rest <= bounds and sympy.expand(i).is_integer is not False
+    return bool(rest) and rest <= bounds and all(
+        t.as_coeff_Mul()[0].is_Integer for t in sympy.Add.make_args(sympy.expand(i)))
 
 
 def _index(f, d, i, is_time: bool):

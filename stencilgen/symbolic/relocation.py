@@ -195,10 +195,9 @@ def _staggered_anywhere(expr, lhs) -> bool:
 def _rotated_at(r, target, lhs_field):
     """A rotated derivative at ``target``, or at its operand's own place where that is the
     left-hand side's function or sits where it does (Devito's ``_eval_at``)."""
-    dims = r.grid.dimensions
-    own = {d: (location(r.expr, d) or (sympy.S.Zero,))[0] for d in dims}
+    own = r.place
     if (_is_field(r.expr) and r.expr.field is lhs_field) or \
-            all(own[d] == target.get(d, own[d]) for d in dims):
+            all(at == target.get(d, at) for d, at in own.items()):
         return r.at({})
     return r.at(target)
 

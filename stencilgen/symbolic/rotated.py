@@ -16,7 +16,7 @@ import itertools
 
 import sympy
 
-from .differentiable import DMul, DPow, Differentiable, Evaluated, evaluate, location
+from .differentiable import DMul, DPow, Evaluated, PlacedDerivative, evaluate, location
 from ..errors import InvalidArgument, InvalidEquation, UnsupportedDerivative
 from .fd_weights import fornberg_weights
 from .shifts import shift
@@ -29,13 +29,7 @@ def _directions(ndim: int) -> list:
     return [(1,) + s for s in itertools.product((1, -1), repeat=ndim - 1)]
 
 
-def _diagonal_weight(axis: int, signs) -> int:
-    """How diagonal ``signs`` counts in the derivative along grid axis ``axis``: its sign
-    along that axis (Devito's ``dir_weights``)."""
-    return signs[axis]
-
-
-class Rotated(Differentiable, sympy.Expr):
+class Rotated(PlacedDerivative):
     """The rotated first derivative of ``expr`` along ``dim`` at order ``order``."""
 
     is_commutative = True
@@ -59,6 +53,11 @@ class Rotated(Differentiable, sympy.Expr):
     def grid(self):
         return self.expr.grid
 
+    @property
+    def place(self) -> dict:
+        """Grid dimension -> where the operand's values sit (0 or 1/2 spacings)."""
+        return {d: (location(self.expr, d) or (sympy.S.Zero,))[0] for d in self.grid.dimensions}
+
     def _sympystr(self, printer):
         return (f"Derivative({printer.doprint(self.expr)}, {self.dim}, "
                 f"fd_order={self.order}, method='RSFD')")
@@ -70,7 +69,7 @@ class Rotated(Differentiable, sympy.Expr):
         ndim = len(dims)
         if ndim not in (2, 3):
             raise InvalidEquation(f"{self}: rotated derivatives need a 2D or 3D grid")
-        own = {d: (location(self.expr, d) or (sympy.S.Zero,))[0] for d in dims}
+        own = self.place
         x0 = {d: sympy.nsimplify(target[d]) for d in dims if d in target}
         if x0 and len(set(x0.values())) > 1:
             # Devito's check_staggering: the diagonals meet only at a node or a cell centre
@@ -88,8 +87,9 @@ class Rotated(Differentiable, sympy.Expr):
         weights = fornberg_weights(points, start, 1)
         inner = evaluate(self.expr)
         terms = []
+        axis = dims.index(self.dim)
         for signs in _directions(ndim):
-            w = _diagonal_weight(dims.index(self.dim), signs)
+            w = signs[axis]   # a diagonal counts by its sign along the axis (dir_weights)
             for p, c in zip(points, weights):
                 if c == 0:
                     continue
