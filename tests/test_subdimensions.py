@@ -343,3 +343,5 @@ def test_an_index_at_the_bounds_outside_the_domain_is_refused_at_apply():
         op(x_m=0, x_ltkn0=9)
     assert not f.data.any()
     assert (ix.symbolic_min, str(ix.symbolic_max)) == (x.symbolic_min, "x_m + x_ltkn - 1")
+    with pytest.raises(InvalidArgument, match="must be an integer grid point"):
+        f[x.symbolic_max / 2]   # not a whole number of points from the bounds
