@@ -248,3 +248,24 @@ def test_ctrl_c_stops_the_demo_and_a_rerun_finishes(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert f"({len(kept)} already on disk, 0 failed)" in done.stdout
     assert len(list(tmp_path.glob("shot_*.npz"))) == 8
+
+
+class _SignalsInFinalizer:
+    """Sends SIGINT to this process from ``__del__``, where Python only prints what the
+    handler raises (as in Dask's ``Future.__del__``)."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):   # bytecodes: the handler runs here, inside the finalizer
+            pass
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_ctrl_c_swallowed_by_a_finalizer_still_stops_the_survey():
+    interrupt = survey._Interrupt()
+    with interrupt.installed():
+        interrupt.check()   # nothing yet
+        _SignalsInFinalizer()   # dropped at once: its finalizer swallows the interrupt
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.check()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

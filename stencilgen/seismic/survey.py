@@ -12,8 +12,11 @@ renamed, so a file there is a finished shot) and holds one record at a time.
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -168,11 +171,44 @@ def _tree(client, images: list, future):
     images[level] = future
 
 
-def _collect(client, futures: dict, out, failed: dict, progress: _Progress):
+class _Interrupt:
+    """Ctrl-C, remembered: Python raises KeyboardInterrupt in whatever the main thread runs,
+    which can be a finalizer of Dask's (``Future.__del__``) that swallows it; the flag makes
+    the survey stop at the next shot's end even then."""
+
+    def __init__(self):
+        self.seen = False
+
+    def _handler(self, signum, frame):
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self):
+        """Our handler while the survey runs, where a handler can be set (the main thread,
+        SIGINT not ignored)."""
+        if threading.current_thread() is not threading.main_thread() or \
+                signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield self
+            return
+        signal.signal(signal.SIGINT, self._handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _collect(client, futures: dict, out, failed: dict, progress: _Progress,
+             interrupt: _Interrupt):
     """Write records as shots finish; returns the summed image's future (or None)."""
     distributed = import_distributed()
     images = []
     for fut in distributed.as_completed(list(futures)):
+        interrupt.check()
         shot = futures.pop(fut)
         if fut.status == "error":
             exc = fut.exception()
@@ -186,6 +222,7 @@ def _collect(client, futures: dict, out, failed: dict, progress: _Progress):
                                                 pure=False))
         fut.release()
         progress.step(len(failed))
+        interrupt.check()
     pending = [f for f in images if f is not None]
     while len(pending) > 1:
         pending.append(client.submit(_add, pending.pop(0), pending.pop(0), pure=False))
@@ -240,9 +277,11 @@ def _map(client, setup, shoot, todo, inputs, out, failed, progress):
     key = scattered.key if scattered is not None else None
     futures = {client.submit(_shoot, setup, shoot, scattered, key, s, pure=False): s
                for s in todo}
+    interrupt = _Interrupt()
     try:
-        image = _collect(client, futures, out, failed, progress)
-        return None if image is None else image.result()
+        with interrupt.installed():
+            image = _collect(client, futures, out, failed, progress, interrupt)
+            return None if image is None else image.result()
     except BaseException:
         client.cancel(list(futures))
         raise
