@@ -363,3 +363,71 @@ def test_snapshots_without_save_are_a_buffer(backend, tmp_path):
     # snapshot k + 1 = 6 is written last (at step 15): slot 6 % 2 = 0; snapshot 5 in slot 1
     np.testing.assert_allclose(buffered[0], saved[6], rtol=1e-6)
     np.testing.assert_allclose(buffered[1], saved[5], rtol=1e-6)
+
+
+def _coarse(grid, factor, **kw):
+    """A Grid of every ``factor``-th point of ``grid``'s (Devito's subsampled grid)."""
+    dims = tuple(ConditionalDimension(d.name + "sub", parent=d, factor=factor)
+                 for d in grid.dimensions)
+    return Grid(tuple((n - 1) // factor + 1 for n in grid.shape), dimensions=dims,
+                time_dimension=grid.time_dim, **kw)
+
+
+def _laplace_so4(values, h):
+    """The 4th-order Laplacian of ``values`` (zeros beyond), spacing ``h`` per axis."""
+    w = np.array([-1 / 12, 4 / 3, -5 / 2, 4 / 3, -1 / 12])
+    padded = np.pad(values.astype(np.float64), 2)
+    out = np.zeros(values.shape)
+    for axis, hd in enumerate(h):
+        for k, wk in enumerate(w):
+            shifted = np.roll(padded, 2 - k, axis=axis)[2:-2, 2:-2]
+            out += wk * shifted / hd ** 2
+    return out
+
+
+@pytest.mark.parametrize("backend", ["c", pytest.param("cuda", marks=needs_nvcc)])
+def test_derivatives_on_a_coarse_grid_use_its_spacing(backend, tmp_path):
+    """A 4th-order Laplacian of a function alone on a Grid of every third point (which Devito
+    4.8.23 fails to compile: its indices hold the spacing) equals NumPy's on the coarse
+    values with the coarse spacing; the loops run over the parents, n * factor points by
+    default (CUDA emulated)."""
+    import cuda_emulation
+    grid = Grid(shape=(13, 10), extent=(3.0, 4.5))
+    coarse = _coarse(grid, 3, extent=(3.0, 4.5))
+    v = TimeFunction(name="v", grid=coarse, space_order=4, time_order=1)
+    start = np.cos(np.arange(20, dtype=np.float32).reshape(5, 4))
+    v.data[0] = start
+    op = Operator([Eq(v.forward, v.laplace)], backend=backend, name="CoarseLaplace")
+    if backend == "cuda":
+        assert cuda_emulation.run(op, str(tmp_path), time_M=0) == 0
+    else:
+        op.apply(time_M=0)
+    assert coarse.spacing == (0.75, 1.5)
+    np.testing.assert_allclose(v.data[1], _laplace_so4(start, coarse.spacing), rtol=1e-5,
+                               atol=1e-5)
+    assert coarse.spacing_map == {d.spacing: np.float32(h / 3) for d, h in
+                                  zip(grid.dimensions, coarse.spacing)}
+
+
+def test_a_coarse_grid_is_checked():
+    """A Grid of ConditionalDimensions takes those of space dimensions with a whole factor,
+    one per dimension; its functions are read whole steps from their points, within the
+    halo."""
+    grid = Grid(shape=(9, 9))
+    x, y = grid.dimensions
+    odd = ConditionalDimension("xodd", parent=x, condition=sympy.Eq(x % 2, 1))
+    with pytest.raises(InvalidArgument, match="whole factor and no condition"):
+        Grid((5, 5), dimensions=(odd, ConditionalDimension("ys", parent=y, factor=2)))
+    twice = (ConditionalDimension("xa", parent=x, factor=2),
+             ConditionalDimension("xb", parent=x, factor=4))
+    with pytest.raises(InvalidArgument, match="subsample one dimension twice"):
+        Grid((5, 3), dimensions=twice)
+    coarse = _coarse(grid, 2)
+    u = TimeFunction(name="u", grid=coarse, space_order=2)
+    xs = coarse.dimensions[0]
+    with pytest.raises(InvalidEquation, match="whole steps"):
+        Operator([Eq(u.forward, u.subs(xs, xs + x.spacing))], backend="c")
+    with pytest.raises(stencilgen.HaloError, match="halo is 2 points"):
+        Operator([Eq(u.forward, u.subs(xs, xs + 3 * xs.spacing))], backend="c")
+    w = u.func(name="w")
+    assert w.grid is coarse and w.space_order == 2

@@ -34,6 +34,14 @@ def test_snapshots_at_a_run_time_shift_give_devitos_numbers():
     assert_matches_devito("snapshot_shift_program", tol=0, same_zeros=True)
 
 
+def test_grids_of_conditional_dimensions_give_devitos_numbers():
+    """tests/reference/subsampled_grid_program.py: a TimeFunction on a Grid of every second
+    point saving another's values there, and derivatives of functions alone on such grids
+    (factors 2 and 3, bounds given at apply and Devito's defaults), as Devito 4.8.23 computes
+    them (its test_spacial_subsampling and test_subsampled_fd)."""
+    assert_matches_devito("subsampled_grid_program")
+
+
 def test_integer_dtypes_are_kept():
     grid = Grid(shape=(4, 4))
     for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):

@@ -25,6 +25,7 @@ from ..symbolic.functions import Constant, DiscreteFunction, FieldData, Function
 from ..ir.nodes import (ROUNDED, ArrayParam, IndexedEq, LoopDim, Quotient, ScalarParam,
                         Stencils, Subsampling, TimeIndex)
 from ..symbolic.indexing import GridIndex
+from ..symbolic.grid import Grid, subsampled
 from ..ir.names import NameRegistry
 from ..ir import dtypes
 from .vetting import check_terms, check_types, value_dtype
@@ -397,10 +398,16 @@ def _operator_grid(functions):
         (f.grid for f in functions),
         key=lambda g: (g.dim, not any(map(_subsampled, g.dimensions))))
     if any(map(_subsampled, grid.dimensions)):
-        d = next(filter(_subsampled, grid.dimensions))
-        raise InvalidEquation(f"Operator: every function is on ConditionalDimension {d.name}, "
-                              f"whose points are some of {d.parent}'s; the loops run over "
-                              f"{d.parent}: read or write a function on {d.parent} too")
+        coarse = [f.grid for f in functions if f.grid.coarse and f.grid.dim == grid.dim]
+        if not coarse or any(tuple(map(looped, g.dimensions)) !=
+                             tuple(map(looped, coarse[0].dimensions)) for g in coarse):
+            d = next(filter(_subsampled, grid.dimensions))
+            raise InvalidEquation(f"Operator: every function is on ConditionalDimension "
+                                  f"{d.name}, whose points are some of {d.parent}'s; the "
+                                  f"loops run over {d.parent}: read or write a function on "
+                                  f"{d.parent} too, or build them on a Grid of "
+                                  f"ConditionalDimensions (its spacing sets {d.parent}'s)")
+        grid = Grid.of_parents(coarse)
     for f in functions:
         if not f.grid.implicit:
             continue
@@ -428,9 +435,7 @@ def _operator_grid(functions):
     return grid
 
 
-def _subsampled(d) -> bool:
-    """Whether ``d`` is a ConditionalDimension of a space (or plain) dimension."""
-    return getattr(d, "is_Conditional", False) and not d.is_Time
+_subsampled = subsampled
 
 
 def looped(d):
@@ -832,7 +837,8 @@ class _Indexer:
                 idx.append(ld.symbol)
                 continue
             if d in conditional:
-                idx.append(self.subsampled_index(f, conditional[d], args[d], ld))
+                idx.append(self.subsampled_index(f, conditional[d], args[d], ld,
+                                                  arr.halo[axis]))
                 continue
             if axis in self.fixed or isinstance(args[d], GridIndex):
                 idx.append(ld.symbol + self.fixed_offset(f, axis, args[d], arr.halo[axis]))
@@ -905,16 +911,23 @@ class _Indexer:
                                   f"a computed index is a function of {d} alone")
         return points.xreplace(self.symbols)
 
-    def subsampled_index(self, f, d, arg, ld):
+    def subsampled_index(self, f, d, arg, ld, halo: int):
         """The index of ``f`` along ConditionalDimension ``d`` of a space dimension: the
-        loop counter, divided by the factor where ``d`` has one."""
-        if arg != d:
+        loop counter, divided by the factor where ``d`` has one, moved by the whole steps of
+        ``d`` (its spacing) that ``arg`` is from ``d`` (a derivative on a coarse grid)."""
+        k = sympy.expand((arg - d) / d.spacing)
+        if not k.is_Integer or (k and d.factor is None):
             raise InvalidEquation(f"{f} is indexed by {arg} along {d}: a function on a "
                                   f"ConditionalDimension is read and written at {d} itself "
-                                  "(its points are those where the condition holds)")
+                                  f"or, with a factor, whole steps of {d.spacing} from it")
+        if abs(int(k)) > halo:
+            raise HaloError(f"{f.name} is read at {d}{int(k):+d} but its halo is {halo} points "
+                            f"wide (space_order={f.space_order}): raise space_order to at "
+                            f"least {abs(int(k)) + abs(int(k)) % 2} or lower the "
+                            f"derivatives' fd_order")
         if d.factor is None:
             return ld.symbol
-        return Quotient(ld.symbol, sympy.Symbol(self.subsampling(d).factor, integer=True))
+        return Quotient(ld.symbol, sympy.Symbol(self.subsampling(d).factor, integer=True)) + k
 
     def subsampling(self, d, indexed=False) -> Subsampling:
         """The factor parameter of ConditionalDimension ``d`` (and, ``indexed``, the time

@@ -267,6 +267,9 @@ def _shorthand_dim(grid, name, letter):
     if letter == "t":
         return grid.stepping_dim
     dims = {d.name: d for d in grid.dimensions}
+    # as Devito's, a coarse grid's dimension by its root's name too (u2.dx along xsub)
+    dims.update({d.root.name: d for d in grid.dimensions
+                 if getattr(d, "is_Conditional", False) and d.root.name not in dims})
     if letter not in dims:
         names = ", ".join(dims)
         raise UnsupportedDerivative(

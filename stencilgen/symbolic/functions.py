@@ -632,10 +632,11 @@ def _built_like(rec, cls, changes: dict):
     if kind is None or getattr(rec, "extra", ()) or rec.companion is not None:
         raise InvalidArgument(f"{rec.name}.func({', '.join(changes)}=...): rebuilds plain "
                               f"Functions and TimeFunctions; build this one anew")
-    grid = rec.grid.given if rec.grid.implicit else rec.grid
+    own = rec.grid.implicit and not rec.grid.coarse   # built with shape= and dimensions=
+    grid = rec.grid.given if own else rec.grid
     kw = dict(name=rec.name, dtype=rec.dtype, storage=rec.store,
               space_order=(rec.space_order, rec.sides) if rec.sides else rec.space_order)
-    if rec.grid.implicit:
+    if own:
         kw.update(shape=rec.grid.shape, dimensions=rec.grid.dimensions, grid=grid)
     else:
         kw["grid"] = rec.grid

@@ -73,18 +73,22 @@ def _check_shape(shape, owner: str = "Grid", least: int = 2) -> tuple[int, ...]:
 
 def _check_dimensions(dimensions, shape, owner: str, implicit: bool) -> tuple:
     """The grid's dimensions: x, y, z by default, else the user's (SpaceDimensions of distinct
-    names, one per entry of shape; any Dimension but time for a Function's own)."""
+    names, or ConditionalDimensions of them with a whole factor, one per entry of shape; any
+    Dimension but time for a Function's own)."""
     if dimensions is None:
         return tuple(space_dimension(n) for n in _DIM_NAMES[:len(shape)])
     dims = tuple(dimensions) if isinstance(dimensions, (tuple, list)) else (dimensions,)
     kind = Dimension if implicit else SpaceDimension
     for d in dims:
         if getattr(d, "is_Conditional", False) and not implicit:
-            raise InvalidArgument(
-                f"{owner}: a Grid of ConditionalDimensions ({d}) is not supported: its points "
-                f"are some of {d.parent}'s, so its functions live on the grid of "
-                f"{d.parent}; build them with shape= and dimensions=({d}, ...) (functions on "
-                f"ConditionalDimensions of space), or a Grid of the coarse shape")
+            if not isinstance(d.parent, SpaceDimension) or \
+                    not isinstance(d.factor, (int, np.integer)) or d.condition is not None:
+                raise InvalidArgument(
+                    f"{owner}: {d!r} is a ConditionalDimension of {d.parent} with factor "
+                    f"{d.factor!r} and condition {d.condition}; a Grid takes those of a "
+                    f"SpaceDimension with a whole factor and no condition (every factor-th "
+                    f"point: ConditionalDimension('xsub', parent=x, factor=2))")
+            continue
         if not isinstance(d, kind) or d.is_Time:
             raise InvalidArgument(f"{owner}: dimensions must be stencilgen "
                                   f"{kind.__name__}s (e.g. SpaceDimension(name='z')), got "
@@ -92,11 +96,20 @@ def _check_dimensions(dimensions, shape, owner: str, implicit: bool) -> tuple:
     if len(dims) != len(shape) or len({d.name for d in dims}) != len(dims):
         raise InvalidArgument(f"{owner}: dimensions {dims} must be {len(shape)} of distinct "
                               f"names, one per entry of shape {shape}")
+    if len({getattr(d, "root", d) for d in dims}) != len(dims):
+        raise InvalidArgument(f"{owner}: dimensions {dims} subsample one dimension twice; "
+                              f"give one per dimension of the grid they are points of")
     taken = {d.name for d in dims} & {"t", "time"}
     if taken:
         raise InvalidArgument(f"{owner}: a space dimension named {taken.pop()!r} would clash "
                               "with the time dimensions (time, t); name it otherwise")
     return dims
+
+
+def subsampled(d) -> bool:
+    """Whether ``d`` is a ConditionalDimension of a space (or plain) dimension: some of the
+    points of its parent, which the loops run over."""
+    return getattr(d, "is_Conditional", False) and not d.is_Time
 
 
 class Grid:
@@ -112,6 +125,9 @@ class Grid:
     """
 
     implicit = False   # True: the grid of a Function built without one (its shape, dimensions)
+                       # or a coarse one: its functions are placed on the Operator's loops
+    coarse = False     # a Grid on ConditionalDimensions (Devito's subsampled grid): every
+                       # factor-th point of its dimensions' parents, the loops run over those
     given = None       # an implicit grid's: the Grid its Function was built on (some of its
                        # dimensions, or ConditionalDimensions of them), else None
     decomposition = None   # this rank's block where the grid is split over MPI ranks
@@ -135,7 +151,13 @@ class Grid:
                                   "shape, extent, origin, dimensions, dtype, subdomains, comm, "
                                   "topology and time_dimension)")
         self._setup(shape, extent, origin, dtype, dimensions, "Grid")
+        self.coarse = self.implicit = any(map(subsampled, self.dimensions))
         comm = comm if comm is not None else mpi.default_comm()
+        if self.coarse and comm is not None:
+            if comm.Get_size() > 1:
+                raise InvalidArgument("Grid: a grid on ConditionalDimensions is not split "
+                                      "over MPI ranks; run it on one rank (comm=None)")
+            comm = None
         if comm is not None and any(d.is_Batch for d in self.dimensions) and \
                 comm.Get_size() > 1:
             raise InvalidArgument("Grid: a grid with a BatchDimension is not split over MPI "
@@ -183,6 +205,23 @@ class Grid:
         grid._subdomains = {}
         return grid
 
+    @classmethod
+    def of_parents(cls, grids) -> "Grid":
+        """The grid an Operator loops over where every function is on a coarse grid of
+        ``grids``: their dimensions' parents, ``n * factor`` points along each (Devito's
+        default bound, the fewest any function takes), spaced ``h / factor``."""
+        first = grids[0]
+        shape = tuple(min(g.shape[i] * (g.dimensions[i].factor if subsampled(g.dimensions[i])
+                                        else 1) for g in grids) for i in range(first.dim))
+        dims = tuple(d.root if subsampled(d) else d for d in first.dimensions)
+        factors = [d.factor if subsampled(d) else 1 for d in first.dimensions]
+        h = [s / f for s, f in zip(first.spacing, factors)]
+        grid = cls.__new__(cls)
+        grid._setup(shape, tuple((n - 1) * d for n, d in zip(shape, h)), first.origin,
+                    first.dtype, dims, "Operator")
+        grid._subdomains = builtin_subdomains(grid)
+        return grid
+
     def _setup(self, shape, extent, origin, dtype, dimensions, owner, least=2):
         self.shape = shape = _check_shape(shape, owner, least)
         self.extent = self._vector("extent", extent, (1.0,) * len(shape))
@@ -228,7 +267,8 @@ class Grid:
 
     @property
     def spacing_symbols(self):
-        return tuple(d.spacing for d in self.dimensions)
+        """The spacing symbols (a coarse grid's: its dimensions' roots', as Devito's)."""
+        return tuple(d.root.spacing if subsampled(d) else d.spacing for d in self.dimensions)
 
     @property
     def subdomains(self) -> dict:
@@ -243,11 +283,13 @@ class Grid:
 
     @property
     def spacing_map(self) -> dict:
-        """Spacing symbol -> value, in the grid's dtype."""
-        return {d.spacing: self.dtype(h) for d, h in zip(self.dimensions, self.spacing)}
+        """Spacing symbol -> value, in the grid's dtype (a coarse grid's, as Devito's: the
+        root's spacing, ``h / factor``)."""
+        return {s: self.dtype(h / (d.factor if subsampled(d) else 1)) for d, s, h in
+                zip(self.dimensions, self.spacing_symbols, self.spacing)}
 
     def __repr__(self) -> str:
-        if self.implicit:
+        if self.implicit and not self.coarse:
             return f"the grid of shape {self.shape} on dimensions {self.dimensions}"
         split = "" if self.decomposition is None else \
             f", over {self.decomposition.size} ranks as {self.decomposition.dims}"
