@@ -161,8 +161,9 @@ class CBackend:
     def probes(self, args, threads: int) -> list:
         """The few choices a run too short to tune tries, one an apply (``autotune``'s
         probes), where time tiles are offered: what ``c_timetile.untuned`` takes, the untiled
-        loop and the tiles of x alone (``c_timetile.PROBED``), those of no more steps than the
-        run (``args``, on ``threads`` threads); each as the tuning argument."""
+        loop (its default block, and that block without jammed rows) and the tiles of x
+        alone (``c_timetile.PROBED``), those of no more steps than the run (``args``, on
+        ``threads`` threads); each as the tuning argument."""
         t = self.tiling()
         if t is None or not t.untiled:
             return []
@@ -172,7 +173,11 @@ class CBackend:
         extents = [int(args[d.upper] - args[d.lower] + 1) for d in prog.dims]
         rule = c_timetile.untuned(t, extents[:t.dims], steps, threads)
         alone = c_timetile.PROBED.get(t.dims)
-        picks = [None if rule is None else t.untiled + rule, self.untiled_choice(),
+        # the untiled loop with its default block, and the same block with no rows jammed
+        # (where jamming loses on a machine, its second apply finds out)
+        untiled = self.untiled_choice()
+        plain = c_blocking.unjammed(untiled) if untiled < len(c_blocking.BLOCKS) else None
+        picks = [None if rule is None else t.untiled + rule, untiled, plain,
                  None if alone not in t.choices else t.untiled + t.choices.index(alone)]
         timer = c_timetile.timed_nest(prog).section.timer
         defaults, out = self.default_shapes(), []
@@ -382,17 +387,20 @@ class CBackend:
     #: innermost loop cut in three; "points", a test at each point (GPUs)
     split_style = "rows"
 
-    def nest_body(self, kernel):
+    def nest_body(self, kernel, jam: int = 1):
         """The innermost loop's body, the row pointers it reads through (``c_rows``; None but
         for a parallel nest of two or more dimensions), and the split body where the nest is
-        split at run time and printed by rows (else None: a "points" split is in the body)."""
+        split at run time and printed by rows (else None: a "points" split is in the body);
+        with ``jam``, the body of that many consecutive outermost rows (``c_blocking.jammed``),
+        read through the first row's pointers."""
         written = {a.lhs.base.name for a in kernel.body if not a.is_local}
         rows = None
         if self.row_pointers and not kernel.sequential and len(kernel.dims) >= 2:
             rows = RowPointers(kernel.dims[-1], self.ctypes, written)
         self.printer.rows = rows
         try:
-            own = c.Block(self.guarded(kernel, [self.statement(a) for a in kernel.body]))
+            body = c_blocking.jammed(kernel, jam) if jam > 1 else kernel.body
+            own = c.Block(self.guarded(kernel, [self.statement(a) for a in body]))
             if kernel.split is None:
                 return rows, own, None
             inner = c.Block(self.guarded(kernel, [self.statement(a)

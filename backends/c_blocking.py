@@ -6,34 +6,75 @@ planes no longer fits its core's cache once a plane is large (256^2 points: 256 
 plane is read from memory about once per neighbour. A block of a few rows keeps the nine
 planes' rows in cache. The block is chosen at run time from ``BLOCKS`` by the tuning
 argument, the same way the CUDA backend's launch shapes are (and autotuned the same way).
+
+Some blocks also jam ``JAM`` consecutive x rows into one z loop (unroll-and-jam): the rows'
+stencils then share the loads of the x-planes between them (a so 8 star reads rows x-4..x+7
+for four points instead of 9 rows for each), which the plain loop reads from L2 each time.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import cgen as c
+import sympy
 
 from . import zero_box
 from .cprinter import tuned_choice
 
-#: (x, y) points of a block; 0 means the whole extent (the first entry is no blocking: one
-#: x-plane a block, the threads taking planes in turn)
-BLOCKS = ((1, 0), (4, 16), (8, 8), (8, 16), (16, 16), (8, 32), (16, 32), (32, 32))
+#: (x, y) points of a block, 0 the whole extent (the first entry is no blocking: one x-plane
+#: a block, the threads taking planes in turn), and the x rows jammed a z loop (1: none)
+BLOCKS = ((1, 0, 1), (4, 16, 1), (8, 8, 1), (8, 16, 1), (16, 16, 1), (8, 32, 1), (16, 32, 1),
+          (32, 32, 1), (8, 32, 2), (16, 32, 2), (32, 32, 2))
+#: the x rows a jamming block computes together (2-core Xeon, so 8 acoustic 160^3: 1 row
+#: 1.73-1.75 GPts/s, 2 rows 1.94-1.96, 4 rows 1.96-2.02: two, whose source gcc compiles in
+#: half the time of four's), in nests of at most JAM_ROWS_MAX row pointers (SA-TTI's 10-14
+#: would hold several points' arithmetic live at once, and gcc takes 2.5x longer on it)
+JAM, JAM_ROWS_MAX = 2, 8
 #: the block of a nest without a tuned one: 16x32 for a nest reading and writing at most
 #: LIGHT_ROWS_MAX rows a point (a so 8 acoustic kernel: 6.4 -> 6.9-7.5 GPts/s on a 16-core
 #: Xeon), 8x16 for heavier ones (SA-TTI's, 10-14 rows: 0.70-0.74 against 0.63-0.70)
-DEFAULT, DEFAULT_LIGHT, LIGHT_ROWS_MAX = 3, 6, 5
+DEFAULT, DEFAULT_LIGHT, LIGHT_ROWS_MAX = 3, 9, 5
 
 
 def table() -> str:
-    rows = ", ".join(f"{{{bx}, {by}}}" for bx, by in BLOCKS)
-    return (f"/* cache blocks of the 3D nests: (x, y) points, 0 the whole extent */\n"
-            f"static const long sg_blocks3[{len(BLOCKS)}][2] = {{{rows}}};")
+    rows = ", ".join(f"{{{bx}, {by}, {jam}}}" for bx, by, jam in BLOCKS)
+    return (f"/* cache blocks of the 3D nests: (x, y) points, 0 the whole extent, x rows "
+            f"jammed */\nstatic const long sg_blocks3[{len(BLOCKS)}][3] = {{{rows}}};")
 
 
 def describe(block) -> str:
-    bx, by = block
+    bx, by, jam = block
     if not by:
         return f"{bx} x-plane{'s' if bx > 1 else ''} a block"
-    return f"blocks of {bx}x{by} (x, y) points"
+    return f"blocks of {bx}x{by} (x, y) points" + (f", {jam} x rows jammed" if jam > 1 else "")
+
+
+def jammable(k, rows) -> bool:
+    """Whether ``k`` (read through ``rows``) computes its x rows ``JAM`` at a time in one z
+    loop: a parallel nest (no point reads what another writes) without a condition or a
+    split body, light enough (``JAM_ROWS_MAX``)."""
+    return k.guard is None and k.split is None and not k.sequential and rows is not None \
+        and len(rows.rows) <= JAM_ROWS_MAX
+
+
+def jammed(k, jam: int) -> tuple:
+    """``k``'s statements for ``jam`` consecutive x rows, row j's at x + j, its locals
+    renamed apart (row-major: each row's statements in order, rows one after another)."""
+    x = k.dims[0]
+    out = []
+    for j in range(jam):
+        renamed = {a.lhs: a.lhs.func(f"{a.lhs.name}_{j}", **a.lhs.assumptions0)
+                   for a in k.body if a.is_local} if j else {}
+        subs = {x: x + j, **renamed}
+        out += [replace(a, lhs=a.lhs.xreplace(renamed) if a.is_local else a.lhs.xreplace(subs),
+                        rhs=sympy.sympify(a.rhs).xreplace(subs)) for a in k.body]
+    return tuple(out)
+
+
+def unjammed(choice: int) -> int:
+    """The block of ``BLOCKS`` with ``choice``'s (x, y) points and no rows jammed."""
+    bx, by, _ = BLOCKS[choice]
+    return BLOCKS.index((bx, by, 1))
 
 
 def default_choice(rows) -> int:
@@ -42,10 +83,26 @@ def default_choice(rows) -> int:
     return DEFAULT_LIGHT if rows is not None and len(rows.rows) <= LIGHT_ROWS_MAX else DEFAULT
 
 
-def block_loops(backend, k, xr, yr, printed) -> c.For:
+def block_loops(backend, k, xr, yr, printed, pick: int | None = None) -> c.Statement:
     """Kernel ``k``'s loops over x in ``xr``, y in ``yr`` (C text, inclusive) and its whole z
     range; ``printed``: its body and row pointers (``nest_body``), declared before the SIMD
-    loop."""
+    loop. Where ``k`` is ``jammable``, a block whose entry says so runs its x rows ``JAM`` at
+    a time (the rows left one at a time); ``pick``: the block where it is known here (inside
+    time tiles), whose loops alone are printed."""
+    if not jammable(k, printed[0]) or (pick is not None and BLOCKS[pick][2] == 1):
+        return _rows_loops(backend, k, xr, yr, printed, 1)
+    x = k.dims[0].name
+    jammed = _rows_loops(backend, k, (None, f"{xr[1]} - {JAM - 1}"), yr,
+                         backend.nest_body(k, JAM), JAM, start=False)
+    return c.Block([   # the rows the jammed loop leaves, or all, one at a time
+        c.Initializer(c.Value(backend.index, x), xr[0]),
+        jammed if pick is not None else c.If("sg_blocks3[sg_s][2] > 1", jammed),
+        _rows_loops(backend, k, (None, xr[1]), yr, printed, 1, start=False)])
+
+
+def _rows_loops(backend, k, xr, yr, printed, step, start=True) -> c.For:
+    """The x, y and z loops of ``k`` on its block, x advancing ``step`` rows (``start``:
+    x declared and set to ``xr[0]`` here; else the running x, set where ``xr[0]`` is given)."""
     rows, body, split = printed
     (zs, ze), idx = backend.bounds(k, 2), backend.index
     x, y, z = (d.name for d in k.dims)
@@ -56,7 +113,8 @@ def block_loops(backend, k, xr, yr, printed) -> c.For:
                           c.For(f"{idx} {z} = {zs}", f"{z} <= {ze}", f"{z} += 1", body)])
     if rows is not None:
         inner = c.Block(rows.declarations() + [inner])
-    return c.For(f"{idx} {x} = {xr[0]}", f"{x} <= {xr[1]}", f"{x} += 1",
+    init = f"{idx} {x} = {xr[0]}" if start else (f"{x} = {xr[0]}" if xr[0] is not None else "")
+    return c.For(init, f"{x} <= {xr[1]}", f"{x} += {step}",
                  c.For(f"{idx} {y} = {yr[0]}", f"{y} <= {yr[1]}", f"{y} += 1", inner))
 
 
@@ -92,5 +150,8 @@ def blocks(backend, k, head, body) -> c.Block:
 def nest(backend, k) -> c.Block:
     """Kernel ``k``'s 3D nest blocked over its two outer loops."""
     printed = backend.nest_body(k)
-    return blocks(backend, k, choice(backend, k, default_choice(printed[0])),
-                  [block_loops(backend, k, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"), printed)])
+    default = default_choice(printed[0])
+    pick = default if backend.tile_ranges is not None else None
+    return blocks(backend, k, choice(backend, k, default),
+                  [block_loops(backend, k, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"), printed,
+                               pick)])

@@ -20,7 +20,7 @@ from . import c_blocking
 
 #: the block of a fused section when none is tuned: 16x32 (larger blocks recompute less of
 #: the temporaries' halo)
-FUSED_DEFAULT = 6
+FUSED_DEFAULT = 9
 
 HELPER = r"""#include <stdio.h>
 static char sg_error_text[256];
@@ -167,6 +167,7 @@ def nest(backend, k1, k2) -> c.Block:
     (xs1, xe1), (ys1, ye1), (zs1, ze1) = (backend.bounds(k1, d) for d in range(3))
     local = [c.Initializer(c.Value("float *const", "sg_mine"),
                            "sg_fuse + omp_get_thread_num()*sg_fuse_each")]
+    pick = FUSED_DEFAULT if backend.tile_ranges is not None else None   # inside time tiles
     for i, (t, part) in enumerate(zip(temps, producers(k1, temps))):
         tx, ty = t.halo[0], t.halo[1]
         ext = (_widen("sg_x0", -tx, xs1), _widen("sg_x1", tx, xe1),
@@ -176,9 +177,9 @@ def nest(backend, k1, k2) -> c.Block:
                   for n, e in zip(names, ext)]
         local += _buffer(t, i, (hx, hy), names, (zs1, ze1))
         local.append(c_blocking.block_loops(backend, part, names[:2], names[2:],
-                                            backend.nest_body(part)))
+                                            backend.nest_body(part), pick))
     consume = c_blocking.block_loops(backend, k2, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"),
-                                     backend.nest_body(k2))
+                                     backend.nest_body(k2), pick)
     return c_blocking.blocks(backend, k2, _geometry(backend, k1, k2, temps), local + [consume])
 
 

@@ -12,7 +12,7 @@ import sympy
 import programs
 from programs import TOL
 from stencilgen import (ConditionalDimension, Eq, Function, Grid, Operator, TimeFunction, solve,
-                        switchconfig)
+                        switchconfig, Gt)
 from stencilgen.runtime import autotune
 from stencilgen.compiler.pipeline import compile_program
 from test_cuda import needs_gpu
@@ -305,3 +305,26 @@ def test_tune_keeps_each_shapes_best_time_over_rounds():
     calls.clear()
     assert list(autotune.tune(run, {0: 3}, 1, rounds=2)) == [1]
     assert calls == [0, 1, 2, 0, 1, 2]
+
+
+def test_jamming_blocks_are_offered_where_rows_are_independent():
+    """The C cache blocks that jam x rows (``c_blocking.JAM`` a z loop) are among the tuned
+    choices of a parallel nest, which then holds the jammed loop with a loop for the rows
+    left; a nest under a condition at each point is not jammed (the condition is x's)."""
+    from backends import c_blocking
+    jams = [b for b in c_blocking.BLOCKS if b[2] > 1]
+    assert jams and c_blocking.BLOCKS[c_blocking.DEFAULT_LIGHT] in jams
+    op, _, _ = _make("damped3d", "c")
+    described = next(iter(op._emitter.launch_shapes().values()))
+    assert sum("x rows jammed" in d for d in described) >= len(jams)
+    assert f"x += {c_blocking.JAM}" in op.ccode and "sg_blocks3[sg_s][2] > 1" in op.ccode
+    grid = Grid(shape=(9, 8, 7))
+    f = Function(name="f", grid=grid)
+    f.data[::2] = 1
+    u = TimeFunction(name="u", grid=grid, space_order=2)
+    where = ConditionalDimension("where", parent=grid.dimensions[0], condition=Gt(f, 0))
+    guarded = Operator([Eq(u.forward, u.laplace + 1, implicit_dims=where)], backend="c",
+                       name="Guarded")
+    assert "sg_blocks3[sg_s][2] > 1" not in guarded.ccode
+    guarded.apply(time_M=0, dt=0.1)
+    assert np.array_equal(u.data[1], np.where(f.data > 0, 1.0, 0.0).astype(np.float32))
