@@ -423,6 +423,13 @@ class CBackend:
         return f"{self.index} {name} = {start}", f"{name} <= {stop}", f"{name} += 1"
 
     def loop_nest(self, kernel):
+        if self.in_tile and len(kernel.dims) == 3 and not kernel.fixed and \
+                not kernel.outer and not kernel.directions:
+            # a thread's nest of a time tile: its rows jammed as its default block's are
+            printed = self.nest_body(kernel)
+            return c_blocking.block_loops(self, kernel, self.bounds(kernel, 0),
+                                          self.bounds(kernel, 1), printed,
+                                          c_blocking.default_choice(printed[0]))
         rows, body, inner = self.nest_body(kernel)
         rows = rows.declarations() if rows is not None else []
         last = len(kernel.dims) - 1
