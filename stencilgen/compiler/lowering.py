@@ -1207,9 +1207,10 @@ def scale_groups(eqs, names: NameRegistry) -> dict:
     for e in eqs:
         if isinstance(e, SparseEq) and e.kind == "interpolate":
             continue
-        found = [f.field for f in {e.lhs} | e.rhs.atoms(DiscreteFunction)
-                 if isinstance(f, DiscreteFunction) and f.field.is_time and f.field.store
-                 and not isinstance(f, TempFunction)]
+        # by name: a set's order changes between processes, and the group's head names it
+        found = sorted({f.field for f in {e.lhs} | e.rhs.atoms(DiscreteFunction)
+                        if isinstance(f, DiscreteFunction) and f.field.is_time and f.field.store
+                        and not isinstance(f, TempFunction)}, key=lambda r: r.name)
         for r in found:
             parent.setdefault(r, r)
         for r in found[1:]:
