@@ -9,14 +9,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from .options import EmitOptions
+from .common.options import EmitOptions
 
 __all__ = ["EmitOptions", "available_backends", "get_backend"]
 
 # name -> (module, class)
 _REGISTRY = {
-    "c": ("backends.c", "CBackend"),
-    "cuda": ("backends.cuda", "CudaBackend"),
+    "c": ("backends.c.backend", "CBackend"),
+    "cuda": ("backends.cuda.backend", "CudaBackend"),
     "openacc": ("backends.openacc", "OpenACCBackend"),
 }
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import cgen as c
 
-from . import interrupt
-from .c import CBackend
-from .cprinter import COMPLEX_C, COMPLEX_CXX, CPrinter, is_complex
-from .options import EmitOptions
+from .common import interrupt
+from .c.backend import CBackend
+from .common.cprinter import COMPLEX_C, COMPLEX_CXX, CPrinter, is_complex
+from .common.options import EmitOptions
 
 _PREAMBLE = """\
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
     python benchmarks/sass_loops.py --program vd3d --tile 8x32
     python benchmarks/sass_loops.py --source kernel.cu --tile 16x32   # a source of your own
 
-The fused kernel (``backends/cuda_fused.py``) runs one plane loop whose branches depend on the
+The fused kernel (``backends/cuda/fused_nests.py``) runs one plane loop whose branches depend on the
 thread's kind: 0 the tile, 1 a halo row, 2 a halo column. For each kind the source is
 compiled with the kind fixed (nvcc -arch=sm_90, the 32-bit index instance of the tile), so
 the other kinds' code drops out, and the instructions of the loop that holds the barrier are

@@ -111,7 +111,7 @@ def _impulse(field):
 
 
 #: steps of the first apply with --autotune: a whole batch of the deepest time tiles offered
-#: (backends/c_timetile.CHOICES) and a few more
+#: (backends/time_tiling.CHOICES) and a few more
 NT_TUNING = 20
 
 
@@ -146,8 +146,8 @@ def timed(op, field, dt, nt):
 
 def ran_with(op, nt, threads) -> str:
     """What stencilgen's time loop ran with in an apply of ``nt`` steps: the tuned choice
-    kept for the size, else the default (``c_timetile.untuned``, the generated code's rule)."""
-    from backends import c_timetile
+    kept for the size, else the default (``time_tiling.untuned``, the generated code's rule)."""
+    from backends.c import time_tiling as c_timetile
     from stencilgen.runtime import autotune
     em = op._emitter
     t = em.tiling()
@@ -157,12 +157,12 @@ def ran_with(op, nt, threads) -> str:
     if not t.untiled:
         return f"tiles {t.describe(t.choices[0])}"
     args = op.arguments(time_m=1, time_M=nt, dt=1.0)
-    timer = c_timetile.timed_nest(op.program).section.timer
+    timer = time_tiling.timed_nest(op.program).section.timer
     kept = autotune.Remembered(op.source_path.parent).get(autotune.size_key(op.program, args))
     if kept is not None:
         return f"tuned: {em.launch_shapes()[timer][kept[timer]]}"
     extents = [args[d.upper] - args[d.lower] + 1 for d in op.program.dims]
-    pick = c_timetile.untuned(t, extents, nt, threads)
+    pick = time_tiling.untuned(t, extents, nt, threads)
     return "untuned: " + ("untiled" if pick is None else f"tiles {t.describe(t.choices[pick])}")
 
 

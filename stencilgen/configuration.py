@@ -176,7 +176,7 @@ _SETTINGS: dict[str, _Setting] = {
                        "1/on: always fused; 0/off: two nests, the temporaries in global "
                        "memory"),
     # auto by default: the autotuner times the untiled loop against the tiles and keeps a
-    # tile only where it ran faster; untuned runs take c_timetile.default_rule (issue 62)
+    # tile only where it ran faster; untuned runs take time_tiling.default_rule (issue 62)
     "time-tiling": _Setting("STENCILGEN_TIME_TILING", _time_tiles, lambda: "auto",
                             "C: time-skewed tiles; auto/on (default): the autotuner picks "
                             "among the untiled loop and the tile sizes (untuned: wave-front "

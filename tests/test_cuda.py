@@ -370,7 +370,7 @@ def test_out_of_memory_names_the_bytes_and_the_ways_out():
     """A 1400^3 model on one GPU (an H200: 139.8 GiB): the message gives the whole
     footprint, the largest arrays, how many GPUs would hold it, and 16-bit storage."""
     import types
-    from backends.device_layout import DeviceLayout
+    from backends.common.device_layout import DeviceLayout
     from stencilgen.data.places import out_of_memory
     time_fn = DeviceLayout.of((3, 1408, 1408, 1408), 4, 4)
     medium = DeviceLayout.of((1408, 1408, 1408), 4, 4)
@@ -519,7 +519,7 @@ def test_launches_in_chunks_equal_c(name, monkeypatch):
     """A nest larger than one grid can cover is launched in chunks (each thread one point):
     with the grid limits shrunk to a few blocks every nest takes several chunks, and the
     result must still be the C backend's."""
-    monkeypatch.setattr("backends.cuda.GRID_LIMIT", ("3L", "2L", "2L"))
+    monkeypatch.setattr("backends.cuda.backend.GRID_LIMIT", ("3L", "2L", "2L"))
     op_c, kwargs, outs_c = _make(name, np.float32, "c")
     op_g, _, outs_g = _make(name, np.float32, "cuda")
     assert "sg_b1 += 2L*" in op_g.ccode or "sg_b0 += 3L*" in op_g.ccode

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from backends.cuda import EVENT_SLOTS, TIMER_SAMPLE
+from backends.cuda.backend import EVENT_SLOTS, TIMER_SAMPLE
 from stencilgen import Eq, Grid, Operator, TimeFunction
 from test_cuda import needs_nvcc
 

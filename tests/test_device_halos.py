@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from backends.device_layout import DeviceLayout
+from backends.common.device_layout import DeviceLayout
 from stencilgen.distributed.device_halos import (DeviceHalos, Move, Span, choose, communicator,
                                                  mpi_takes_cuda, region)
 from stencilgen.errors import InvalidArgument

@@ -218,7 +218,7 @@ def _assert_emulated_equals_c(op, P, M, dt, builds, reverse):
 def test_sa_tti_3d_paired_equals_c(builds, monkeypatch, reverse):
     """Two points a thread, as where its rings leave room for a second block an SM (by
     default SA-TTI runs a point a thread on CUDA: ``_layout``)."""
-    from backends.cuda import CudaBackend
+    from backends.cuda.backend import CudaBackend
     monkeypatch.setitem(CudaBackend.FUSION, "sm_shared_bytes", 0)
     op, P, M, dt = _tti.__wrapped__(SHAPE3, "cuda")
     assert op.program.steps[0].fusion.pair == 2
@@ -230,7 +230,7 @@ def test_sa_tti_3d_interleaved_rings_equal_c(builds, monkeypatch):
     """P and M, and the fluxes of each pair of axes, interleaved a pair at a time in their
     rings (``Limits.interleave``, off on CUDA by measurement): the 128-bit reads of both
     members give C's results, the threads in reverse order."""
-    from backends.cuda import CudaBackend
+    from backends.cuda.backend import CudaBackend
     monkeypatch.setitem(CudaBackend.FUSION, "interleave", True)
     monkeypatch.setitem(CudaBackend.FUSION, "sm_shared_bytes", 0)   # pairs, SA-TTI's rings or not
     op, P, M, dt = _tti.__wrapped__(SHAPE3, "cuda")

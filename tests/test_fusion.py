@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends import c_blocking
-from backends.c import CBackend
+from backends.c import blocking as c_blocking
+from backends.c.backend import CBackend
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
 from stencilgen.runtime import autotune
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from backends.cuda import CudaBackend
+from backends.cuda.backend import CudaBackend
 from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve, switchconfig
 from stencilgen.compiler.pipeline import compile_program
 from stencilgen.ir.fusion import Limits, _pair_halo, fuse, producer_threads, shared_bytes
@@ -359,7 +359,7 @@ def test_interleaving_pairs_rings_of_one_geometry_where_asked():
     """Interleaved rings (``Limits.interleave``): two points a thread only; P with M, and
     each pair of fluxes read along one axis (x: the private queues; y; z); asked by no target
     today (the SA-TTI kernel spilled at 128 registers), so off by default."""
-    from backends.cuda_fused import interleaved
+    from backends.cuda.fused_nests import interleaved
     assert not _program(_sa_tti(), PAIRED).steps[0].fusion.interleave
     f = _program(_sa_tti(), replace(PAIRED, interleave=True)).steps[0].fusion
     assert f.interleave

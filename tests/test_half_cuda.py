@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import cuda_emulation
-from backends import cuda_runtime, device_layout
-from backends.cuda import CudaBackend
+from backends.cuda import runtime as cuda_runtime
+from backends.common import device_layout
+from backends.cuda.backend import CudaBackend
 from stencilgen import (ConditionalDimension, Eq, Function, Grid, Gt, NumericalWarning,
                         Operator, SparseTimeFunction, TimeFunction, solve, switchconfig)
 from test_cuda import needs_gpu, needs_nvcc
@@ -291,7 +292,7 @@ def test_emulated_staggered_equals_the_c_backend_in_chunks(tmp_path, monkeypatch
     the chunks start where the pairs before them end."""
     op_c, pc, vc = staggered2d("float16", "c", "HalfStagC", shape=(9, 150))
     op_c.apply(time_M=8)
-    monkeypatch.setattr("backends.cuda.GRID_LIMIT", ("1L", "2L", "2L"))
+    monkeypatch.setattr("backends.cuda.backend.GRID_LIMIT", ("1L", "2L", "2L"))
     op_g, pg, vg = staggered2d("float16", "cuda", "HalfStagG", shape=(9, 150))
     assert "sg_b0 += 1L*sg_block.x" in op_g.ccode
     assert cuda_emulation.run(op_g, str(tmp_path), time_M=8) == 0
@@ -317,7 +318,7 @@ _FENCED = textwrap.dedent("""
     import sys
     import numpy as np
     import cuda_emulation
-    from backends import device_layout
+    from backends.common import device_layout
     from stencilgen import Eq, Grid, Operator, TimeFunction
     device_layout.PAIR_PAD = int(sys.argv[1])
     grid = Grid(shape=(62,), extent=(1.0,))

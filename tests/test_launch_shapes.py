@@ -268,7 +268,7 @@ def test_device_rows_start_their_interior_on_128_bytes(dtype, per):
     """The device layout's declarations, evaluated for many halos and widths: the first
     interior point of every row lies on a 128-byte boundary, rows do not overlap, and each
     host stride maps to a whole number of device rows."""
-    from backends import device_layout
+    from backends.common import device_layout
     grid = Grid(shape=(5, 6, 7), dtype=dtype)
     u = TimeFunction(name="u", grid=grid, space_order=2)
     op = Operator([Eq(u.forward, u + 1)], name="Rows", backend="cuda")
@@ -311,7 +311,7 @@ def test_jamming_blocks_are_offered_where_rows_are_independent():
     """The C cache blocks that jam x rows (``c_blocking.JAM`` a z loop) are among the tuned
     choices of a parallel nest, which then holds the jammed loop with a loop for the rows
     left; a nest under a condition at each point is not jammed (the condition is x's)."""
-    from backends import c_blocking
+    from backends.c import blocking as c_blocking
     jams = [b for b in c_blocking.BLOCKS if b[2] > 1]
     assert jams and c_blocking.BLOCKS[c_blocking.DEFAULT_LIGHT] in jams
     op, _, _ = _make("damped3d", "c")

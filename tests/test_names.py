@@ -16,7 +16,7 @@ several times faster than a full build. Everything is built at -O0: names are re
 the compilers' front ends, and optimisation would triple the build time.
 
 The registry's promise on the C source is checked too: a safe user name (``u``, ``m``, ``vel``)
-appears as it is, and a reserved one (``backends.reserved.is_reserved``) as ``usr_<name>``.
+appears as it is, and a reserved one (``backends.common.reserved.is_reserved``) as ``usr_<name>``.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import sympy
 
-from backends.reserved import RESERVED, RESERVED_PREFIXES, is_reserved
+from backends.common.reserved import RESERVED, RESERVED_PREFIXES, is_reserved
 from stencilgen import (CompilationError, Constant, Eq, Function, Grid, Operator,
                         SparseTimeFunction, TimeFunction, platform)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backends.reserved import is_reserved
+from backends.common.reserved import is_reserved
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, solve
 from stencilgen.compiler.pipeline import compile_program
 from stencilgen.ir.names import NameRegistry
@@ -66,8 +66,9 @@ def test_registry_keeps_safe_names_and_mangles_the_others():
 
 @pytest.mark.parametrize("package", ["backends", "jitcache"])
 def test_lower_packages_never_import_stencilgen(package):
-    modules = {"backends": "backends, backends.c, backends.cuda, backends.openacc, "
-                           "backends.cprinter, backends.reserved",
+    modules = {"backends": "backends, backends.c.backend, backends.cuda.backend, "
+                           "backends.cuda.runtime, backends.openacc, backends.common.cprinter, "
+                           "backends.common.reserved",
                "jitcache": "jitcache, jitcache.cache, jitcache.toolchains, jitcache.__main__"}
     code = (f"import sys; import {modules[package]}; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'stencilgen'))")

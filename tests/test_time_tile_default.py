@@ -10,7 +10,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from backends import c_timetile
+from backends.c import time_tiling as c_timetile
 from stencilgen import Eq, Function, Grid, Operator, TimeFunction, platform, solve, switchconfig
 from stencilgen.configuration import _SETTINGS, configuration
 from stencilgen.runtime import autotune

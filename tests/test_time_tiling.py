@@ -8,7 +8,7 @@ import logging
 import numpy as np
 import pytest
 
-from backends import c_timetile
+from backends.c import time_tiling as c_timetile
 from stencilgen import (ConditionalDimension, Eq, Function, Grid, Inc, Operator,
                         TimeFunction, solve, switchconfig)
 from stencilgen.seismic.geometry import make_shot
@@ -214,7 +214,7 @@ def test_the_autotuner_picks_the_tile_sizes(caplog):
     """time_tiling on: the autotuner times the untiled loop (one choice per cache block of
     its first nest) and each offered size on the tiled loop (trials of a whole batch of the
     deepest), keeps one, and the run gives the untiled numbers."""
-    from backends import c_blocking
+    from backends.c import blocking as c_blocking
     build, run = _shot_run((24, 20, 12), so=4)
 
     def tuned(op, u, shot):

@@ -6,7 +6,7 @@ result of every pass is logged.
 """
 from __future__ import annotations
 
-from backends.reserved import is_reserved
+from backends.common.reserved import is_reserved
 
 from .. import logger as log
 from ..configuration import configuration

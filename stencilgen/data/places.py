@@ -14,8 +14,8 @@ import weakref
 import numpy as np
 
 import jitcache
-from backends import cuda_runtime
-from backends.device_layout import DeviceLayout
+from backends.cuda import runtime as cuda_runtime
+from backends.common.device_layout import DeviceLayout
 
 from . import interop
 from .. import logger as log
@@ -196,7 +196,7 @@ class CudaCopy:
 
 
 class CudaPlace(_DevicePlace):
-    """CUDA device memory, through the runtime library (``backends.cuda_runtime``)."""
+    """CUDA device memory, through the runtime library (``backends.cuda.runtime``)."""
 
     name = "cuda"
 
@@ -428,7 +428,7 @@ def _on_cuda(storage):
 
 def cuda_field_layout(storage) -> DeviceLayout:
     """The layout the CUDA backend gives a field's copy: pitched rows for grid functions."""
-    from backends.cuda import field_layout
+    from backends.cuda.backend import field_layout
     return field_layout(storage.shape, storage.dtype.itemsize,
                         storage.halo[-1] if storage.halo else None)
 

@@ -1,7 +1,7 @@
 """Long runs: Ctrl-C stops ``apply`` between time steps, runs longer than a few seconds
 report their progress, and a process forked after an OpenMP run is told to use spawn.
 
-Every entry point takes ``control``, a ``long[2]`` the caller owns (``backends/interrupt.py``):
+Every entry point takes ``control``, a ``long[2]`` the caller owns (``backends/common/interrupt.py``):
 the time loop adds one to ``control[1]`` after each step and leaves when ``control[0]`` is
 set. ``apply`` makes one per run (``Run``). In the main thread, while Python's own SIGINT
 handler is in place (``signal.default_int_handler``), the library's C handler replaces it for

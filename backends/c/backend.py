@@ -10,13 +10,14 @@ import cgen as c
 import numpy as np
 import sympy
 
-from . import c_blocking, c_fusion, c_timetile, split, interrupt, zero_box
-from .c_rows import RowPointers
-from .device_layout import DeviceLayout
-from .cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
+from . import blocking, fusion, time_tiling
+from ..common import split, interrupt, zero_box
+from .rows import RowPointers
+from ..common.device_layout import DeviceLayout
+from ..common.cprinter import (BFLOAT16_C, COMPLEX_C, INDEX_CTYPES, CPrinter, complex_value, ctype,
                        has_complex, is_complex, moved, part_dtype, stride_table,
                        time_loop_header)
-from .options import EmitOptions
+from ..common.options import EmitOptions
 
 _PARAM_TYPES = {"index": "const long", "coords": "const double *restrict",
                 "regions": "const long *restrict",
@@ -121,11 +122,11 @@ class CBackend:
         the first nest's cache block there) or the tiles' sizes."""
         fused, t = self.fused(), self.tiling()
         always = set(self.program.steps) if t is not None and not t.untiled else set()
-        shapes = {k.section.timer: tuple(c_blocking.describe(b) for b in c_blocking.BLOCKS)
+        shapes = {k.section.timer: tuple(blocking.describe(b) for b in blocking.BLOCKS)
                   for k in self.program.kernels
                   if self.blocked(k) and k not in fused and k not in always}
         if t is not None and t.untiled:
-            timer = c_timetile.timed_nest(self.program).section.timer
+            timer = time_tiling.timed_nest(self.program).section.timer
             own = shapes.get(timer, ())
             untiled = tuple(f"no time tiles, {own[i]}" if i < len(own) else "no time tiles"
                             for i in range(t.untiled))
@@ -141,28 +142,28 @@ class CBackend:
     def default_shapes(self) -> dict:
         """Section timer -> the shape each offered section runs with when none is tuned (the
         section choosing time tiles: its untiled choice, the reference a tile must beat in
-        the autotuner's trials; an untuned run takes ``c_timetile.default_rule``'s)."""
+        the autotuner's trials; an untuned run takes ``time_tiling.default_rule``'s)."""
         consumers, t = set(self.fused().values()), self.tiling()
-        timer = c_timetile.timed_nest(self.program).section.timer \
+        timer = time_tiling.timed_nest(self.program).section.timer \
             if t is not None and t.untiled else None
         return {k.section.timer: self.untiled_choice() if k.section.timer == timer else
-                c_fusion.FUSED_DEFAULT if k in consumers
-                else c_blocking.default_choice(self.nest_body(k)[0])
+                fusion.FUSED_DEFAULT if k in consumers
+                else blocking.default_choice(self.nest_body(k)[0])
                 for k in self.program.kernels if k.section.timer in self.launch_shapes()}
 
     def untiled_choice(self) -> int:
         """The choice of the section choosing time tiles that runs the untiled loop with its
         first nest's default cache block (0 where that nest is not blocked on its own)."""
-        first = c_timetile.timed_nest(self.program)   # never a fused reader: the first
+        first = time_tiling.timed_nest(self.program)   # never a fused reader: the first
         if not self.blocked(first) or first in self.fused():
             return 0
-        return c_blocking.default_choice(self.nest_body(first)[0])
+        return blocking.default_choice(self.nest_body(first)[0])
 
     def probes(self, args, threads: int) -> list:
         """The few choices a run too short to tune tries, one an apply (``autotune``'s
-        probes), where time tiles are offered: what ``c_timetile.untuned`` takes, the untiled
+        probes), where time tiles are offered: what ``time_tiling.untuned`` takes, the untiled
         loop (its default block, and that block without jammed rows) and the tiles of x
-        alone (``c_timetile.PROBED``), those of no more steps than the run (``args``, on
+        alone (``time_tiling.PROBED``), those of no more steps than the run (``args``, on
         ``threads`` threads); each as the tuning argument."""
         t = self.tiling()
         if t is None or not t.untiled:
@@ -171,15 +172,15 @@ class CBackend:
         lo, hi = prog.time_bounds
         steps = int(args[hi] - args[lo] + 1)
         extents = [int(args[d.upper] - args[d.lower] + 1) for d in prog.dims]
-        rule = c_timetile.untuned(t, extents[:t.dims], steps, threads)
-        alone = c_timetile.PROBED.get(t.dims)
+        rule = time_tiling.untuned(t, extents[:t.dims], steps, threads)
+        alone = time_tiling.PROBED.get(t.dims)
         # the untiled loop with its default block, and the same block with no rows jammed
         # (where jamming loses on a machine, its second apply finds out)
         untiled = self.untiled_choice()
-        plain = c_blocking.unjammed(untiled) if untiled < len(c_blocking.BLOCKS) else None
+        plain = blocking.unjammed(untiled) if untiled < len(blocking.BLOCKS) else None
         picks = [None if rule is None else t.untiled + rule, untiled, plain,
                  None if alone not in t.choices else t.untiled + t.choices.index(alone)]
-        timer = c_timetile.timed_nest(prog).section.timer
+        timer = time_tiling.timed_nest(prog).section.timer
         defaults, out = self.default_shapes(), []
         for pick in dict.fromkeys(p for p in picks if p is not None):
             if pick >= t.untiled and t.choices[pick - t.untiled][-1] > steps:
@@ -197,7 +198,7 @@ class CBackend:
         t = self.tiling()
         if t is None or not t.untiled:
             return None
-        return (c_timetile.timed_nest(self.program).section.timer, t.untiled,
+        return (time_tiling.timed_nest(self.program).section.timer, t.untiled,
                 tuple(sorted({k.section.timer for k in self.program.steps})))
 
     def expr(self, e) -> str:
@@ -367,10 +368,10 @@ class CBackend:
     in_tile = False
 
     def tiling(self):
-        """The program's ``c_timetile.Tiling`` (None: one step at a time), decided once; the
+        """The program's ``time_tiling.Tiling`` (None: one step at a time), decided once; the
         decision and its reason go to ``notes`` (the Operator logs them)."""
         if not hasattr(self, "_tiling"):
-            t, why = c_timetile.plan(self) if self.time_tiles else (None, "")
+            t, why = time_tiling.plan(self) if self.time_tiles else (None, "")
             if t is not None and t.untiled:
                 self.notes.append(f"time tiles offered to the autotuner ({len(t.choices)} "
                                   f"sizes and the untiled loop); untuned: {t.untuned_text()}; "
@@ -391,7 +392,7 @@ class CBackend:
         """The innermost loop's body, the row pointers it reads through (``c_rows``; None but
         for a parallel nest of two or more dimensions), and the split body where the nest is
         split at run time and printed by rows (else None: a "points" split is in the body);
-        with ``jam``, the body of that many consecutive outermost rows (``c_blocking.jammed``),
+        with ``jam``, the body of that many consecutive outermost rows (``blocking.jammed``),
         read through the first row's pointers."""
         written = {a.lhs.base.name for a in kernel.body if not a.is_local}
         rows = None
@@ -399,7 +400,7 @@ class CBackend:
             rows = RowPointers(kernel.dims[-1], self.ctypes, written)
         self.printer.rows = rows
         try:
-            body = c_blocking.jammed(kernel, jam) if jam > 1 else kernel.body
+            body = blocking.jammed(kernel, jam) if jam > 1 else kernel.body
             own = c.Block(self.guarded(kernel, [self.statement(a) for a in body]))
             if kernel.split is None:
                 return rows, own, None
@@ -427,9 +428,9 @@ class CBackend:
                 not kernel.outer and not kernel.directions:
             # a thread's nest of a time tile: its rows jammed as its default block's are
             printed = self.nest_body(kernel)
-            return c_blocking.block_loops(self, kernel, self.bounds(kernel, 0),
+            return blocking.block_loops(self, kernel, self.bounds(kernel, 0),
                                           self.bounds(kernel, 1), printed,
-                                          c_blocking.default_choice(printed[0]))
+                                          blocking.default_choice(printed[0]))
         rows, body, inner = self.nest_body(kernel)
         rows = rows.declarations() if rows is not None else []
         last = len(kernel.dims) - 1
@@ -625,7 +626,7 @@ class CBackend:
         untiled loop ran instead, each its own: the summary keeps them apart)."""
         if self.tiling() is None:
             return {}
-        first = c_timetile.timed_nest(self.program)
+        first = time_tiling.timed_nest(self.program)
         return {k.name: first.name for k in self.program.steps if k is not first}
 
     def sparse_loop(self, k):
@@ -640,12 +641,12 @@ class CBackend:
     fuse_temporaries = True
 
     def fused(self) -> dict:
-        """Producer -> consumer of the fused nests (``c_fusion.pairs``), found once."""
+        """Producer -> consumer of the fused nests (``fusion.pairs``), found once."""
         if getattr(self, "_fused", None) is None:
             # not on a split grid: a fused producer's blocks would stop at the rank's edge
             # (the untiled loop of a tiled program's choices fuses; fixed tiles never run it)
             t = self.tiling()
-            self._fused = c_fusion.pairs(self) \
+            self._fused = fusion.pairs(self) \
                 if self.fuse_temporaries and not self.program.split and \
                 (t is None or t.untiled) else {}
         return self._fused
@@ -660,8 +661,8 @@ class CBackend:
             if k in fused:
                 continue
             code = self.timed(k, self.sparse_loop(k) if k.is_sparse else
-                              c_fusion.nest(self, producers[k], k) if k in producers else
-                              c_blocking.nest(self, k) if self.blocked(k) else
+                              fusion.nest(self, producers[k], k) if k in producers else
+                              blocking.nest(self, k) if self.blocked(k) else
                               self.loop_nest(k))
             parts = split.nest(self.program, k, time, code)
             out.append(self.when(k, c.Block(parts) if len(parts) > 1 else code))
@@ -688,7 +689,7 @@ class CBackend:
         start, end = prog.time_bounds if prog.has_time_loop else ("0", "0")
         parts = split.start(prog) + self.sections(prog.before, start)
         if prog.has_time_loop and self.tiling() is not None:
-            parts.append(c_timetile.time_loop(self, self.tiling()))
+            parts.append(time_tiling.time_loop(self, self.tiling()))
         elif prog.has_time_loop:
             parts.append(self.time_loop(self.sections(prog.steps, prog.time.name)))
         return parts + self.sections(prog.after, end)
@@ -733,7 +734,7 @@ class CBackend:
             if self.options.flush_denormals else []
         end = [c.Statement("sg_restore_denormals(sg_modes)")] \
             if self.options.flush_denormals else []
-        setup = c_fusion.setup(self, fused) if fused else []
+        setup = fusion.setup(self, fused) if fused else []
         end += [c.Statement("free(sg_fuse)")] if fused else []
         return (start + self.array_views() + self.complex_scalars() + self.prologue() + setup
                 + self.sections_in_order()
@@ -747,9 +748,9 @@ class CBackend:
         fn = c.FunctionBody(self.signature(), c.Block(self.body()))
         denormals = [c.Line(_DENORMALS), c.Line()] if self.options.flush_denormals else []
         if any(self.blocked(k) for k in self.program.kernels):
-            denormals += [c.Line(c_blocking.table()), c.Line()]
+            denormals += [c.Line(blocking.table()), c.Line()]
         if self.fused():
-            denormals += [c.Line(c_fusion.HELPER), c.Line()]
+            denormals += [c.Line(fusion.HELPER), c.Line()]
         if self.program.split or self.program.zero_boxes or self.tiling() is not None:
             denormals += [c.Line(split.helpers()), c.Line()]
         denormals += [c.Line(interrupt.handler())]

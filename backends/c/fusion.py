@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import cgen as c
 
-from . import c_blocking
+from . import blocking
 
 #: the block of a fused section when none is tuned: 16x32 (larger blocks recompute less of
 #: the temporaries' halo)
@@ -115,7 +115,7 @@ def _geometry(backend, k1, k2, temps) -> list:
     and the points of one temporary's block (sg_one)."""
     hx, hy, hz = _halo(temps)
     (zs2, ze2), (zs1, ze1) = backend.bounds(k2, 2), backend.bounds(k1, 2)
-    return c_blocking.choice(backend, k2, FUSED_DEFAULT) + [
+    return blocking.choice(backend, k2, FUSED_DEFAULT) + [
         c.Initializer(c.Value("const long", "sg_bz0"),
                       f"({zs2}) - {hz} < ({zs1}) ? ({zs2}) - {hz} : ({zs1})"),
         c.Initializer(c.Value("const long", "sg_bz1"),
@@ -176,11 +176,11 @@ def nest(backend, k1, k2) -> c.Block:
         local += [c.Initializer(c.Value(f"const {backend.index}", n), e)
                   for n, e in zip(names, ext)]
         local += _buffer(t, i, (hx, hy), names, (zs1, ze1))
-        local.append(c_blocking.block_loops(backend, part, names[:2], names[2:],
+        local.append(blocking.block_loops(backend, part, names[:2], names[2:],
                                             backend.nest_body(part), pick))
-    consume = c_blocking.block_loops(backend, k2, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"),
+    consume = blocking.block_loops(backend, k2, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"),
                                      backend.nest_body(k2), pick)
-    return c_blocking.blocks(backend, k2, _geometry(backend, k1, k2, temps), local + [consume])
+    return blocking.blocks(backend, k2, _geometry(backend, k1, k2, temps), local + [consume])
 
 
 def _buffer(t, i, halo, computed, zrange) -> list:

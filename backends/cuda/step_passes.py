@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import cuda_fused, device_layout, interrupt
+from . import fused_nests
+from ..common import device_layout, interrupt
 
 
 def pass_kernel(k):
@@ -39,16 +40,16 @@ def level(k, c, time: str) -> str:
 
 
 def one_step_shapes(k) -> int:
-    return len(cuda_fused.shapes(k))
+    return len(fused_nests.shapes(k))
 
 
 def describe(pk, shape) -> str:
-    return "two time steps a pass, " + cuda_fused.describe(pk, shape)
+    return "two time steps a pass, " + fused_nests.describe(pk, shape)
 
 
 def chosen(k, tuning: str) -> str:
     """The host test that the tuning argument picks a pass shape for ``k``."""
-    n1, n2 = one_step_shapes(k), len(cuda_fused.shapes(k.steps.kernel))
+    n1, n2 = one_step_shapes(k), len(fused_nests.shapes(k.steps.kernel))
     at = f"{tuning}[{k.section.timer}]"
     return f"{tuning} && {at} >= {n1} && {at} < {n1 + n2}"
 

@@ -43,8 +43,8 @@ import cgen as c
 import numpy as np
 import sympy
 
-from . import c_blocking
-from .cprinter import moved, tuned_choice
+from . import blocking
+from ..common.cprinter import moved, tuned_choice
 
 
 #: the tile sizes offered to the autotuner per number of tileable dimensions, (widths...,
@@ -217,7 +217,7 @@ def plan(backend) -> tuple[Tiling | None, str]:
     if chosen == "auto":
         # the untiled loop first: as many choices as its cache blocks (the tuning entry of
         # the first nest picks its block there; the other nests' their own)
-        untiled = len(c_blocking.BLOCKS) if any(backend.blocked(k) for k in nests) else 1
+        untiled = len(blocking.BLOCKS) if any(backend.blocked(k) for k in nests) else 1
         return Tiling(CHOICES[tiled], DEFAULT[tiled], skews, ahead, homes, untiled), ""
     *widths, depth = chosen
     widths = tuple(widths) * tiled if len(widths) == 1 else tuple(widths)
@@ -508,7 +508,7 @@ def _batches(backend, t: Tiling, index: str) -> list:
 
 def nest_code(backend, k):
     """Nest ``k`` over the current x range, cache-blocked where the backend blocks it."""
-    return c_blocking.nest(backend, k) if backend.blocked(k) else backend.loop_nest(k)
+    return blocking.nest(backend, k) if backend.blocked(k) else backend.loop_nest(k)
 
 
 def zero_samples(backend) -> list:

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import sympy
 
-from . import cuda_zero
-from .cprinter import ctype, tuned_choice
-from .cuda_launch import GRID_WAIT, early
+from . import zero_split
+from ..common.cprinter import ctype, tuned_choice
+from .launch import GRID_WAIT, early
 
 #: chunks of the streamed dimension a launch shape may cut it in (more blocks, more warm-up)
 CHUNKS = (4, 2, 1, 8)
@@ -732,7 +732,7 @@ class FusedKernel:
             if own == self._box_point(box, c):
                 streamed = [t for t, axis in zip(tests, box.axes) if axis == 0]
                 return f" && !({' && '.join(streamed + [self._box_flag(box, c)])})"
-        return f" && !({cuda_zero.test(' && '.join(tests))})"
+        return f" && !({zero_split.test(' && '.join(tests))})"
 
     def _zero_box(self, name: str):
         """The zero box of array ``name`` where the nest is split at run time, else None."""
@@ -766,7 +766,7 @@ class FusedKernel:
                 inner = [t for t, axis in zip(self._box_tests(box, self._box_point(box, c)),
                                               box.axes) if axis != 0]
                 out.append(f"const bool {self._box_flag(box, c)} = "
-                           f"{cuda_zero.test(' && '.join(inner) or 'true')};")
+                           f"{zero_split.test(' && '.join(inner) or 'true')};")
         return out
 
     def _consumer(self) -> list[str]:
@@ -894,7 +894,7 @@ class FusedKernel:
         lines += _indent(plane) + ["}"]
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
-                f"template <typename sg_int, {tparams}{cuda_zero.template_param(k)}>\n"
+                f"template <typename sg_int, {tparams}{zero_split.template_param(k)}>\n"
                 f"static __global__ void __launch_bounds__({self._threads()})\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
                 + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
@@ -914,9 +914,9 @@ class FusedKernel:
 
     def _instances(self) -> tuple[str, ...]:
         """The zero-split template arguments of the instances launched (``cuda_zero``)."""
-        if not cuda_zero.templated(self.k):
+        if not zero_split.templated(self.k):
             return ("",)
-        return (", true", ", false") if cuda_zero.offered(self.b, self.k) else (", true",)
+        return (", true", ", false") if zero_split.offered(self.b, self.k) else (", true",)
 
     def launch(self, call, timer, pick: str | None = None) -> list[str]:
         """Host lines that launch the nest with the shape tuned (or the default; ``pick``: the
@@ -947,7 +947,7 @@ class FusedKernel:
                                                   f"{call}, sg_r", block="sg_threads",
                                                   shared=str(nbytes)))
                 return out
-            launch = cuda_zero.instances(b, k, calls) + \
+            launch = zero_split.instances(b, k, calls) + \
                 [f'SG_CHECK_AS(cudaGetLastError(), "launch of kernel {name}");']
             chunked = b._chunks(n, launch)
             head = "if" if i == 0 else "} else if"

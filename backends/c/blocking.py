@@ -18,8 +18,8 @@ from dataclasses import replace
 import cgen as c
 import sympy
 
-from . import zero_box
-from .cprinter import tuned_choice
+from ..common import zero_box
+from ..common.cprinter import tuned_choice
 
 #: (x, y) points of a block, 0 the whole extent (the first entry is no blocking: one x-plane
 #: a block, the threads taking planes in turn), and the x rows jammed a z loop (1: none)
@@ -78,7 +78,7 @@ def unjammed(choice: int) -> int:
 
 
 def default_choice(rows) -> int:
-    """The block of a nest read through ``rows`` (``c_rows.RowPointers``; None: unknown)
+    """The block of a nest read through ``rows`` (``rows.RowPointers``; None: unknown)
     when none is tuned."""
     return DEFAULT_LIGHT if rows is not None and len(rows.rows) <= LIGHT_ROWS_MAX else DEFAULT
 

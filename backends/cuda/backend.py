@@ -17,13 +17,13 @@ import cgen as c
 import numpy as np
 import sympy
 
-from .c import CBackend
-from . import (cuda_fused, cuda_pairs, cuda_sparse, cuda_steps, cuda_zero, device_layout,
-               interrupt, split, zero_box)
-from .cuda_launch import GRID_WAIT, early
-from .device_layout import DeviceLayout
-from .cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
-from .options import EmitOptions
+from ..c.backend import CBackend
+from . import fused_nests, point_pairs, sparse_kernels, step_passes, zero_split
+from ..common import device_layout, interrupt, split, zero_box
+from .launch import GRID_WAIT, early
+from ..common.device_layout import DeviceLayout
+from ..common.cprinter import COMPLEX_CXX, CPrinter, ctype, is_complex, time_loop_header, tuned_choice
+from ..common.options import EmitOptions
 
 # Threads per block for 1, 2 and 3 loop dimensions, innermost (contiguous) dimension first.
 # The launch shapes a grid nest may run with, per number of loop dimensions: points per thread
@@ -476,11 +476,11 @@ class CudaBackend(CBackend):
         # the nest running two time steps a pass, if any (``cuda_steps``), its pass; while the
         # pass's loop is printed, the field its launches reach through the level table
         self.stepped = next((k for k in program.steps if getattr(k, "steps", None)), None)
-        self.passed = cuda_steps.pass_kernel(self.stepped) if self.stepped else None
+        self.passed = step_passes.pass_kernel(self.stepped) if self.stepped else None
         self._leveled = False
         # where the host reads the launch shapes: the tuning argument, or its copy with the
         # zero split's choice taken out (``cuda_zero``)
-        self.tuning = cuda_zero.TUNED if any(cuda_zero.offered(self, k)
+        self.tuning = zero_split.TUNED if any(zero_split.offered(self, k)
                                              for k in program.kernels) else program.tuning
         # device code is a template over its index type: 32-bit where every array fits
         self.index = "sg_int"
@@ -537,7 +537,7 @@ class CudaBackend(CBackend):
         if not self._leveled or a.name != k.steps.field:
             return None
         s = k.steps
-        return cuda_steps.level(k, s.level(slot) if s.has(slot) else _direct(slot)[1],
+        return step_passes.level(k, s.level(slot) if s.has(slot) else _direct(slot)[1],
                                 self.program.time.name)
 
     @contextmanager
@@ -679,13 +679,13 @@ class CudaBackend(CBackend):
         return len(k.dims) - 1 - self.stacked(k)
 
     def paired(self, k):
-        """The ``cuda_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
+        """The ``point_pairs.Plan`` of grid nest ``k`` (None: one point a thread), found once."""
         if ("pairs", k.name) not in self._slots:
             # global indices on a grid split along the innermost dimension: an even index
             # need not lie on an even address, which aligned pairs of 16-bit reads rely on
             inner_split = self.program.split and self.program.split[-1]
             self._slots[("pairs", k.name)] = None if inner_split or k.fusion or k.outer \
-                else cuda_pairs.plan(self, k)
+                else point_pairs.plan(self, k)
         return self._slots[("pairs", k.name)]
 
     @contextmanager
@@ -727,16 +727,16 @@ class CudaBackend(CBackend):
         # loops (the acoustic so 8 kernel ran 1.6x faster on an H200)
         n, decls, inside = len(k.dims), [], []
         pairs = self.paired(k)
-        body = self._split_body(k, pairs, cuda_pairs.body(self, k, pairs) if pairs else
+        body = self._split_body(k, pairs, point_pairs.body(self, k, pairs) if pairs else
                                 self.guarded(k, [self.statement(a) for a in k.body]))
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
             here = f"{start} + sg_base{i} + {_thread('xyz'[i])}"
             if pairs and depth == n - 1:   # two points a thread from an even index
-                decls.append(c.Initializer(c.Value("const sg_int", cuda_pairs.START),
-                                           cuda_pairs.first(start, _thread("x"))))
-                inside.append(f"{cuda_pairs.START} <= {stop}")
+                decls.append(c.Initializer(c.Value("const sg_int", point_pairs.START),
+                                           point_pairs.first(start, _thread("x"))))
+                inside.append(f"{point_pairs.START} <= {stop}")
                 continue
             if depth != self.stacked(k) or n == 1:
                 decls.append(c.Initializer(c.Value("const sg_int", name), here))
@@ -842,16 +842,16 @@ class CudaBackend(CBackend):
         inner = dataclasses.replace(k, body=k.split.body, split=None)
         names = [d.name for d in k.dims]
         if pairs:
-            plan = cuda_pairs.plan(self, inner)
+            plan = point_pairs.plan(self, inner)
             if plan is None:
                 return own
-            first = names[:-1] + [cuda_pairs.START]
-            test = cuda_zero.test(" && ".join([
+            first = names[:-1] + [point_pairs.START]
+            test = zero_split.test(" && ".join([
                 zero_box.inside(k, first),
-                zero_box.inside(k, names[:-1] + [f"{cuda_pairs.START} + 1"])]))
-            split_body = cuda_pairs.body(self, inner, plan)
+                zero_box.inside(k, names[:-1] + [f"{point_pairs.START} + 1"])]))
+            split_body = point_pairs.body(self, inner, plan)
         else:
-            test = cuda_zero.test(zero_box.inside(k, names))
+            test = zero_split.test(zero_box.inside(k, names))
             split_body = self.guarded(k, [(statement or self.statement)(a)
                                           for a in k.split.body])
         return [c.Comment("inside the zero box: the split body"),
@@ -878,11 +878,11 @@ class CudaBackend(CBackend):
         params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
         if k.fusion:
             with self._printing(k):
-                return cuda_fused.FusedKernel(self, k).text(args)
+                return fused_nests.FusedKernel(self, k).text(args)
         with self._printing(k):
             loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
-                f"template <typename sg_int, int sg_r{cuda_zero.template_param(k)}>\n"
+                f"template <typename sg_int, int sg_r{zero_split.template_param(k)}>\n"
                 f"static __global__ void __launch_bounds__({self.threads(k)})\n"
                 f"{k.section.function}({params})\n{{\n  {GRID_WAIT}\n{loops}\n}}\n")
 
@@ -949,7 +949,7 @@ class CudaBackend(CBackend):
                            "cudaMemcpyHostToDevice));"]
         for k in self.program.kernels + ((self.passed,) if self.passed else ()):
             if k.fusion:
-                lines += cuda_fused.FusedKernel(self, k).attributes()
+                lines += fused_nests.FusedKernel(self, k).attributes()
         return lines + self._nvtx("coordinates", copies)
 
     def launch(self, k, args, shell=False, timed: str | None = None):
@@ -971,7 +971,7 @@ class CudaBackend(CBackend):
             sizes = [self._extent(k, depth, s) if depth >= k.outer else "1"
                      for depth, s in reversed(list(enumerate(k.dims)))]
             if self.paired(k):   # threads along x: pairs of points
-                sizes[0] = cuda_pairs.pair_count(sizes[0])
+                sizes[0] = point_pairs.pair_count(sizes[0])
         if k.sequential and k.reduces:
             # a sum over the inner loops: threads along the outermost one (sg_n<last>)
             head = [f"const dim3 sg_block({SPARSE_BLOCK});",
@@ -982,9 +982,9 @@ class CudaBackend(CBackend):
             ones = ", ".join("1" for _ in k.dims)
             head = [f"const dim3 sg_block({ones});", f"const dim3 sg_grid({ones});"]
         elif k.fusion:
-            pick = cuda_steps.pass_pick(self.stepped, self.tuning) \
+            pick = step_passes.pass_pick(self.stepped, self.tuning) \
                 if self._is_pass(k) else None
-            head, launch = [], cuda_fused.FusedKernel(self, k).launch(call, timer, pick)
+            head, launch = [], fused_nests.FusedKernel(self, k).launch(call, timer, pick)
         elif not k.is_sparse:
             head = self._shape(k, timer, r)
             launch = self._chunks(len(k.dims), launch, self._stacked_axis(k))
@@ -1026,17 +1026,17 @@ class CudaBackend(CBackend):
             return f"{n} point{'s' if n > 1 else ''} per thread" \
                 f"{where}, {'x'.join(map(str, shape[1:]))} threads"
         def fused(k):
-            one = tuple(cuda_fused.describe(k, sh) for sh in cuda_fused.shapes(k))
+            one = tuple(fused_nests.describe(k, sh) for sh in fused_nests.shapes(k))
             if k is not self.stepped:
                 return one
             pk = self.passed   # the pass's shapes after the one-step nest's
-            return one + tuple(cuda_steps.describe(pk, sh) for sh in cuda_fused.shapes(pk))
+            return one + tuple(step_passes.describe(pk, sh) for sh in fused_nests.shapes(pk))
         out = {}
         for k in self.program.kernels:
             if k.is_sparse or k.sequential:
                 continue
             own = fused(k) if k.fusion else tuple(describe(k, sh) for sh in SHAPES[len(k.dims)])
-            out[k.section.timer] = cuda_zero.describe(own) if cuda_zero.offered(self, k) else own
+            out[k.section.timer] = zero_split.describe(own) if zero_split.offered(self, k) else own
         return out
 
     @property
@@ -1051,7 +1051,7 @@ class CudaBackend(CBackend):
         split section: in the half of its default split, ``cuda_zero``)."""
         shapes = self.launch_shapes()
         return {k.section.timer: self.default_shape(k) + (
-                    0 if not cuda_zero.offered(self, k) or cuda_zero.DEFAULT_ON
+                    0 if not zero_split.offered(self, k) or zero_split.DEFAULT_ON
                     else len(shapes[k.section.timer]) // 2)
                 for k in self.program.kernels if not (k.is_sparse or k.sequential)}
 
@@ -1060,7 +1060,7 @@ class CudaBackend(CBackend):
         may compute several and touches few arrays (the acoustic so 8 kernel ran 6% faster on
         an H200; SA-TTI's nests, with 10-14 arrays and 90-250 flops per point, 5% slower)."""
         if k.fusion:
-            return cuda_fused.default_shape(k)
+            return fused_nests.default_shape(k)
         n = len(k.dims)
         light = self.points(k) > 1 and self.slots(k).touched <= PAIRED_ARRAYS_MAX
         if k.outer:   # the first shape one thread deep along the loops walked in order
@@ -1096,7 +1096,7 @@ class CudaBackend(CBackend):
                 return both(1, extra)
             return [f"if (sg_r == {r}) {{"] + _indent(both(r, extra)) + ["} else {"] + \
                 _indent(both(1, extra)) + ["}"]
-        return cuda_zero.instances(self, k, each)
+        return zero_split.instances(self, k, each)
 
     @staticmethod
     def _chunks(n, launch, along=None):
@@ -1149,7 +1149,7 @@ class CudaBackend(CBackend):
         if ("sparse", None) not in self._slots:
             prog, found = self.program, {}
             for kernels in (prog.before, prog.steps, prog.after):
-                found.update(cuda_sparse.groups(self, kernels))
+                found.update(sparse_kernels.groups(self, kernels))
             self._slots[("sparse", None)] = found
         return self._slots[("sparse", None)]
 
@@ -1174,11 +1174,11 @@ class CudaBackend(CBackend):
         if self.stepped is None:
             return lines
         k = self.stepped
-        return cuda_steps.setup(self, k) + ["if (sg_two) {"] + \
-            _indent(cuda_steps.loop(self, k)) + ["} else {"] + _indent(lines) + ["}"]
+        return step_passes.setup(self, k) + ["if (sg_two) {"] + \
+            _indent(step_passes.loop(self, k)) + ["} else {"] + _indent(lines) + ["}"]
 
     def stepped_launches(self) -> tuple:
-        """The launch lines of the loop of passes (``cuda_steps.loop``), through the level
+        """The launch lines of the loop of passes (``step_passes.loop``), through the level
         table: the pass, the one-step nest, the one-step nest again after a pass (timed where
         the pass was: with the two alternating, one launch in SG_SAMPLE sampled would hold
         passes alone), the sparse kernels of a step in order."""
@@ -1192,7 +1192,7 @@ class CudaBackend(CBackend):
             for o in self.program.steps:
                 if o in grouped:
                     members = grouped[o]
-                    sparse += cuda_sparse.launch(self, members, cuda_sparse.parameters(
+                    sparse += sparse_kernels.launch(self, members, sparse_kernels.parameters(
                         self, members), SPARSE_BLOCK, GRID_LIMIT[0])
                 elif o.is_sparse and o.name not in grouped_in:
                     sparse += self.launch(o, self.kernel_args(o))
@@ -1282,7 +1282,7 @@ class CudaBackend(CBackend):
         lines.append('if (sg_d_checks) sg_release(cudaFree(sg_d_checks), "cudaFree(sg_d_checks)", '
                      "&sg_status);")
         if self.stepped is not None:
-            lines += cuda_steps.cleanup(self.stepped)
+            lines += step_passes.cleanup(self.stepped)
         if self.program.split:
             lines += [f"for (int sg_i = 0; sg_i < {split.region_count(self.program) - 1}; ++sg_i)",
                       "  if (sg_shells[sg_i]) sg_release(cudaStreamDestroy(sg_shells[sg_i]), "
@@ -1299,14 +1299,14 @@ class CudaBackend(CBackend):
         nk = max(len(prog.kernels), 1)
         lines = ["int sg_status = 0;", "sg_error_text[0] = '\\0';"] + self.layouts()
         lines += self.narrow_choice()
-        lines += cuda_zero.host_lines(self, self.launch_shapes(), prog.tuning)
+        lines += zero_split.host_lines(self, self.launch_shapes(), prog.tuning)
         lines += [f"cudaEvent_t sg_events[{nk}][SG_SLOTS][2] = {{}};", f"long sg_used[{nk}] = {{}};",
                   f"long sg_launched[{nk}] = {{}};", f"double sg_sampled[{nk}] = {{}};",
                   "bool sg_timing = false;",
                   "unsigned long long *sg_d_checks = NULL;"]
         if self.stepped is not None:
             k = self.stepped
-            lines += cuda_steps.declarations(k, self.ctypes[k.steps.field])
+            lines += step_passes.declarations(k, self.ctypes[k.steps.field])
         if prog.split:   # the shell's slabs, each on a stream of its own (``shell_launch``)
             lines.append(f"cudaStream_t sg_shells[{split.region_count(prog) - 1}] = {{}};")
         lines += [str(s) for s in self.complex_scalars() + self.prologue()]
@@ -1348,9 +1348,9 @@ class CudaBackend(CBackend):
         fused = [k for k in self.program.kernels if k.fusion is not None]
         fused += [self.passed] if self.passed is not None else []
         if any(k.fusion.pair > 1 for k in fused):
-            header += cuda_fused.PAIR_PRELUDE
+            header += fused_nests.PAIR_PRELUDE
         if any(k.fusion.interleave for k in fused):
-            header += cuda_fused.QUAD_PRELUDE
+            header += fused_nests.QUAD_PRELUDE
         parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,
                                      "sample": TIMER_SAMPLE},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
@@ -1361,10 +1361,10 @@ class CudaBackend(CBackend):
             parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]
         launches, grouped = {}, self.sparse_groups()
         for first, members in grouped.items():
-            args = cuda_sparse.parameters(self, members)
-            parts.append(cuda_sparse.device_kernel(self, members, args, SPARSE_BLOCK))
+            args = sparse_kernels.parameters(self, members)
+            parts.append(sparse_kernels.device_kernel(self, members, args, SPARSE_BLOCK))
             launches[first.section.timer] = (
-                cuda_sparse.launch(self, members, args, SPARSE_BLOCK, GRID_LIMIT[0]), None)
+                sparse_kernels.launch(self, members, args, SPARSE_BLOCK, GRID_LIMIT[0]), None)
             launches.update({k.section.timer: ([], None) for k in members[1:]})
         for k in self.program.kernels:
             if k.section.timer in launches:

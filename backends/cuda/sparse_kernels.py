@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy
 
-from .cuda_launch import GRID_WAIT, early
+from .launch import GRID_WAIT, early
 
 SPARSE_GROUP_MIN = 2
 

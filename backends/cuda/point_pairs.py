@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import cgen as c
 import sympy
 
-from .cprinter import ctype
+from ..common.cprinter import ctype
 
 #: format -> (pair type, widening of a pair to float2, rounding of two floats to a pair)
 PAIRS = {"float16": ("__half2", "__half22float2({})", "__floats2half2_rn({}, {})"),
