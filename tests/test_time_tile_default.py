@@ -1,6 +1,6 @@
 """Time tiles by default (issue 62): the ``time-tiling`` setting is ``auto``; the autotuner
 keeps a tile only where the whole loop ran faster than the untiled loop in the same trials,
-by the backend's margin; a run too short to tune takes ``c_timetile.default_rule`` (the
+by the backend's margin; a run too short to tune takes ``time_tiling.default_rule`` (the
 wave-front tiles where a batch's wave-fronts keep the threads busy, else untiled), chosen in
 the generated C at run time; and whatever it takes gives the untiled numbers."""
 from __future__ import annotations

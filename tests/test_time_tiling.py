@@ -1,4 +1,4 @@
-"""Time-skewed tiles of the C backend (``backends/c_timetile``): every program below gives
+"""Time-skewed tiles of the C backend (``backends/c/time_tiling.py``): every program below gives
 the untiled run's fields bit for bit and its receiver samples to round-off, for tiles of
 several widths and depths; the programs it cannot tile say why."""
 from __future__ import annotations

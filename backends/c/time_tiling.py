@@ -367,7 +367,7 @@ def time_loop(backend, t: Tiling) -> c.Block:
         chain = c.If(test, c.Block(body), chain)
     fixed = "" if t.untiled else f" ({t.describe(t.choices[0])})"
     tiled = backend.timed(first, c.Block([
-        c.Comment(f"time tiles (backends/c_timetile.py), the sizes the tuning argument picks"
+        c.Comment(f"time tiles (backends/c/time_tiling.py), the sizes the tuning argument picks"
                   f"{fixed}, the tiles' boundaries moving {', '.join(map(str, t.skews))} a "
                   f"step; the whole tiled loop is timed as this section"), chain]))
     if not t.untiled:
@@ -442,7 +442,7 @@ def default_rule(backend, t: Tiling) -> list:
         c.Block([
             c.Comment(f"no tuned choice: {t.describe(tile)} where a batch's wave-fronts keep "
                       f"the threads {BUSY_PERCENT} % busy, else untiled "
-                      f"(c_timetile.default_rule)"),
+                      f"(time_tiling.default_rule)"),
             c.Initializer(c.Value("const long", "sg_p"), "omp_get_max_threads()"),
             *counts,
             c.Initializer(c.Value("long", "sg_rounds"), "0"),
