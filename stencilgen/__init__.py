@@ -51,7 +51,7 @@ _MOVED = {
     "precision": "data.precision", "distributed_data": "data.distributed_data",
     "mpi": "distributed.mpi", "decomposition": "distributed.decomposition",
     "halo_exchange": "distributed.halo_exchange", "device_halos": "distributed.device_halos",
-    "lowering": "compiler.lowering", "operator": "runtime.operator",
+    "operator": "runtime.operator",
     "operator_options": "runtime.operator_options", "arguments": "runtime.arguments",
     "autotune": "runtime.autotune", "longrun": "runtime.longrun",
     "profiling": "runtime.profiling", "finite": "runtime.finite", "survey": "seismic.survey",

@@ -20,8 +20,9 @@ from ..ir.transforms import (count_kernels, hoist_invariants, optimize_kernels, 
                              widen_temporaries)
 from ..ir.scaling import fold_scales
 from ..ir.zero_split import split_zero_boxes
-from .lowering import (check_equations, compensate, compensation_stores, expand_derivatives,
-                       index_equations, register_names)
+from .placement import check_equations
+from .expansion import compensate, compensation_stores, expand_derivatives
+from .indexer import index_equations, register_names
 from ..ir.names import NameRegistry
 
 

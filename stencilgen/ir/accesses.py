@@ -9,7 +9,7 @@ from .nodes import Quotient
 def space_offsets(access: sympy.Indexed, dims) -> tuple[int, ...]:
     """Integer offsets of an access's trailing (space) indices from the loop dimensions (0
     for ``d / factor``, a function on a ConditionalDimension: it is read only by the
-    equation writing it, at the same point; ``lowering._check_subsampled``)."""
+    equation writing it, at the same point; ``compiler.indexer._check_subsampled``)."""
     idx = access.indices[-len(dims):]
     return tuple(0 if isinstance(i, Quotient) else _offset(i - d) for i, d in zip(idx, dims))
 

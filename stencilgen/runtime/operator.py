@@ -20,7 +20,7 @@ from . import operator_options as options
 from ..data import places
 from .. import platform as targets
 from .arguments import bind, ndarray_arguments
-from ..compiler.lowering import thickness_arguments, with_thickness
+from ..compiler.placement import thickness_arguments, with_thickness
 from ..compiler.pipeline import compile_program
 from ..configuration import configuration
 from ..errors import ExecutionError, InvalidArgument, InvalidOperator
