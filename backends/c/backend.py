@@ -177,8 +177,7 @@ class CBackend:
         # the untiled loop with its default block, and the same block with no rows jammed
         # (where jamming loses on a machine, its second apply finds out)
         untiled = self.untiled_choice()
-        plain = blocking.unjammed(untiled) if untiled < len(blocking.BLOCKS) else None
-        picks = [None if rule is None else t.untiled + rule, untiled, plain,
+        picks = [None if rule is None else t.untiled + rule, untiled, blocking.unjammed(untiled),
                  None if alone not in t.choices else t.untiled + t.choices.index(alone)]
         timer = time_tiling.timed_nest(prog).section.timer
         defaults, out = self.default_shapes(), []
@@ -425,7 +424,7 @@ class CBackend:
 
     def loop_nest(self, kernel):
         if self.in_tile and len(kernel.dims) == 3 and not kernel.fixed and \
-                not kernel.outer and not kernel.directions:
+                not kernel.outer and not kernel.directions and not kernel.sequential:
             # a thread's nest of a time tile: its rows jammed as its default block's are
             printed = self.nest_body(kernel)
             return blocking.block_loops(self, kernel, self.bounds(kernel, 0),

@@ -8,8 +8,8 @@ planes' rows in cache. The block is chosen at run time from ``BLOCKS`` by the tu
 argument, the same way the CUDA backend's launch shapes are (and autotuned the same way).
 
 Some blocks also jam ``JAM`` consecutive x rows into one z loop (unroll-and-jam): the rows'
-stencils then share the loads of the x-planes between them (a so 8 star reads rows x-4..x+7
-for four points instead of 9 rows for each), which the plain loop reads from L2 each time.
+stencils then share the loads of the x-planes between them (a so 8 star reads rows x-4..x+5
+for two points instead of 9 rows for each), which the plain loop reads from L2 each time.
 """
 from __future__ import annotations
 
