@@ -208,6 +208,11 @@ _SETTINGS: dict[str, _Setting] = {
                            "time steps a pass (the first step's plane kept in shared memory for "
                            "the second), a choice the autotuner times beside one step; 0 "
                            "offers one step only"),
+    "register-queue": _Setting("STENCILGEN_REGISTER_QUEUE", _auto_bool, lambda: "auto",
+                               "CUDA: a staged nest reads its inputs along the streamed "
+                               "dimension from a register queue of each thread's column (the "
+                               "shared rings two planes deep); auto (default): where the "
+                               "backend takes it; 1/on: always; 0/off: from the rings"),
     "openacc-cc": _Setting("STENCILGEN_OPENACC_CC", lambda v: str(v) if v else None,
                            lambda: None, "OpenACC compiler: nvc++/nvc or a gcc (default: nvc++ "
                            "if installed, else a gcc that offloads to nvptx-none, else gcc)"),

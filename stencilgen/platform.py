@@ -54,7 +54,11 @@ class Target:
     def fusion(self):
         """The limits of the nests the backend fuses (``ir/fusion.Limits``), or None."""
         figures = getattr(self.emitter, "FUSION", None)
-        return Limits(**figures) if figures and configuration["fusion"] != "off" else None
+        if not figures or configuration["fusion"] == "off":
+            return None
+        queue = configuration["register-queue"]
+        return Limits(**{**figures, "queue": queue == "on" or (queue == "auto" and
+                                                              figures.get("queue", False))})
 
 
 def select(name: str | None = None) -> Target:

@@ -94,6 +94,32 @@ def test_shared_memory_per_tile_counts_every_ring():
     assert 1.3 < f.recompute[0] < 1.7
 
 
+def test_a_register_queue_keeps_two_planes_of_each_staged_ring():
+    """With ``Limits.queue`` the staged inputs' reads along x come from the thread's column
+    (eight registers: its first derivatives read offsets -4..3) and each shared ring holds the plane read across and the
+    one stored beside it: SA-TTI's staged P and M shrink from 9 planes to 2."""
+    ringed = _program(_sa_tti()).steps[0].fusion
+    queued = _program(_sa_tti(), replace(SINGLE, queue=True)).steps[0].fusion
+    assert [(s.ring, s.queue) for s in ringed.staged] == [(9, 0)] * 2
+    assert [(s.ring, s.queue, s.queued) for s in queued.staged] == [(2, 8, True)] * 2
+    for tile, before, after in zip(queued.tiles, ringed.shared, queued.shared):
+        ty, tz = tile
+        assert before - after == 4 * 2 * (9 - 2) * (ty + 14) * (tz + 14)
+    # a column read only behind the point still queues the next plane (stored a step ahead)
+    behind = replace(queued.staged[0], reach=(-4, 0))
+    assert behind.queue == 6 and behind.ring == 2 and behind.depth == 5
+
+
+def test_the_register_queue_setting_reaches_the_limits():
+    from stencilgen.platform import select
+    assert configuration["register-queue"] == "auto"
+    assert select("cuda").fusion.queue is False   # auto: the backend does not take it
+    with switchconfig(register_queue="on"):
+        assert select("cuda").fusion.queue is True
+    with switchconfig(register_queue="off"), pytest.raises(Exception, match="register-queue"):
+        configuration["register-queue"] = "sometimes"
+
+
 def test_variable_density_fuses_in_3d_and_2d():
     prog = _program(_variable_density())
     assert len(prog.steps) == 1 and prog.steps[0].fusion.lag == 3

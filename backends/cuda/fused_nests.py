@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import sympy
 
-from . import zero_split
+from . import column_queues, zero_split
 from ..common.cprinter import ctype, tuned_choice
+from .ring_names import column as _column, indent as _indent, ring as _ring
 from .launch import GRID_WAIT, early
 
 #: chunks of the streamed dimension a launch shape may cut it in (more blocks, more warm-up)
@@ -49,21 +50,6 @@ def describe(k, shape) -> str:
     n, tile = shape
     return f"fused, tile {'x'.join(map(str, tile))}, {n} chunk{'s' if n > 1 else ''} of " \
            f"{k.dims[0]}"
-
-
-def _tag(slot) -> str:
-    return "n" if slot is None else str(slot)
-
-
-def _ring(s) -> str:
-    """The shared plane of staged ``s``."""
-    return f"sg_st_{s.name}_{_tag(s.slot)}"
-
-
-def _column(s) -> str:
-    """The prefix of staged ``s``'s values in the thread's own column (its next value, the
-    test that its reads reach the column)."""
-    return f"sg_col_{s.name}_{_tag(s.slot)}"
 
 
 class _Context:
@@ -186,6 +172,11 @@ def fused_printer(base, ctx):
             if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
                 return None   # the consumer's: the slot may be the one being stored into
             ring = _ring(s)
+            if s.queued:   # along the column from its queue; across from the producer's plane
+                if not any(inner):
+                    return column_queues.register(ring, o - s.reach[0])
+                return self._read(ring, ctx.slot((s.ring, "st", s.halo), 0, ring), inner,
+                                  s.halo)
             return self._read(ring, ctx.slot((s.ring, "st", s.halo), o - s.reach[0], ring),
                               inner, s.halo)
 
@@ -259,10 +250,6 @@ def _cell(offs, halo, row, scale: int = 1) -> str:
         idx = f"sg_i{j} + {q + lo}" if q + lo else f"sg_i{j}"
         terms.append(f"({idx})*{row}" if j < n - 1 and n > 1 else f"({idx})")
     return " + ".join(terms)
-
-
-def _indent(lines, by="  "):
-    return [by + ln for ln in lines]
 
 
 def thread_count(f, tile) -> int:
@@ -507,6 +494,35 @@ class FusedKernel:
                 f"const int sg_c = {e}%{b} - {s.halo[1][0]};",
                 "const sg_int sg_g0 = sg_o0 + sg_r;", "const sg_int sg_g1 = sg_o1 + sg_c;"]
 
+    @staticmethod
+    def _band_size(s) -> str:
+        """The points of staged ``s``'s plane around the tile (a constant expression of the
+        tile): the halo rows, whole, then the halo columns beside the tile's rows."""
+        (l0, h0), *rest = s.halo
+        if not rest:
+            return str(l0 + h0)
+        (l1, h1), = rest
+        return f"{l0 + h0}*{_ring(s)}_b + sg_T0*{l1 + h1}"
+
+    @staticmethod
+    def _band_element(s, j: str, e: str) -> list[str]:
+        """``e``, the index in staged ``s``'s plane of the ``j``-th point around the tile
+        (``_band_size``): the band's loads take as many turns as it has points over the
+        block's threads, not as the whole plane has (issue 65)."""
+        (l0, h0), *rest = s.halo
+        if not rest:
+            return [f"const int {e} = {j} < {l0} ? {j} : sg_T0 + {j};"]
+        (l1, h1), = rest
+        b = f"{_ring(s)}_b"
+        row = f"(sg_w < {l0} ? sg_w : sg_T0 + sg_w)*{b} + {j}%{b}"
+        if not l1 + h1:
+            return [f"const int sg_w = {j}/{b};", f"const int {e} = {row};"]
+        w = l1 + h1
+        return [f"const int sg_rows = {l0 + h0}*{b};", f"int {e};",
+                f"if ({j} < sg_rows) {{ const int sg_w = {j}/{b}; {e} = {row}; }}",
+                f"else {{ const int sg_h = {j} - sg_rows, sg_w = sg_h%{w}; "
+                f"{e} = ({l0} + sg_h/{w})*{b} + (sg_w < {l1} ? sg_w : sg_T1 + sg_w); }}"]
+
     def _band_each(self, lead, body, indent="") -> list[str]:
         """``body`` (lines) for each point of the staged planes of ``lead``'s group this
         thread loads, with its plane index ``sg_e``, its inner point ``sg_g<j>`` and its slot
@@ -564,7 +580,8 @@ class FusedKernel:
                 out += [f"const bool {q}_ok{c} = sg_kind != 3 && "
                         f"{self._reach_test(s, self._shift(names, c))};" for c in range(self.q)]
                 out += [self._column_decl(s), f"const int {q}_go = {self._offset(s, names)};"]
-            out += [f"constexpr int {n} = ({lr}_pl + sg_nt - 1)/sg_nt;", f"int {lr}_at[{n}];"]
+            out += [f"constexpr int {lr}_nb = {self._band_size(lead)};",
+                    f"constexpr int {n} = ({lr}_nb + sg_nt - 1)/sg_nt;", f"int {lr}_at[{n}];"]
             out += [f"sg_int {lr}_g{j}[{n}];" for j in range(self.m)]
             out += [f"{self._elem(s.name)} {_ring(s)}_v[{n}];" for s in group]
             out += [f"int {_ring(s)}_go[{n}];" for s in group]
@@ -573,9 +590,10 @@ class FusedKernel:
                     f"{_ring(s)}[sg_i*{ctx.stride(_ring(s), f'{_ring(s)}_pl')} + "
                     f"{ctx.place(_ring(s), 'sg_e')}] = ({self.real})0;" for s in group]
             out += ["#pragma unroll", f"for (int sg_k = 0; sg_k < {n}; ++sg_k) {{",
-                    "  const int sg_e = sg_tid + sg_k*sg_nt;"] + \
+                    "  const int sg_j = sg_tid + sg_k*sg_nt;"] + \
+                _indent(self._band_element(lead, "sg_j", "sg_e")) + \
                 _indent(self._band_point(lead, "sg_e")) + \
-                [f"  const bool sg_mine = sg_e < {lr}_pl && !({self._owned('sg_r', 'sg_c')}) "
+                [f"  const bool sg_mine = sg_j < {lr}_nb && !({self._owned('sg_r', 'sg_c')}) "
                  f"&& ({self._needed(lead, 'sg_r', 'sg_c')});",
                  f"  const bool sg_reached = {self._reach_test(lead, self._gnames())};",
                  # the point's element in the rings (interleaved ones: its place in the pair)
@@ -605,6 +623,9 @@ class FusedKernel:
                          f"{self._raw(s, 'sg_X', self._gnames())} : {self._zero(s.name)};",
                          f"  if (sg_i < {s.depth}) {ring}[sg_i*{stride} + sg_e] = "
                          f"{self.base.widened(s.name, 'sg_v')}; else {ring}_v[sg_k] = sg_v; }}"]
+            if lead.queued:
+                out += column_queues.fill(self, group)
+                continue
             out += [f"for (int sg_i = 0; sg_i <= {lead.depth}; ++sg_i) {{",
                     f"  const sg_int sg_X = sg_pa + {lead.reach[0]} + sg_i;"] + fill + \
                 self._band_each(lead, band, "  ") + ["}"]
@@ -618,6 +639,9 @@ class FusedKernel:
         out = []
         for group in self._groups():
             lead = group[0]
+            if lead.queued:
+                out += column_queues.stage(self, group)
+                continue
             out += ["{", f"  const sg_int sg_X = sg_p + {lead.reach[1] + 2};"]
             band = []
             for i, s in enumerate(group):

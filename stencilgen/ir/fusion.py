@@ -47,7 +47,10 @@ class OnChip:
 class Staged:
     """One time slot of an array the producer reads at neighbours: a shared ring of the planes
     over ``reach`` along the streamed dimension and one more, each over the tile and ``halo``
-    (each value read from global memory once a block)."""
+    (each value read from global memory once a block). ``queued``: the reads along the
+    streamed dimension (all at the thread's own column: reads lie on the axes) come from a
+    register queue of the column, and the ring holds the plane read across (offset 0) and the
+    one stored beside it."""
 
     name: str
     slot: sympy.Expr | None               # the time index of the slot (None: no time axis)
@@ -56,6 +59,7 @@ class Staged:
     reads: tuple[tuple[int, int], ...]    # per inner dimension, the lowest and highest offset
                                           # read: a plane holds the values of the points the
                                           # producer's reads reach, zeros elsewhere
+    queued: bool = False
 
     @property
     def depth(self) -> int:
@@ -64,8 +68,15 @@ class Staged:
 
     @property
     def ring(self) -> int:
-        """Planes in the shared ring: those the reads span and the one stored beside them."""
-        return self.depth + 1
+        """Planes in the shared ring: those the reads span (queued: the one read across) and
+        the one stored beside them."""
+        return 2 if self.queued else self.depth + 1
+
+    @property
+    def queue(self) -> int:
+        """Registers of the column's queue: the planes the reads span and, where none reads
+        ahead, the next one (an iteration stores the plane after its own into the ring)."""
+        return max(self.reach[1], 1) - self.reach[0] + 1 if self.queued else 0
 
 
 @dataclass(frozen=True)
@@ -119,6 +130,9 @@ class Limits:
     # (``_fuse``, ``_blocks_fit``)
     sm_shared_bytes: int = 0
     block_reserve: int = 0   # shared bytes the hardware keeps a block besides its own
+    # staged inputs' reads along the streamed dimension from a register queue of the thread's
+    # column (``Staged.queued``): rings of two planes, no ring addressing for those reads
+    queue: bool = False
 
 
 def _span(offsets) -> tuple[int, int]:
@@ -248,7 +262,7 @@ def _onchip(k1, k2, arrays, pair: int = 1) -> tuple[tuple[OnChip, ...], int]:
                  for t, p, r, h in found), lag
 
 
-def _staged(k1, onchip, arrays, pair: int = 1) -> tuple[Staged, ...] | str:
+def _staged(k1, onchip, arrays, pair: int = 1, queue: bool = False) -> tuple[Staged, ...] | str:
     """The producer's inputs read at neighbours, with the halo its computation needs: the
     widest halo of a shared temporary plus the reads' own offsets (with pairs, along the
     innermost, the columns the pairs touch: ``_pair_halo``)."""
@@ -277,7 +291,8 @@ def _staged(k1, onchip, arrays, pair: int = 1) -> tuple[Staged, ...] | str:
             reads = tuple(_span([s[j + 1] for s in space]) for j in range(ndim - 1))
             if pair > 1:
                 halo = halo[:-1] + (_pair_halo(around[-1], reads[-1]),)
-            out.append(Staged(name, slot, _span([0] + [s[0] for s in space]), halo, reads))
+            out.append(Staged(name, slot, _span([0] + [s[0] for s in space]), halo, reads,
+                              queue))
     return tuple(out)
 
 
@@ -364,7 +379,7 @@ def _layout(prog: Program, k1, k2, limits: Limits, pair: int):
     inner = len(k2.dims) - 1
     arrays = {a.name: a for a in prog.arrays}
     onchip, lag = _onchip(k1, k2, arrays, pair)
-    staged = _staged(k1, onchip, arrays, pair)
+    staged = _staged(k1, onchip, arrays, pair, limits.queue)
     if isinstance(staged, str):
         return staged
     parts = _parts(k1, onchip)
