@@ -94,17 +94,27 @@ def test_shared_memory_per_tile_counts_every_ring():
     assert 1.3 < f.recompute[0] < 1.7
 
 
+def _acoustic(shape=(20, 18, 22)):
+    grid = Grid(shape=shape, extent=tuple(10.0 * (n - 1) for n in shape), dtype=np.float32)
+    u = TimeFunction(name="u", grid=grid, time_order=2, space_order=8)
+    m = Function(name="m", grid=grid, space_order=8)
+    return [Eq(u.forward, solve(m * u.dt2 - u.laplace, u.forward))]
+
+
 def test_a_register_queue_keeps_two_planes_of_each_staged_ring():
-    """With ``Limits.queue`` the staged inputs' reads along x come from the thread's column
-    (eight registers: its first derivatives read offsets -4..3) and each shared ring holds the plane read across and the
-    one stored beside it: SA-TTI's staged P and M shrink from 9 planes to 2."""
-    ringed = _program(_sa_tti()).steps[0].fusion
-    queued = _program(_sa_tti(), replace(SINGLE, queue=True)).steps[0].fusion
-    assert [(s.ring, s.queue) for s in ringed.staged] == [(9, 0)] * 2
-    assert [(s.ring, s.queue, s.queued) for s in queued.staged] == [(2, 8, True)] * 2
+    """With ``Limits.queue`` a staged nest's reads along x come from the thread's column
+    (nine registers: offsets -4..4) and its shared ring holds the plane read across and the
+    one stored beside it, 2 planes instead of 10; a fusion of temporaries (SA-TTI) keeps its
+    rings."""
+    ringed = _program(_acoustic(), replace(SINGLE, queue=False)).steps[0].fusion
+    queued = _program(_acoustic(), replace(SINGLE, queue=True)).steps[0].fusion
+    assert [(s.name, s.ring, s.queue) for s in ringed.staged] == [("u", 10, 0)]
+    assert [(s.name, s.ring, s.queue, s.queued) for s in queued.staged] == [("u", 2, 9, True)]
     for tile, before, after in zip(queued.tiles, ringed.shared, queued.shared):
         ty, tz = tile
-        assert before - after == 4 * 2 * (9 - 2) * (ty + 14) * (tz + 14)
+        assert before - after == 4 * (10 - 2) * (ty + 8) * (tz + 8)
+    tti = _program(_sa_tti(), replace(SINGLE, queue=True)).steps[0].fusion
+    assert [(s.ring, s.queued) for s in tti.staged] == [(9, False)] * 2
     # a column read only behind the point still queues the next plane (stored a step ahead)
     behind = replace(queued.staged[0], reach=(-4, 0))
     assert behind.queue == 6 and behind.ring == 2 and behind.depth == 5
@@ -113,10 +123,10 @@ def test_a_register_queue_keeps_two_planes_of_each_staged_ring():
 def test_the_register_queue_setting_reaches_the_limits():
     from stencilgen.platform import select
     assert configuration["register-queue"] == "auto"
-    assert select("cuda").fusion.queue is False   # auto: the backend does not take it
-    with switchconfig(register_queue="on"):
-        assert select("cuda").fusion.queue is True
-    with switchconfig(register_queue="off"), pytest.raises(Exception, match="register-queue"):
+    assert select("cuda").fusion.queue is True   # auto: CUDA takes it
+    with switchconfig(register_queue="off"):
+        assert select("cuda").fusion.queue is False
+    with pytest.raises(Exception, match="register-queue"):
         configuration["register-queue"] = "sometimes"
 
 

@@ -113,20 +113,22 @@ def test_staged_equals_unstaged(storage, tmp_path):
 
 @needs_nvcc
 @pytest.mark.parametrize("storage", [None, "float16"])
-def test_the_register_queue_equals_the_rings(storage, tmp_path):
-    """``STENCILGEN_REGISTER_QUEUE=on``: u's reads along x from the thread's column, its ring
-    two planes deep; the default launch shape and another, the threads forward and backward,
-    give the unstaged nest's fields and records (float16: the column widened as it enters
-    the queue)."""
-    ref, u0, rec0 = _shot(f"QueueRef{storage}", stage=False, storage=storage)
+def test_the_rings_without_the_register_queue_equal_it(storage, tmp_path):
+    """Staged nests queue their inputs' columns by default (``STENCILGEN_REGISTER_QUEUE``,
+    checked over every launch shape above); off, u's ring holds its ten planes: the default
+    launch shape and another, the threads forward and backward, give the unstaged nest's
+    fields and records."""
+    ref, u0, rec0 = _shot(f"RingRef{storage}", stage=False, storage=storage)
     _run(ref, "cuda", tmp_path)
     want_u, want_r = np.array(u0.data, dtype=np.float32), np.array(rec0.data)
+    queued = _shot(f"Queued{storage}", storage=storage)[0]
+    assert "sg_q_sg_st_u_t0_8 = " in queued.ccode and ", 4)\n" in queued.ccode
     for s in (0, 3):
-        with switchconfig(register_queue="on"):
-            op, u, rec = _shot(f"Queued{storage}", storage=storage)
+        with switchconfig(register_queue="off"):
+            op, u, rec = _shot(f"Ringed{storage}", storage=storage)
         (k,) = [k for k in op.program.kernels if k.fusion is not None]
-        assert [(st.ring, st.queue) for st in k.fusion.staged] == [(2, 9)]
-        assert "sg_q_sg_st_u_t0_8 = " in op.ccode
+        assert [(st.ring, st.queue) for st in k.fusion.staged] == [(10, 0)]
+        assert "sg_q_" not in op.ccode
         tuning = [0] * len(op.program.kernels)
         tuning[k.section.timer] = s
         _run(op, "cuda", tmp_path, tuning=tuning, reverse=bool(s % 2))

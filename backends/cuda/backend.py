@@ -464,7 +464,11 @@ class CudaBackend(CBackend):
     #: hold 4 registers a quad; at 432 threads a block (128 registers) the SA-TTI kernel
     #: spilled and lost 12 % on an H200 (docs/performance.md, issue 63). An SM's 228 KiB, 1 KiB
     #: of it kept a block: two points a thread only where two blocks fit an SM (``_layout``)
+    # queue: a staged nest's inputs along the streamed dimension from registers (4 blocks an
+    # SM kept resident: ``fused_nests.resident_blocks``): the acoustic so 8 at 512^3 on an
+    # H200 164.5 against 158.0 GPts/s from rings (docs/performance.md, issue 65)
     FUSION = dict(shared_bytes=227 * 1024, points=1024, pair=2, warp=32, interleave=False,
+                  queue=True,
                   sm_shared_bytes=228 * 1024, block_reserve=1024,
                   tiles={2: ((16, 32), (12, 32), (8, 32)), 1: ((256,), (128,))},
                   # two steps a pass: wider tiles, the first step's halo a smaller share

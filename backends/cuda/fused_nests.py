@@ -252,6 +252,36 @@ def _cell(offs, halo, row, scale: int = 1) -> str:
     return " + ".join(terms)
 
 
+#: blocks an SM a nest with register queues asks nvcc to keep resident: its queues took the
+#: staged acoustic's 256-thread blocks to 66 registers and 3 blocks an SM (976 us a step,
+#: against 849 from rings); held to 64 registers, 4 blocks, it ran 164.5 GPts/s against 158.0
+#: from rings on an H200 (issue 65)
+RESIDENT_BLOCKS = 4
+#: threads an SM holds (compute capability 9.0)
+SM_THREADS = 2048
+
+
+def resident_blocks(f) -> str:
+    """``, <blocks>``: the second argument of ``__launch_bounds__`` of fused nest ``f``,
+    ``RESIDENT_BLOCKS`` where its staged inputs are queued and every tile's block leaves room
+    for them (empty elsewhere, a two-step pass's wide blocks: asking for one block is not
+    asking nothing, nvcc then spends up to 255 registers a thread)."""
+    if not any(s.queued for s in f.staged) or \
+            any(RESIDENT_BLOCKS * n > SM_THREADS for n in f.threads):
+        return ""
+    return f", {RESIDENT_BLOCKS}"
+
+
+def _threads_text(f) -> str:
+    """The thread count of a block of fused nest ``f``, a constant expression of its tile
+    (``sg_T<j>``; ``Fusion.threads`` counts the same)."""
+    (l0, h0), (l1, h1) = f.bands
+    if len(f.tiles[0]) == 1:
+        return f"sg_T0 + {l0 + h0}"
+    q, w = f.pair, l1 + h1
+    return f"(sg_T0 + {l0 + h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
+
+
 def thread_count(f, tile) -> int:
     """Threads a block of ``tile``, as the pass counted them (``Fusion.threads``: the halo
     columns rounded up to whole warps; ``_threads`` prints the same count for the template)."""
@@ -856,10 +886,7 @@ class FusedKernel:
 
     def _threads(self) -> str:
         """The block's thread count, a constant expression of the tile."""
-        if self.m == 1:
-            return f"sg_T0 + {self.l0 + self.h0}"
-        q, w = self.q, self.l1 + self.h1
-        return f"(sg_T0 + {self.l0 + self.h0})*(sg_T1/{q}) + (sg_T0*{w // q} + 31)/32*32"
+        return _threads_text(self.f)
 
     # -- the kernel ------------------------------------------------------------------------
     def text(self, args) -> str:
@@ -919,7 +946,8 @@ class FusedKernel:
         return (f"/* {k.name}: fused with {f.producer.name}, {k.flops} flops, {k.bytes} bytes "
                 f"per point */\n"
                 f"template <typename sg_int, {tparams}{zero_split.template_param(k)}>\n"
-                f"static __global__ void __launch_bounds__({self._threads()})\n"
+                f"static __global__ void __launch_bounds__({self._threads()}"
+                f"{resident_blocks(f)})\n"
                 f"{k.section.function}({params},\n    const sg_int sg_planes)\n{{\n"
                 + "\n".join(_indent([GRID_WAIT] + lines)) + "\n}\n")
 

@@ -130,8 +130,10 @@ class Limits:
     # (``_fuse``, ``_blocks_fit``)
     sm_shared_bytes: int = 0
     block_reserve: int = 0   # shared bytes the hardware keeps a block besides its own
-    # staged inputs' reads along the streamed dimension from a register queue of the thread's
-    # column (``Staged.queued``): rings of two planes, no ring addressing for those reads
+    # a staged nest's inputs (``_stage``, and its two-step pass) read along the streamed
+    # dimension from a register queue of the thread's column (``Staged.queued``): rings of two
+    # planes, no ring addressing for those reads. A fusion of temporaries keeps its rings
+    # (SA-TTI's fused kernel already holds 128 registers a thread)
     queue: bool = False
 
 
@@ -523,7 +525,7 @@ def fuse(prog: Program, limits: Limits | None, split: bool = False,
             continue
         others = [k for k in prog.kernels if k is not k1 and k is not k2]
         why = "the grid is split over MPI ranks" if split else _refusal(prog, k1, k2, others)
-        fused = why or _fuse(prog, k1, k2, limits)
+        fused = why or _fuse(prog, k1, k2, replace(limits, queue=False))
         if isinstance(fused, str):
             log.info(f"Operator `{prog.name}`: {k1.name} and {k2.name} stay apart: {fused}")
             out.append(k1)
