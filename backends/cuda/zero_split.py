@@ -87,3 +87,60 @@ def host_lines(backend, shapes: dict, tuning: str) -> list[str]:
                   f"{'true' if DEFAULT_ON else 'false'};",
                   f"{TUNED}[{t}] = {given} ? {TUNED}[{t}] % {half} : -1;"]
     return lines
+
+
+class BoxReads:
+    """``FusedKernel``'s point reads of the arrays zero in their boxes, predicated off inside
+    them where the nest is split (mixed into the kernel: it reads the kernel's nest and
+    printer)."""
+
+    def _outside_box(self, a) -> str:
+        """`` && !(...)``: the test that access ``a`` lies outside its array's zero box
+        (``Function.zero_box``, where the nest is split at run time): inside, the value is
+        zero by declaration and is not read (the sponge's damping: 4 bytes a point less in
+        the interior). Empty for other arrays."""
+        box = self._zero_box(a.base.name)
+        if box is None:
+            return ""
+        own = tuple(a.indices[-len(box.lower):])   # the array's own dimensions (``box.axes``)
+        tests = self._box_tests(box, own)
+        for c in range(self.q):   # at the thread's point: the inner part found once
+            if own == self._box_point(box, c):
+                streamed = [t for t, axis in zip(tests, box.axes) if axis == 0]
+                return f" && !({' && '.join(streamed + [self._box_flag(box, c)])})"
+        return f" && !({test(' && '.join(tests))})"
+
+    def _zero_box(self, name: str):
+        """The zero box of array ``name`` where the nest is split at run time, else None."""
+        split = self.k.split
+        if split is None or name not in split.arrays:
+            return None
+        return next(b for b in self.b.program.zero_boxes if b.array == name)
+
+    def _box_tests(self, box, idx) -> list[str]:
+        """Per axis of ``box``, the test that index ``idx`` (sympy, per axis) lies in it."""
+        return [f"{self.base.doprint(i)} >= {lo} && {self.base.doprint(i)} <= {hi}"
+                for i, lo, hi in zip(idx, box.lower, box.upper)]
+
+    def _box_point(self, box, c: int) -> tuple:
+        """The thread's point ``c`` on ``box``'s axes."""
+        last = len(self.k.dims) - 1
+        return tuple(self.k.dims[axis] + (c if axis == last else 0) for axis in box.axes)
+
+    @staticmethod
+    def _box_flag(box, c: int) -> str:
+        return f"sg_zb_{box.array}{c}"
+
+    def _box_flags(self) -> list[str]:
+        """Per zero box and point of the thread, the test that its inner indices lie in the
+        box, found once (``_outside_box``)."""
+        split = self.k.split
+        out = []
+        for name in (split.arrays if split is not None else ()):
+            box = self._zero_box(name)
+            for c in range(self.q):
+                inner = [t for t, axis in zip(self._box_tests(box, self._box_point(box, c)),
+                                              box.axes) if axis != 0]
+                out.append(f"const bool {self._box_flag(box, c)} = "
+                           f"{test(' && '.join(inner) or 'true')};")
+        return out
