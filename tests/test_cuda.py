@@ -519,7 +519,7 @@ def test_launches_in_chunks_equal_c(name, monkeypatch):
     """A nest larger than one grid can cover is launched in chunks (each thread one point):
     with the grid limits shrunk to a few blocks every nest takes several chunks, and the
     result must still be the C backend's."""
-    monkeypatch.setattr("backends.cuda.backend.GRID_LIMIT", ("3L", "2L", "2L"))
+    monkeypatch.setattr("backends.cuda.kernel_text.GRID_LIMIT", ("3L", "2L", "2L"))
     op_c, kwargs, outs_c = _make(name, np.float32, "c")
     op_g, _, outs_g = _make(name, np.float32, "cuda")
     assert "sg_b1 += 2L*" in op_g.ccode or "sg_b0 += 3L*" in op_g.ccode

@@ -1,4 +1,4 @@
-"""Fused CUDA nests or the nests apart (stencilgen/runtime/operator.py, ``autotune.keep_apart``):
+"""Fused CUDA nests or the nests apart (stencilgen/runtime/operator_tuning.py, ``autotune.keep_apart``):
 fused by default, where no tuning record says otherwise; the nests apart for a size where the
 autotuner measured them faster, remembered beside the build as launch shapes are. Without a
 GPU: code generation, and the choice's bookkeeping with the trials' timers stood in for."""

@@ -292,7 +292,7 @@ def test_emulated_staggered_equals_the_c_backend_in_chunks(tmp_path, monkeypatch
     the chunks start where the pairs before them end."""
     op_c, pc, vc = staggered2d("float16", "c", "HalfStagC", shape=(9, 150))
     op_c.apply(time_M=8)
-    monkeypatch.setattr("backends.cuda.backend.GRID_LIMIT", ("1L", "2L", "2L"))
+    monkeypatch.setattr("backends.cuda.kernel_text.GRID_LIMIT", ("1L", "2L", "2L"))
     op_g, pg, vg = staggered2d("float16", "cuda", "HalfStagG", shape=(9, 150))
     assert "sg_b0 += 1L*sg_block.x" in op_g.ccode
     assert cuda_emulation.run(op_g, str(tmp_path), time_M=8) == 0

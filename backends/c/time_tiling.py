@@ -142,6 +142,78 @@ def timed_nest(prog):
     return next(k for k in prog.steps if not k.is_sparse)
 
 
+def _grid_nests(prog):
+    """(the time loop's grid nests, array -> (nest name, time shift of its store)), or why
+    the loop cannot be tiled."""
+    written = {}
+    nests = []
+    for k in prog.steps:
+        if k.is_sparse:
+            continue
+        if k.sequential:
+            return f"{k.name} runs in order ({k.sequential})"
+        if k.outer:
+            return (f"{k.name} sums over its outer loops (an Inc into a function "
+                    f"without them), which run in order")
+        if tuple(k.dims) != prog.loop_symbols or any(f is not None for f in k.fixed or ()):
+            return f"{k.name} does not run over every dimension of the grid"
+        if k.fusion is not None:
+            return f"{k.name} has a nest fused into it"
+        for st in k.body:
+            if not st.is_local:
+                shift = _shift(prog, st.lhs)
+                if shift is False:
+                    return f"{k.name} writes {st.lhs} at a time index it cannot place"
+                written[st.lhs.base.name] = (k.name, shift)
+        nests.append(k)
+    if not nests:
+        return "no grid nest in the time loop (sparse operations alone)"
+    return nests, written
+
+
+def _reaches(prog, nests, written, tiled):
+    """(nest name -> the farthest offset it reads the loop's arrays at, per tiled
+    dimension; the farthest read of an array without time slots the loop writes), or why
+    not (a non-constant offset)."""
+    single = [0] * tiled
+    reach = {}
+    for k in nests:
+        far = [0] * tiled
+        for st in k.body:
+            for acc in st.rhs.atoms(sympy.Indexed):
+                if acc.base.name not in written:
+                    continue
+                for i in range(tiled):
+                    x = prog.dims[i].symbol
+                    off = sympy.expand(acc.indices[_xpos(prog, acc) + i] - x)
+                    if not off.is_Integer:
+                        return f"{k.name} reads {acc} at a non-constant offset along {x}"
+                    far[i] = max(far[i], abs(int(off)))
+                    if written[acc.base.name][1] is None:
+                        single[i] = max(single[i], abs(int(off)))
+        reach[k.name] = far
+    return reach, single
+
+
+def _sparse_homes(prog, written):
+    """Sparse nest name -> the grid nest its points are handled beside (``_home``), or why
+    one cannot be."""
+    homes = {}
+    for k in prog.steps:
+        if not k.is_sparse:
+            continue
+        if k.kind == "interpolate":
+            sample = prog.array(k.target.base.name)
+            if sample.store or np.dtype(sample.dtype).kind == "c":
+                return f"{k.name} samples into {sample.user}, stored as " \
+                       f"{sample.store or 'complex'} (its parts added atomically)"
+        home, why = _home(prog, k, written)
+        if home is None:
+            return f"{k.name}: {why}"
+        homes[k.name] = home
+    return homes
+
+
 def plan(backend) -> tuple[Tiling | None, str]:
     """The tiling of ``backend``'s program (of the sizes its options ask for, the
     ``time-tiling`` setting), or None and why it is not tiled."""
@@ -156,64 +228,23 @@ def plan(backend) -> tuple[Tiling | None, str]:
     tiled = min(2, len(prog.dims) - 1)
     if not tiled:
         return None, "a 1D grid (its one dimension is the contiguous one)"
-    written = {}          # array -> (nest name, time shift of the store)
-    nests, reach = [], {}
-    for k in prog.steps:
-        if k.is_sparse:
-            continue
-        if k.sequential:
-            return None, f"{k.name} runs in order ({k.sequential})"
-        if k.outer:
-            return None, (f"{k.name} sums over its outer loops (an Inc into a function "
-                          f"without them), which run in order")
-        if tuple(k.dims) != prog.loop_symbols or any(f is not None for f in k.fixed or ()):
-            return None, f"{k.name} does not run over every dimension of the grid"
-        if k.fusion is not None:
-            return None, f"{k.name} has a nest fused into it"
-        for st in k.body:
-            if not st.is_local:
-                shift = _shift(prog, st.lhs)
-                if shift is False:
-                    return None, f"{k.name} writes {st.lhs} at a time index it cannot place"
-                written[st.lhs.base.name] = (k.name, shift)
-        nests.append(k)
-    if not nests:
-        return None, "no grid nest in the time loop (sparse operations alone)"
-    single = [0] * tiled   # the farthest read of an array without time slots the loop writes
-    for k in nests:
-        far = [0] * tiled
-        for st in k.body:
-            for acc in st.rhs.atoms(sympy.Indexed):
-                if acc.base.name not in written:
-                    continue
-                for i in range(tiled):
-                    x = prog.dims[i].symbol
-                    off = sympy.expand(acc.indices[_xpos(prog, acc) + i] - x)
-                    if not off.is_Integer:
-                        return None, f"{k.name} reads {acc} at a non-constant offset along {x}"
-                    far[i] = max(far[i], abs(int(off)))
-                    if written[acc.base.name][1] is None:
-                        single[i] = max(single[i], abs(int(off)))
-        reach[k.name] = far
+    found = _grid_nests(prog)
+    if isinstance(found, str):
+        return None, found
+    nests, written = found
+    found = _reaches(prog, nests, written, tiled)
+    if isinstance(found, str):
+        return None, found
+    reach, single = found
     skews = tuple(max(sum(r[i] for r in reach.values()), 2 * single[i], 1)
                   for i in range(tiled))
     ahead, after = {}, [0] * tiled
     for k in reversed(nests):
         ahead[k.name] = tuple(after)
         after = [a + r for a, r in zip(after, reach[k.name])]
-    homes = {}
-    for k in prog.steps:
-        if not k.is_sparse:
-            continue
-        if k.kind == "interpolate":
-            sample = prog.array(k.target.base.name)
-            if sample.store or np.dtype(sample.dtype).kind == "c":
-                return None, f"{k.name} samples into {sample.user}, stored as " \
-                             f"{sample.store or 'complex'} (its parts added atomically)"
-        home, why = _home(prog, k, written)
-        if home is None:
-            return None, f"{k.name}: {why}"
-        homes[k.name] = home
+    homes = _sparse_homes(prog, written)
+    if isinstance(homes, str):
+        return None, homes
     if chosen == "auto":
         # the untiled loop first: as many choices as its cache blocks (the tuning entry of
         # the first nest picks its block there; the other nests' their own)

@@ -1,5 +1,7 @@
-"""The CUDA backend: ``backend`` (the emitter: kernels of grid nests, their launches, the
-host's time loop, timers and memory), the kernels' pieces (``point_pairs``: two points a
+"""The CUDA backend: ``backend`` (the emitter), put together from ``kernel_args`` (what kernels
+take), ``grid_kernels`` (kernels of grid nests), ``launches`` (launch shapes, grids, chunks) and
+``host_program`` (the host's time loop, timers and memory) over ``kernel_text`` (printers,
+preludes, shapes); the kernels' pieces (``point_pairs``: two points a
 thread; ``fused_nests``: fused and staged nests in shared memory, with ``staged_rings``, the staged
 inputs' rings and band, ``column_queues``, a staged input's column in registers, and
 ``ring_names``, the names they share; ``step_passes``: two time
