@@ -51,12 +51,12 @@ def hashes(tree: Path) -> dict:
             tti.sa_tti_operator(medium, 8, backend="cuda", storage=storage))
     flat = sg.Grid(shape=(200, 180), extent=(1990., 1790.))
     put("sa-tti-operator-2d", tti.sa_tti_operator(tti.tti_medium(flat, 8), 8, backend="cuda"))
-    out.update(_batch_hashes(put))
+    _batch_hashes(put)
     out.update(_mpi_hashes(tree))
     return out
 
 
-def _batch_hashes(put) -> dict:
+def _batch_hashes(put) -> None:
     """The FWI batch nests: a 2D gradient of 4 shots as one batch, forward and adjoint."""
     import numpy as np
     from stencilgen.seismic import Model
@@ -70,7 +70,6 @@ def _batch_hashes(put) -> dict:
                             name="BatchHash")
         put(f"fwi-batch-forward-{backend}", shot.fwd)
         put(f"fwi-batch-adjoint-{backend}", shot.adj)
-    return {}
 
 
 def _mpi_hashes(tree: Path) -> dict:

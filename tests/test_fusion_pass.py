@@ -11,6 +11,7 @@ import pytest
 from backends.cuda.backend import CudaBackend
 from stencilgen import Eq, Function, Grid, TimeFunction, configuration, solve, switchconfig
 from stencilgen.compiler.pipeline import compile_program
+from stencilgen.errors import ConfigurationError
 from stencilgen.ir.fusion import Limits, _pair_halo, fuse, producer_threads, shared_bytes
 
 CUDA = Limits(**CudaBackend.FUSION)   # two points a thread along the innermost in 3D
@@ -126,7 +127,7 @@ def test_the_register_queue_setting_reaches_the_limits():
     assert select("cuda").fusion.queue is True   # auto: CUDA takes it
     with switchconfig(register_queue="off"):
         assert select("cuda").fusion.queue is False
-    with pytest.raises(Exception, match="register-queue"):
+    with pytest.raises(ConfigurationError, match="register-queue"):
         configuration["register-queue"] = "sometimes"
 
 

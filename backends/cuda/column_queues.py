@@ -12,7 +12,8 @@ from the next iteration on.
 """
 from __future__ import annotations
 
-from .ring_names import column as _column, indent as _indent, ring as _ring
+from .kernel_text import indent as _indent
+from .ring_names import column as _column, ring as _ring
 
 
 def register(ring: str, j: int) -> str:
@@ -76,13 +77,13 @@ def stage(fk, group) -> list[str]:
         ring, n = _ring(s), s.queue
         out += [" ".join(f"{register(ring, j)} = {register(ring, j + 1)};" for j in range(n - 1))
                 + f" {register(ring, n - 1)} = {fk._column_now(s)};"]
-        out += [fk._plane(s, i, "sg_X"),
-                "  ".join([fk._column_set(s, [
-                    fk._column_value(s, c, "sg_X", f"sg_gb{i}[{_column(s)}_go + {c}]")
-                    for c in range(fk.q)])])]
+        loads = [fk._column_value(s, c, "sg_X", f"sg_gb{i}[{_column(s)}_go + {c}]")
+                 for c in range(fk.q)]
+        out += [fk._plane(s, i, "sg_X"), fk._column_set(s, loads)]
         slot = fk.ctx.slot((s.ring, "st", s.halo), 1, ring)
+        own = register(ring, 1 - s.reach[0])   # plane sg_p + 1 of the column
         out += [f"{fk.real} *const sg_pl{i} = {fk.ctx.at(ring, slot, '0')};",
-                f"if (sg_kind != 3) {fk._put(f'sg_pl{i}', f'{ring}_c', register(ring, 1 - s.reach[0]))}",
+                f"if (sg_kind != 3) {fk._put(f'sg_pl{i}', f'{ring}_c', own)}",
                 f"const auto *const sg_hb{i} = &{fk._raw(s, 'sg_Xb', ['0'] * fk.m)};"]
         band += [f"sg_pl{i}[sg_e] = {fk.base.widened(s.name, f'{ring}_v[sg_k]')};",
                  f"{ring}_v[sg_k] = {fk._x_test(s, 'sg_Xb')} ? sg_hb{i}[{ring}_go[sg_k]] : "

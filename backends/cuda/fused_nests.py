@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from . import column_queues, zero_split
 from ..common.cprinter import ctype, tuned_choice
-from .ring_names import indent as _indent, ring as _ring
+from .kernel_text import indent as _indent
+from .ring_names import ring as _ring
 from .staged_rings import StagedRings
 from .launch import GRID_WAIT, early
 
@@ -172,13 +173,12 @@ def fused_printer(base, ctx):
             if ctx.phase == "consume" or not s.reach[0] <= o <= s.reach[1]:
                 return None   # the consumer's: the slot may be the one being stored into
             ring = _ring(s)
-            if s.queued:   # along the column from its queue; across from the producer's plane
-                if not any(inner):
-                    return column_queues.register(ring, o - s.reach[0])
-                return self._read(ring, ctx.slot((s.ring, "st", s.halo), 0, ring), inner,
-                                  s.halo)
-            return self._read(ring, ctx.slot((s.ring, "st", s.halo), o - s.reach[0], ring),
-                              inner, s.halo)
+            if s.queued and not any(inner):   # along the column: from its queue
+                return column_queues.register(ring, o - s.reach[0])
+            # queued, the ring holds the producer's own plane alone (reads lie on the axes)
+            plane = 0 if s.queued else o - s.reach[0]
+            return self._read(ring, ctx.slot((s.ring, "st", s.halo), plane, ring), inner,
+                              s.halo)
 
         def _temp(self, t, offs):
             o = offs[0] - ctx.behind    # the plane read, from the producer's

@@ -13,8 +13,8 @@ from . import fused_nests, point_pairs, zero_split
 from ..common import zero_box
 from ..common.cprinter import ctype
 from .kernel_text import (
-    SHAPES, SPARSE_BLOCK, SlotPrinter, Slots, THREADS, _each_point, _group_start, _indent,
-    _stride, _thread, time_slots)
+    SHAPES, SPARSE_BLOCK, SlotPrinter, Slots, THREADS, group_start, indent, point_loop,
+    thread_stride, thread_index, time_slots)
 from .launch import GRID_WAIT
 
 
@@ -92,8 +92,8 @@ class GridKernels:
         if kernel.reduces and depth == 0:
             name = kernel.dims[0].name
             start, stop = self.bounds(kernel, 0)
-            return (f"{self.index} {name} = {start} + {_thread('x')}", f"{name} <= {stop}",
-                    f"{name} += {_stride('x')}")
+            return (f"{self.index} {name} = {start} + {thread_index('x')}", f"{name} <= {stop}",
+                    f"{name} += {thread_stride('x')}")
         return super().loop_header(kernel, depth)
 
     def loop_pragmas(self, kernel, depth):
@@ -118,10 +118,10 @@ class GridKernels:
         for depth in range(n):
             name, i = k.dims[depth].name, n - 1 - depth
             start, stop = self.bounds(k, depth)
-            here = f"{start} + sg_base{i} + {_thread('xyz'[i])}"
+            here = f"{start} + sg_base{i} + {thread_index('xyz'[i])}"
             if pairs and depth == n - 1:   # two points a thread from an even index
                 decls.append(c.Initializer(c.Value("const sg_int", point_pairs.START),
-                                           point_pairs.first(start, _thread("x"))))
+                                           point_pairs.first(start, thread_index("x"))))
                 inside.append(f"{point_pairs.START} <= {stop}")
                 continue
             if depth != self.stacked(k) or n == 1:
@@ -129,7 +129,7 @@ class GridKernels:
                 inside.append(f"{name} <= {stop}")
                 continue
             decls.append(c.Initializer(c.Value("const sg_int", "sg_first"),
-                                       f"{start} + sg_base{i} + sg_r*({_thread('xyz'[i])})"))
+                                       f"{start} + sg_base{i} + sg_r*({thread_index('xyz'[i])})"))
             inside.append(f"sg_first <= {stop}")
             body = self._pairs(name, stop, body)
         return c.Block(decls + [c.If(" && ".join(inside), c.Block(body))])
@@ -154,17 +154,17 @@ class GridKernels:
         for depth in range(n):
             i = n - 1 - depth
             if depth < m:
-                inside.append(f"{_thread('xyz'[i])} == 0")
+                inside.append(f"{thread_index('xyz'[i])} == 0")
                 continue
             start, stop = self.bounds(k, depth)
             name = k.dims[depth].name
             if many and depth == along:
                 decls.append(c.Initializer(c.Value("const sg_int", "sg_first"),
-                                           f"{start} + sg_base{i} + sg_r*({_thread('xyz'[i])})"))
+                                           f"{start} + sg_base{i} + sg_r*({thread_index('xyz'[i])})"))
                 inside.append(f"sg_first <= {stop}")
                 continue
             decls.append(c.Initializer(c.Value("const sg_int", name),
-                                       f"{start} + sg_base{i} + {_thread('xyz'[i])}"))
+                                       f"{start} + sg_base{i} + {thread_index('xyz'[i])}"))
             inside.append(f"{name} <= {stop}")
         sums = self._sums(k)
         regs = {t: f"{acc}[sg_k]" if many else acc for t, acc in sums.items()}
@@ -178,7 +178,7 @@ class GridKernels:
                 return lines
             name = k.dims[along].name
             inner = c.If(f"{name} >= sg_first", c.Block(lines)) if mine else c.Block(lines)
-            return _each_point(name, [inner])
+            return point_loop(name, [inner])
         body = c.Block(each_point(body))
         for depth in reversed(range(m)):
             name, (start, stop) = k.dims[depth].name, self.bounds(k, depth)
@@ -187,7 +187,7 @@ class GridKernels:
         head = [c.Initializer(c.Value(real, f"{acc}[sg_r]" if many else acc),
                               "{}" if many else "0") for acc in sums.values()]
         if many:
-            head.append(_group_start(self.bounds(k, along)[1]))
+            head.append(group_start(self.bounds(k, along)[1]))
         tail = []
         for target, acc in sums.items():
             name = target.base.name
@@ -250,7 +250,7 @@ class GridKernels:
             c.Comment(f"sg_r consecutive points along {name} (nvcc loads what they share once); "
                       f"the last group ends at {stop}, overlapping the one before it: those "
                       "points are computed twice, to the same values"),
-            _group_start(stop)] + _each_point(name, body)
+            group_start(stop)] + point_loop(name, body)
 
     def threads(self, k) -> int:
         if k.is_sparse or k.sequential and k.reduces:
@@ -266,7 +266,7 @@ class GridKernels:
             with self._printing(k):
                 return fused_nests.FusedKernel(self, k).text(args)
         with self._printing(k):
-            loops = "\n".join(_indent(str(self.kernel_loops(k)).splitlines()))
+            loops = "\n".join(indent(str(self.kernel_loops(k)).splitlines()))
         return (f"/* {k.name}: {k.flops} flops, {k.bytes} bytes per point */\n"
                 f"template <typename sg_int, int sg_r{zero_split.template_param(k)}>\n"
                 f"static __global__ void __launch_bounds__({self.threads(k)})\n"

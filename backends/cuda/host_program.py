@@ -11,8 +11,8 @@ from . import fused_nests, kernel_text, sparse_kernels, step_passes, zero_split
 from ..common import device_layout, interrupt, split
 from ..common.cprinter import COMPLEX_CXX, time_loop_header
 from .kernel_text import (
-    EVENT_SLOTS, SHAPES, SPARSE_BLOCK, TIMER_SAMPLE, _DEBUG_PRELUDE, _OOB_REPORT, _PRELUDE,
-    _STICKY, _indent, format_prelude)
+    EVENT_SLOTS, SHAPES, SPARSE_BLOCK, TIMER_SAMPLE, DEBUG_PRELUDE, OOB_REPORT, PRELUDE,
+    STICKY, indent, format_prelude)
 
 
 class HostProgram:
@@ -90,16 +90,16 @@ class HostProgram:
     def time_loop_lines(self, launches):
         prog = self.program
         lines = ["for ({}; {}; {}) {{".format(*time_loop_header(prog))]
-        lines += _indent([str(s) for s in self.time_slots()])
+        lines += indent([str(s) for s in self.time_slots()])
         for k in prog.steps:
-            lines += _indent(self.exchanged(k, launches[k.section.timer], prog.time.name))
+            lines += indent(self.exchanged(k, launches[k.section.timer], prog.time.name))
         # the steps launched are the steps done: the copies back wait for all of them
-        lines += _indent([interrupt.step_end(prog)]) + ["}"]
+        lines += indent([interrupt.step_end(prog)]) + ["}"]
         if self.stepped is None:
             return lines
         k = self.stepped
         return step_passes.setup(self, k) + ["if (sg_two) {"] + \
-            _indent(step_passes.loop(self, k)) + ["} else {"] + _indent(lines) + ["}"]
+            indent(step_passes.loop(self, k)) + ["} else {"] + indent(lines) + ["}"]
 
     def stepped_launches(self) -> tuple:
         """The launch lines of the loop of passes (``step_passes.loop``), through the level
@@ -246,7 +246,7 @@ class HostProgram:
         main += self.finish()
         if prog.split:   # an exchange failed: the time loop stopped
             main.append(f"if ({split.FAILED} && !sg_status) sg_status = {split.EXCHANGE_FAILED};")
-        return lines + ["{"] + _indent(main) + ["}"] + self.cleanup()
+        return lines + ["{"] + indent(main) + ["}"] + self.cleanup()
 
     def shape_tables(self) -> str:
         """The launch shapes of the grid nests, indexed by the tuning argument (``SHAPES``)."""
@@ -275,20 +275,21 @@ class HostProgram:
             header += fused_nests.PAIR_PRELUDE
         if any(k.fusion.interleave for k in fused):
             header += fused_nests.QUAD_PRELUDE
-        parts = [header, _PRELUDE % {"sticky": ", ".join(_STICKY), "slots": EVENT_SLOTS,
+        parts = [header, PRELUDE % {"sticky": ", ".join(STICKY), "slots": EVENT_SLOTS,
                                      "sample": TIMER_SAMPLE},
                  self.shape_tables(), interrupt.handler('extern "C" ')]
         if self.program.split or self.program.zero_boxes:
             parts.append(split.helpers("static inline __host__ __device__") + "\n")
         if self.options.debug:
             names = ", ".join(f'"{a.name}"' for a in self.program.arrays)
-            parts += [_DEBUG_PRELUDE, _OOB_REPORT % {"names": names}]
+            parts += [DEBUG_PRELUDE, OOB_REPORT % {"names": names}]
         launches, grouped = {}, self.sparse_groups()
         for first, members in grouped.items():
             args = sparse_kernels.parameters(self, members)
             parts.append(sparse_kernels.device_kernel(self, members, args, SPARSE_BLOCK))
             launches[first.section.timer] = (
-                sparse_kernels.launch(self, members, args, SPARSE_BLOCK, kernel_text.GRID_LIMIT[0]), None)
+                sparse_kernels.launch(self, members, args, SPARSE_BLOCK,
+                                      kernel_text.GRID_LIMIT[0]), None)
             launches.update({k.section.timer: ([], None) for k in members[1:]})
         for k in self.program.kernels:
             if k.section.timer in launches:

@@ -13,7 +13,8 @@ from ..common import device_layout, split, zero_box
 from ..common.cprinter import ctype, is_complex
 from ..common.device_layout import DeviceLayout
 from .kernel_text import (
-    _Arg, _direct, _factor, _symbols, _touched, field_layout, slot_pointer, statements)
+    KernelArg, direct_index, field_layout, index_factor, slot_pointer, statements, symbols_in,
+    touched_arrays)
 
 
 class KernelArgs:
@@ -36,20 +37,20 @@ class KernelArgs:
     def _device_stride(self, a, name) -> str:
         return device_layout.Pitched(a.name).stride(name) if self.pitched(a) else name
 
-    def _array_args(self, a, const, slots=None) -> list[_Arg]:
+    def _array_args(self, a, const, slots=None) -> list[KernelArg]:
         lay, real = a.layout, self.ctypes[a.name]
-        strides = [_Arg(n, "const sg_int", self._device_stride(a, n)) for n, _ in lay.strides if n]
+        strides = [KernelArg(n, "const sg_int", self._device_stride(a, n)) for n, _ in lay.strides if n]
         if slots:
             # one pointer per time slot, computed on the host; the time stride is not needed
             step = self._device_stride(a, lay.strides[0][0])
-            out = [_Arg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
-                        self._level(a, s) or f"{a.name} + {_factor(s)}*{step}")
+            out = [KernelArg(slot_pointer(a.name, s), f"{'' if w else 'const '}{real} *__restrict__",
+                        self._level(a, s) or f"{a.name} + {index_factor(s)}*{step}")
                    for s, w in slots.items()]
             return out + (self._points_args(a) if a.sparse else strides[1:])
-        out = [_Arg(a.name, f"{const}{real} *__restrict__", a.name)]
+        out = [KernelArg(a.name, f"{const}{real} *__restrict__", a.name)]
         out += self._points_args(a) if a.sparse else strides
         if self.options.debug:
-            out += [_Arg(f"sg_{a.name}_{b}", "const sg_int", f"sg_{a.name}_{b}")
+            out += [KernelArg(f"sg_{a.name}_{b}", "const sg_int", f"sg_{a.name}_{b}")
                     for b in ("lo", "hi")]
         return out
 
@@ -60,7 +61,7 @@ class KernelArgs:
         if not self._leveled or a.name != k.steps.field:
             return None
         s = k.steps
-        return step_passes.level(k, s.level(slot) if s.has(slot) else _direct(slot)[1],
+        return step_passes.level(k, s.level(slot) if s.has(slot) else direct_index(slot)[1],
                                 self.program.time.name)
 
     @contextmanager
@@ -73,50 +74,50 @@ class KernelArgs:
             self._leveled = False
 
     @staticmethod
-    def _points_args(a) -> list[_Arg]:
+    def _points_args(a) -> list[KernelArg]:
         """A sparse function's point count and (device) coordinates."""
         lay = a.layout
-        return [_Arg(lay.npoint, "const sg_int", lay.npoint),
-                _Arg(lay.coords, "const double *__restrict__", lay.device_coords)]
+        return [KernelArg(lay.npoint, "const sg_int", lay.npoint),
+                KernelArg(lay.coords, "const double *__restrict__", lay.device_coords)]
 
-    def kernel_args(self, k) -> list[_Arg]:
+    def kernel_args(self, k) -> list[KernelArg]:
         """The values kernel ``k`` reads, in the program's order of declaration."""
         prog = self.program
-        touched = _touched(k)
+        touched = touched_arrays(k)
         exprs = [k.expr, k.target] if k.is_sparse else \
             [e for a in statements(k) for e in (a.lhs, a.rhs)]
         exprs += [k.guard] if k.guard is not None else []
         views = self.slot_views(k)
-        free = {s.name for e in exprs for s in _symbols(e, views)}
+        free = {s.name for e in exprs for s in symbols_in(e, views)}
         out = []
         for a in prog.arrays:
             if a.name in touched:
                 out += self._array_args(a, "" if a.name in k.writes else "const ",
                                         views.get(a.name))
         for d in prog.dims:
-            out += [_Arg(n, "const sg_int", n) for n in (d.lower, d.upper)]
+            out += [KernelArg(n, "const sg_int", n) for n in (d.lower, d.upper)]
         out += self._split_args(k)
         if k.split is not None:
-            out += [_Arg(n, "const sg_int", n) for n in zero_box.params(k)]
+            out += [KernelArg(n, "const sg_int", n) for n in zero_box.params(k)]
         scalars = {d.origin for d in prog.dims} | {d.spacing for d in prog.dims} \
             if k.is_sparse else set()
-        out += [_Arg(s.name, f"const {ctype(s.dtype)}", s.name) for s in prog.scalars
+        out += [KernelArg(s.name, f"const {ctype(s.dtype)}", s.name) for s in prog.scalars
                 if s.name in free or s.name in scalars]
-        out += [_Arg(a.lhs.name, f"const {ctype(a.dtype)}", a.lhs.name) for a in prog.prologue
+        out += [KernelArg(a.lhs.name, f"const {ctype(a.dtype)}", a.lhs.name) for a in prog.prologue
                 if a.lhs.name in free]
-        out += [_Arg(ti.symbol.name, "const sg_int", ti.symbol.name) for ti in prog.time_indices
+        out += [KernelArg(ti.symbol.name, "const sg_int", ti.symbol.name) for ti in prog.time_indices
                 if ti.symbol.name in free]
-        out += [_Arg(s.symbol.name, "const sg_int", s.symbol.name) for s in prog.subsamplings
+        out += [KernelArg(s.symbol.name, "const sg_int", s.symbol.name) for s in prog.subsamplings
                 if s.symbol is not None and s.symbol.name in free]
-        out += [_Arg(s.factor, "const sg_int", s.factor) for s in prog.subsamplings
+        out += [KernelArg(s.factor, "const sg_int", s.factor) for s in prog.subsamplings
                 if s.factor in free]
         if prog.time.name in free:
-            out.append(_Arg(prog.time.name, "const sg_int", prog.time.name))
+            out.append(KernelArg(prog.time.name, "const sg_int", prog.time.name))
         if not (k.is_sparse or k.sequential):
-            out += [_Arg(f"sg_base{i}", "const sg_int", f"sg_b{i}") for i in range(len(k.dims))]
+            out += [KernelArg(f"sg_base{i}", "const sg_int", f"sg_b{i}") for i in range(len(k.dims))]
         return out
 
-    def _split_args(self, k) -> list[_Arg]:
+    def _split_args(self, k) -> list[KernelArg]:
         """On a split grid: the region a grid nest runs over (``split.clip``), or the block a
         sparse kernel adds or gathers in (``split.owned``)."""
         prog = self.program
@@ -126,7 +127,7 @@ class KernelArgs:
             names = [n for d in prog.dims for n in (d.first, d.size)]
         else:
             names = [n for d in prog.dims for n in split.clip(prog, d.symbol)]
-        return [_Arg(n, "const long", n) for n in names]
+        return [KernelArg(n, "const long", n) for n in names]
 
     def refusal(self):
         """A CPU backend's refusals, and an injection into an integer field of a width CUDA

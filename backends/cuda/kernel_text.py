@@ -31,11 +31,11 @@ EVENT_SLOTS = 8   # event pairs per section: the host runs at most this many lau
 TIMER_SAMPLE = 16  # past the first EVENT_SLOTS, a section's launches timed one in this many
 
 # Errors after which the CUDA context of the process cannot be used again.
-_STICKY = ("cudaErrorIllegalAddress", "cudaErrorAssert", "cudaErrorLaunchFailure",
+STICKY = ("cudaErrorIllegalAddress", "cudaErrorAssert", "cudaErrorLaunchFailure",
            "cudaErrorIllegalInstruction", "cudaErrorMisalignedAddress",
            "cudaErrorHardwareStackError", "cudaErrorInvalidPc", "cudaErrorLaunchTimeout")
 
-_PRELUDE = r"""
+PRELUDE = r"""
 static char sg_error_text[2048];
 
 /* The message of the last failure of this library's entry points ("" if none). */
@@ -155,7 +155,7 @@ static cudaError_t sg_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t 
 #endif
 """
 
-_DEBUG_PRELUDE = r"""
+DEBUG_PRELUDE = r"""
 /* Debug builds: every array subscript is checked against the allocation it points into. The
    first violation is recorded (the access is redirected to a valid element, so nothing is
    corrupted and the CUDA context survives) and the host turns it into an error. */
@@ -175,7 +175,7 @@ static __device__ __forceinline__ long sg_checked(const long i, const long lo, c
 """
 
 
-_OOB_REPORT = r"""static const char *sg_array_names[] = {%(names)s};
+OOB_REPORT = r"""static const char *sg_array_names[] = {%(names)s};
 
 /* After a kernel (debug builds): nonzero, with the message set, if it reached outside an array. */
 static int sg_out_of_bounds(const char *kernel, int *status)
@@ -271,16 +271,16 @@ def slot_pointer(array, slot) -> str:
     symbol (``sg_u_t0``) or a direct index ``time + c`` (``sg_usave_time_p1``)."""
     if isinstance(slot, sympy.Symbol):
         return f"sg_{array}_{slot}"
-    symbol, shift = _direct(slot)
+    symbol, shift = direct_index(slot)
     return f"sg_{array}_{symbol}_{'p' if shift > 0 else 'm'}{abs(shift)}"
 
 
-def _factor(index) -> str:
+def index_factor(index) -> str:
     """C text of a time index as a factor of a product."""
     return str(index) if isinstance(index, sympy.Symbol) else f"({index})"
 
 
-def _direct(index):
+def direct_index(index):
     """(symbol, c) of a time index ``symbol + c`` (c an integer), else None."""
     if isinstance(index, sympy.Symbol):
         return index, 0
@@ -303,19 +303,19 @@ def _accesses(lhs, rhs):
                   if isinstance(a, sympy.Indexed)]
 
 
-def _touched(k) -> set:
+def touched_arrays(k) -> set:
     """The arrays kernel ``k`` reads or writes (a sparse kernel: its sparse function too)."""
     return set(k.reads) | set(k.writes) | ({k.sparse} if k.is_sparse else set())
 
 
-def _symbols(e, views):
+def symbols_in(e, views):
     """The symbols ``e`` prints with: a slot read through its own pointer needs no slot index."""
     if isinstance(e, sympy.Indexed):
         indices = e.indices[1:] if e.base.name in views else e.indices
         return {e.base.label}.union(*(i.free_symbols for i in indices))
     if isinstance(e, sympy.Symbol):
         return {e}
-    return set().union(*(_symbols(a, views) for a in e.args))
+    return set().union(*(symbols_in(a, views) for a in e.args))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,7 +357,7 @@ def time_slots(k, prog) -> Slots:
             if arr.time_size is None:
                 continue
             index = acc.indices[0]
-            direct = None if index in ring else _direct(index)
+            direct = None if index in ring else direct_index(index)
             if index not in ring and (direct is None or direct[0].name not in steps):
                 mixed.add(name)
                 continue
@@ -368,14 +368,14 @@ def time_slots(k, prog) -> Slots:
         if all(s in ring for s in used):
             distinct = len({ring[s].shift % ring[s].modulo for s in used}) == len(used)
         else:   # saved steps: one symbol, distinct shifts (keys), no ring slot beside them
-            distinct = len({_direct(s)[0] if s not in ring else None for s in used}) == 1
+            distinct = len({direct_index(s)[0] if s not in ring else None for s in used}) == 1
         if name not in mixed and distinct:
             views[name] = used
     return Slots(views, frozenset(name for name, _ in read & written), len(read | written))
 
 
 @dataclasses.dataclass(frozen=True)
-class _Arg:
+class KernelArg:
     """A value a kernel takes: its name inside the kernel, C type and host expression."""
 
     name: str
@@ -383,7 +383,7 @@ class _Arg:
     host: str
 
 
-def _group_start(stop: str) -> c.Initializer:
+def group_start(stop: str) -> c.Initializer:
     """sg_start: the first of a thread's sg_r points from sg_first, the last group shifted back
     to end at ``stop`` (overlapping the group before it)."""
     last = f"{stop} - (sg_r - 1)"
@@ -391,7 +391,7 @@ def _group_start(stop: str) -> c.Initializer:
                          f"sg_first < {last} ? sg_first : {last}")
 
 
-def _each_point(name: str, body: list) -> list:
+def point_loop(name: str, body: list) -> list:
     """``body`` at each of a thread's sg_r points along ``name`` from sg_start, unrolled."""
     return [c.Pragma("unroll"),
             c.For("int sg_k = 0", "sg_k < sg_r", "++sg_k",
@@ -399,20 +399,20 @@ def _each_point(name: str, body: list) -> list:
                           + body))]
 
 
-def _thread(axis):
+def thread_index(axis):
     """This thread's global index along ``axis``, in signed arithmetic of the index type."""
     return f"(sg_int)blockIdx.{axis}*(sg_int)blockDim.{axis} + (sg_int)threadIdx.{axis}"
 
 
-def _stride(axis):
+def thread_stride(axis):
     return f"(sg_int)blockDim.{axis}*(sg_int)gridDim.{axis}"
 
 
-def _indent(lines, by="  "):
+def indent(lines, by="  "):
     return [by + ln for ln in lines]
 
 
-def _size(dim, span) -> str:
+def extent_text(dim, span) -> str:
     """C text of the points of a loop over ``dim`` from ``span`` (``Kernel.span``)."""
     (first, lo), (last, hi) = span
     if first == last:

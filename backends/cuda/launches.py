@@ -6,7 +6,7 @@ from __future__ import annotations
 from . import fused_nests, kernel_text, point_pairs, sparse_kernels, step_passes, zero_split
 from ..common.cprinter import tuned_choice
 from .kernel_text import (
-    PAIRED_ARRAYS_MAX, SHAPES, SHELL_STREAM, SPARSE_BLOCK, _indent, _size, _touched)
+    PAIRED_ARRAYS_MAX, SHAPES, SHELL_STREAM, SPARSE_BLOCK, indent, extent_text, touched_arrays)
 from .launch import early
 
 
@@ -26,7 +26,8 @@ class Launches:
         if k.is_sparse:
             sizes = [self.program.array(k.sparse).layout.npoint]
             head = [f"const dim3 sg_block({SPARSE_BLOCK});",
-                    f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, {kernel_text.GRID_LIMIT[0]}));"]
+                    f"const dim3 sg_grid(sg_blocks(sg_n0, {SPARSE_BLOCK}, "
+                    f"{kernel_text.GRID_LIMIT[0]}));"]
         else:
             # one thread deep along the loops a summing nest walks in order
             sizes = [self._extent(k, depth, s) if depth >= k.outer else "1"
@@ -62,10 +63,10 @@ class Launches:
         body = self._nvtx(k.name, body + ([] if shell else [f"SG_TIMER_STOP({timer});"]))
         cond = " && ".join(f"sg_n{i} > 0" for i in range(len(sizes)))
         lines = [f"/* {k.name} */"] + [f"const long sg_n{i} = {s};" for i, s in enumerate(sizes)]
-        lines += [f"if ({cond}) {{"] + _indent(body) + ["}"]
+        lines += [f"if ({cond}) {{"] + indent(body) + ["}"]
         if k.when is not None:   # a section that runs at some time steps only
-            lines = [f"if ({self.expr(k.when)}) {{"] + _indent(lines) + ["}"]
-        return ["{"] + _indent(lines) + ["}"]
+            lines = [f"if ({self.expr(k.when)}) {{"] + indent(lines) + ["}"]
+        return ["{"] + indent(lines) + ["}"]
 
     def _extent(self, k, depth, symbol) -> str:
         """C text of the points of loop ``depth`` of grid nest ``k`` (on a split grid, of the
@@ -75,7 +76,7 @@ class Launches:
         if self.program.split:
             start, stop = self.bounds(k, depth)
             return f"{stop} - {start} + 1"
-        return _size(self.dims[symbol], k.span(depth))
+        return extent_text(self.dims[symbol], k.span(depth))
 
     def launch_shapes(self) -> dict:
         def describe(k, shape):
@@ -155,8 +156,8 @@ class Launches:
         def each(extra):
             if r == 1:
                 return both(1, extra)
-            return [f"if (sg_r == {r}) {{"] + _indent(both(r, extra)) + ["} else {"] + \
-                _indent(both(1, extra)) + ["}"]
+            return [f"if (sg_r == {r}) {{"] + indent(both(r, extra)) + ["} else {"] + \
+                indent(both(1, extra)) + ["}"]
         return zero_split.instances(self, k, each)
 
     @staticmethod
@@ -173,7 +174,7 @@ class Launches:
         for i in range(n):
             step = f"{kernel_text.GRID_LIMIT[i]}*{per[i]}"
             lines = [f"for (long sg_b{i} = 0; sg_b{i} < sg_n{i}; sg_b{i} += {step}) {{"] + \
-                _indent(lines) + ["}"]
+                indent(lines) + ["}"]
         return lines
 
     def narrow_choice(self):
@@ -185,7 +186,7 @@ class Launches:
         lines = ["/* 32-bit index arithmetic in a kernel when every offset it computes fits */"]
         for i, k in enumerate(prog.kernels):
             views = self.slot_views(k)
-            touched = _touched(k)
+            touched = touched_arrays(k)
             sizes = []
             for a in prog.arrays:
                 if a.name not in touched:

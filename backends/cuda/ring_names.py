@@ -1,5 +1,5 @@
 """Names the fused printer and its register queues share: a staged input's shared ring and
-its thread's column, and the printed lines' indent."""
+its thread's column."""
 from __future__ import annotations
 
 
@@ -16,7 +16,3 @@ def column(s) -> str:
     """The prefix of staged ``s``'s values in the thread's own column (its next value, the
     test that its reads reach the column)."""
     return f"sg_col_{s.name}_{_tag(s.slot)}"
-
-
-def indent(lines, by="  "):
-    return [by + ln for ln in lines]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sympy
 
 from . import column_queues
-from .ring_names import column as _column, indent as _indent, ring as _ring
+from .kernel_text import indent as _indent
+from .ring_names import column as _column, ring as _ring
 
 
 class StagedRings:
