@@ -26,7 +26,7 @@ extent and shared-memory offset is a constant.
 from __future__ import annotations
 
 from . import column_queues, zero_split
-from ..common.cprinter import ctype, tuned_choice
+from ..common.cprinter import CPrinter, ctype, tuned_choice
 from .kernel_text import indent as _indent
 from .ring_names import ring as _ring
 from .staged_rings import StagedRings
@@ -130,6 +130,12 @@ class _Context:
 def fused_printer(base, ctx):
     """A copy of printer ``base`` reading temporaries and staged values on chip."""
     class Fused(type(base)):
+        # IEEE division, not sg_rcp: with it the staged acoustic's plane loop executed fewer
+        # instructions but waited on its loads (an H200, one call: 149.2 against 165.2 GPts/s;
+        # Nsight Compute 17.5 against 12.0 cycles an issued instruction), where the unstaged
+        # nests gained 16 % (docs/performance.md, acoustic)
+        _print_Pow = CPrinter._print_Pow
+
         def _print_Indexed(self, expr):
             name = expr.base.name
             if name in ctx.temps:
@@ -301,7 +307,7 @@ SG_F2 operator-(sg_f2 a) { return {-a.x, -a.y}; }
 SG_F2_OP(+) SG_F2_OP(-) SG_F2_OP(*) SG_F2_OP(/)
 #define SG_F2_FN(fn) SG_F2 fn(sg_f2 a) { return {fn(a.x), fn(a.y)}; }
 SG_F2_FN(sqrtf) SG_F2_FN(sinf) SG_F2_FN(cosf) SG_F2_FN(tanf) SG_F2_FN(expf) SG_F2_FN(logf)
-SG_F2_FN(fabsf)
+SG_F2_FN(fabsf) SG_F2_FN(sg_rcp)
 SG_F2 powf(sg_f2 a, float b) { return {powf(a.x, b), powf(a.y, b)}; }
 SG_F2 powf(sg_f2 a, sg_f2 b) { return {powf(a.x, b.x), powf(a.y, b.y)}; }
 /* the pair at p (8-byte aligned); the pair across two (p: the first, aligned); a store */

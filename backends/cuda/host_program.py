@@ -12,7 +12,7 @@ from ..common import device_layout, interrupt, split
 from ..common.cprinter import COMPLEX_CXX, time_loop_header
 from .kernel_text import (
     EVENT_SLOTS, SHAPES, SPARSE_BLOCK, TIMER_SAMPLE, DEBUG_PRELUDE, OOB_REPORT, PRELUDE,
-    STICKY, indent, format_prelude)
+    RECIPROCAL_PRELUDE, STICKY, indent, format_prelude)
 
 
 class HostProgram:
@@ -267,6 +267,7 @@ class HostProgram:
         if self.options.nvtx:
             header += "#include <nvtx3/nvToolsExt.h>\n"
         header += "".join(format_prelude(f) for f in sorted(set(self.stored.values())))
+        header += RECIPROCAL_PRELUDE
         if self.complex:
             header += "#define SG_HD __host__ __device__\n" + COMPLEX_CXX
         fused = [k for k in self.program.kernels if k.fusion is not None]

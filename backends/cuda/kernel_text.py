@@ -225,10 +225,38 @@ _FORMAT_NAMES = {
 
 class CudaPrinter(CPrinter):
     """The shared printer with CUDA's 16-bit types (``cuda_fp16.h``, ``cuda_bf16.h``): loads
-    widen to float, stores round to nearest even."""
+    widen to float, stores round to nearest even; float reciprocals through ``sg_rcp``."""
 
     FORMATS = {"float16": ("__half", "__half2float({})", "__float2half_rn({})"),
                "bfloat16": ("__nv_bfloat16", "__bfloat162float({})", "__float2bfloat16_rn({})")}
+
+    def _print_Pow(self, expr):
+        exp = expr.exp
+        if self.single and exp.is_Integer and -8 <= int(exp) < 0:
+            b = self.parenthesize(expr.base, sympy.printing.precedence.PRECEDENCE["Mul"] + 1)
+            return f"sg_rcp({'*'.join([b] * -int(exp))})"
+        return super()._print_Pow(expr)
+
+
+#: float 1/x without the IEEE division's range test and slow path (a call-like branch that
+#: cost the staged acoustic 16 of its 128 SASS instructions a point): the hardware's
+#: approximation refined by one Newton step is correctly rounded but for quotients within
+#: 2^-46 of a rounding midpoint (then 1 ulp off); 0, inf and NaN as IEEE; subnormals flush to
+#: zero, as under --use_fast_math (a subnormal x gives inf, an x over 2^126 gives 0; keeping
+#: them costs 6 more instructions a point). The host (and the tests' CPU emulator) divides.
+RECIPROCAL_PRELUDE = r"""
+static __host__ __device__ __forceinline__ float sg_rcp(const float x)
+{
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  const float n = fmaf(r, fmaf(-x, r, 1.0f), r);
+  return n == n ? n : r;   /* x = 0, inf, or so small that 1/x overflows: r is 1/x */
+#else
+  return 1.0f/x;
+#endif
+}
+"""
 
 
 def format_prelude(fmt: str) -> str:
