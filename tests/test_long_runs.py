@@ -200,7 +200,7 @@ _INTERRUPTED = textwrap.dedent("""
     else:
         eq = Eq(u.backward, 2 * u - u.forward + c * u.laplace)
     op = Operator([eq], name="Long", backend=backend)
-    op.apply(time_m=1, time_M=3)
+    op.apply(time_m=1, time_M=3, autotune=True)   # tuned for this size: the long run steps at once
     u = field()
     print("READY", flush=True)
     start = time.perf_counter()
@@ -280,6 +280,32 @@ def test_ctrl_c_stops_a_backward_run(tmp_path):
     _check_interrupted(result)
     assert result["last"] == 10**12 - result["done"] + 1
     assert "apply(time_m=" in result["message"]
+
+
+def test_ctrl_c_while_autotuning_puts_the_trials_writes_back(monkeypatch):
+    """Ctrl-C landing as a tuning trial's call returns (a KeyboardInterrupt there): the
+    trial's writes go back and apply raises ApplyInterrupted with no step done."""
+    grid = Grid(shape=(16, 16, 16))
+    u = TimeFunction(name="u", grid=grid, space_order=2, time_order=2)
+    u.data[:, 6:10, 6:10, 6:10] = 1.0
+    before = np.array(u.data)
+    op = Operator([Eq(u.forward, 2 * u - u.backward + 0.1 * u.laplace)], name="TunedStop",
+                  backend="c")
+    real, calls = op.cfunction, []
+    assert op._emitter.launch_shapes(), "the C nest offers no blocks to tune"
+
+    def interrupted(*args):
+        status = real(*args)
+        calls.append(status)
+        raise KeyboardInterrupt   # as Python raises a SIGINT that came during the call
+
+    monkeypatch.setattr(op, "_cfunction", interrupted)
+    with pytest.raises(ApplyInterrupted, match="while autotuning") as info:
+        op.apply(time_m=1, time_M=50, autotune=True)
+    assert calls, "no trial ran"
+    assert info.value.steps_done == 0 and info.value.last_step is None
+    assert (info.value.time_m, info.value.time_M) == (1, 50)
+    np.testing.assert_array_equal(u.data, before)
 
 
 @pytest.mark.gpu

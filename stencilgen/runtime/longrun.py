@@ -199,6 +199,15 @@ def interrupted(run, summary, fields, written) -> ApplyInterrupted:
         slots=slots, summary=summary)
 
 
+def interrupted_tuning(name, time_m, time_M) -> ApplyInterrupted:
+    """The KeyboardInterrupt of an apply Ctrl-C stopped while the autotuner's trials ran,
+    before its first time step: each trial puts back what it wrote."""
+    return ApplyInterrupted(
+        f"Operator `{name}` stopped by Ctrl-C while autotuning, before its first time step: "
+        "no time step ran; the fields hold what they held before apply (the trials' writes "
+        "were put back)", steps_done=0, last_step=None, time_m=time_m, time_M=time_M)
+
+
 class _Monitor:
     """One daemon thread that reports the progress of the runs under way. It wakes when the
     next report is due, and at least every ``POLL`` seconds, so a new run is seen in time

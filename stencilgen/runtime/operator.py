@@ -18,7 +18,7 @@ from .arguments import bind, ndarray_arguments
 from ..compiler.placement import thickness_arguments, with_thickness
 from ..compiler.pipeline import compile_program
 from ..configuration import configuration
-from ..errors import ExecutionError, InvalidArgument, InvalidOperator
+from ..errors import ApplyInterrupted, ExecutionError, InvalidArgument, InvalidOperator
 from ..symbolic.functions import DiscreteFunction
 from ..distributed.halo_exchange import HaloExchange, SparseSums, ranks_timed
 from ..distributed import mpi
@@ -163,7 +163,13 @@ class Operator(Building, Tuning):
             fields = self._written_fields(kwargs)
             checks = finite.check_ranges(prog, span, fields) if check and prog.checks else None
             args[prog.checks_param] = None if checks is None else checks.ctypes.data
-            shapes = self._launch_shapes(args, written, autotune, bound, asked)
+            try:
+                shapes = self._launch_shapes(args, written, autotune, bound, asked)
+            except ApplyInterrupted:
+                raise
+            except KeyboardInterrupt:
+                span = [args[b] for b in prog.time_bounds] if prog.has_time_loop else [None] * 2
+                raise longrun.interrupted_tuning(self.name, *span) from None
             if shapes is _APART:
                 del keep
                 return self._fusion_twin().apply(autotune=False, **asked)

@@ -200,8 +200,10 @@ class Tuning:
         def run(choice):
             timers = np.zeros(max(len(prog.kernels), 1), dtype=np.float64)
             trial[prog.timers], trial[prog.tuning] = timers.ctypes.data, choice.ctypes.data
-            status = self._cfunction(*[trial[p.name] for p in prog.parameters()])
-            restore()
+            try:
+                status = self._cfunction(*[trial[p.name] for p in prog.parameters()])
+            finally:   # Ctrl-C lands as the call returns: what the trial wrote goes back first
+                restore()
             if halos is not None:
                 halos.close()
                 if halos.error is not None:
