@@ -147,7 +147,7 @@ def timed(op, field, dt, nt):
 def ran_with(op, nt, threads) -> str:
     """What stencilgen's time loop ran with in an apply of ``nt`` steps: the tuned choice
     kept for the size, else the default (``time_tiling.untuned``, the generated code's rule)."""
-    from backends.c import time_tiling as c_timetile
+    from backends.c import time_tiling
     from stencilgen.runtime import autotune
     em = op._emitter
     t = em.tiling()

@@ -144,7 +144,8 @@ _SETTINGS: dict[str, _Setting] = {
     "nvtx": _Setting("STENCILGEN_NVTX", _bool, lambda: False, "NVTX ranges around sections"),
     "fast-math": _Setting("STENCILGEN_FAST_MATH", _bool, lambda: False,
                           "GPU builds with fast, less accurate math (nvcc --use_fast_math)"),
-    "cflags": _Setting("STENCILGEN_CFLAGS", lambda v: _flags(v),
+    # an empty value (STENCILGEN_CFLAGS=) is no setting, not "no flags": -O0 ran 10x slower
+    "cflags": _Setting("STENCILGEN_CFLAGS", lambda v: _flags(v) or None,
                        lambda: None, "replace the C compiler's default optimisation flags"),
     "cc": _Setting("STENCILGEN_CC", lambda v: str(v) if v else None, lambda: None,
                    "C compiler executable (default: $CC, then gcc, then cc)"),

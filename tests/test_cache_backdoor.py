@@ -134,6 +134,17 @@ def test_changing_a_compiler_flag_builds(log):
     assert fetched(log.take(), "Heat", op2.source_path)
 
 
+def test_empty_cflags_mean_the_default_flags(monkeypatch):
+    """``STENCILGEN_CFLAGS=`` (set, empty) keeps -O3 -march=native, as unset does."""
+    import jitcache
+    from stencilgen.configuration import Configuration
+    monkeypatch.setenv("STENCILGEN_CFLAGS", "  ")
+    assert Configuration()["cflags"] is None
+    configuration["cflags"] = ""
+    assert configuration["cflags"] is None
+    assert "-O3" in jitcache.gcc(configuration["cflags"]).cflags
+
+
 def test_cflags_setting_as_list():
     configuration["cflags"] = ["-O2"]
     assert configuration["cflags"] == ["-O2"]
