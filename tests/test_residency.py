@@ -238,3 +238,17 @@ def test_a_dropped_field_frees_its_device_copy():
     del op, u
     memory.clear_cache()
     assert copy() is None
+
+
+def test_values_of_the_wrong_shape_name_the_field_and_the_shapes():
+    grid = Grid(shape=(20, 20))
+    m = Function(name="m", grid=grid)
+    with pytest.raises(ValueError, match=r"m\.data\[:\] has shape \(20, 20\) \(m\.data: "
+                       r"\(20, 20\), its halo not included\) and the values given \(30, 30\)"):
+        m.data[:] = np.ones((30, 30))
+    u = TimeFunction(name="u", grid=grid)
+    with pytest.raises(ValueError, match=r"u\.data\[0, 2:5\] has shape \(3, 20\)"):
+        u.data[0, 2:5] = np.ones((30, 30))
+    m.data[:] = np.ones((20, 20))   # values that fit are written as before
+    u.data[0, 2:5] = 2.0
+    assert m.data.sum() == 400 and u.data[0].sum() == 120

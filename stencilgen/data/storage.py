@@ -213,6 +213,18 @@ def _wrapped(key, modulo: int | None):
     return key
 
 
+def _key_text(key) -> str:
+    """An index as the user wrote it, roughly: ``[:]``, ``[0, 2:5]``."""
+    parts = key if isinstance(key, tuple) else (key,)
+
+    def one(k):
+        if isinstance(k, slice):
+            return (f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
+                    + ("" if k.step is None else f":{k.step}"))
+        return "..." if k is Ellipsis else str(k) if np.isscalar(k) else "[...]"
+    return "[" + ", ".join(one(k) for k in parts) + "]"
+
+
 class HostArray(np.ndarray):
     """A numpy view of a field's host values that keeps them in step with its GPU copy.
 
@@ -245,7 +257,16 @@ class HostArray(np.ndarray):
                             "values; assign the whole field (f.data = array: copied on the "
                             "GPU), or bring it to the host first (cupy.asnumpy(array))")
         self._fresh()
-        super().__setitem__(key, _sync(value))
+        try:
+            super().__setitem__(key, _sync(value))
+        except ValueError as exc:
+            if self._storage is None or "broadcast" not in str(exc):
+                raise
+            name, part = self._storage.name, np.shape(super().__getitem__(key))
+            raise ValueError(
+                f"{name}.data{_key_text(key)} has shape {part} ({name}.data: {self.shape}, "
+                f"its halo not included) and the values given {np.shape(value)}: {exc}; give "
+                f"values of shape {part} (or that broadcast to it)") from None
         _mark(self)
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):

@@ -429,6 +429,11 @@ class Interpolation(_Term):
     implicit_dims: tuple = ()
 
 
+def _plain(values) -> str:
+    """A point or a corner as plain numbers, ``(1.7, -0.3)``, not numpy scalars' reprs."""
+    return "(" + ", ".join(f"{float(v):.6g}" for v in values) + ")"
+
+
 def check_coordinates(f: SparseFunction):
     """Every point inside the grid and finite; otherwise an error naming the point."""
     grid = f.grid
@@ -439,12 +444,12 @@ def check_coordinates(f: SparseFunction):
     if bad_nan.size:
         p = int(bad_nan[0])
         raise InvalidArgument(f"{f.name}: point {p} has a non-finite coordinate "
-                              f"{tuple(coords[p])}; set {f.name}.coordinates.data[{p}]")
+                              f"{_plain(coords[p])}; set {f.name}.coordinates.data[{p}]")
     tol = 1e-9 * np.maximum(np.abs(hi), 1.0)
     outside = np.flatnonzero(((coords < lo - tol) | (coords > hi + tol)).any(axis=1))
     if outside.size:
         p = int(outside[0])
         raise InvalidArgument(
-            f"{f.name}: point {p} at {tuple(float(c) for c in coords[p])} lies outside the "
-            f"domain {tuple(lo)} .. {tuple(hi)} ({outside.size} point(s) outside); move it "
+            f"{f.name}: point {p} at {_plain(coords[p])} lies outside the domain "
+            f"{_plain(lo)} .. {_plain(hi)} ({outside.size} point(s) outside); move it "
             "inside the grid")
