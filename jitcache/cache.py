@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import time
+import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -66,8 +67,9 @@ class BuildResult:
     compiler: str
     backdoor: bool
     log: str = ""        # what the compiler printed while building it (warnings, reports)
-    # the file the compiler read (None when fetched): source_path, or the private copy of the
-    # generated source when the user edited source_path with the backdoor off
+    # the file whose code the library holds: source_path (None where fetched and not edited),
+    # or the private copy of the generated source when the user edited source_path with the
+    # backdoor off (what the log names as built or fetched)
     compiled_from: Path | None = None
 
 
@@ -246,12 +248,36 @@ def _missing_entry_point(path: Path, job: _Job, backdoor_source: Path | None):
         source_path=str(backdoor_source))
 
 
+def _generated_copy(job: _Job, entry: Path, text: bytes) -> Path:
+    """The private copy of the generated source beside an entry whose source the user edited
+    (``.Name.generated.c``): what the library's code is, written if it is not there yet."""
+    path = entry / f".{job.name}.generated{job.toolchain.source_suffix}"
+    if not path.exists() or path.read_bytes() != text:
+        _write_atomic(path, text)
+    return path
+
+
+#: the packages a warning's frames are walked out of, to the user's line (jitcache is called
+#: through stencilgen's Operator and its backends)
+_OURS = tuple(Path(__file__).resolve().parent.parent / n
+              for n in ("jitcache", "stencilgen", "backends"))
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first caller outside this project's packages."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and any(Path(frame.f_code.co_filename).resolve().is_relative_to(o)
+                                    for o in _OURS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_edited(src: Path) -> None:
     warnings.warn(
         f"{src} was edited by hand; it is kept as it is but NOT used, because the JIT backdoor "
         "is off (the generated code runs). Set STENCILGEN_JIT_BACKDOOR=1 to build from the "
         "edited file, or delete it to get the generated source back.",
-        EditedSourceWarning, stacklevel=4)
+        EditedSourceWarning, stacklevel=_user_level())
 
 
 class _Failed(Exception):
@@ -378,8 +404,10 @@ def _build_into(job: _Job, root: Path) -> BuildResult:
     with _writing(root):
         state, why = trust.check(entry, lib)
         if state == trust.OK and src.exists():
+            runs = None
             if src.read_bytes() != text:
                 _warn_edited(src)
+                runs = _generated_copy(job, entry, text)
             try:
                 library = _load(lib, job)
             except JitCacheError:
@@ -387,7 +415,8 @@ def _build_into(job: _Job, root: Path) -> BuildResult:
                     raise      # else clear() removed it just now: built below
             else:
                 logger.debug("fetched %s from the cache", lib)
-                return BuildResult(library=library, compiled=False, seconds=0.0, **result)
+                return BuildResult(library=library, compiled=False, seconds=0.0,
+                                   compiled_from=runs, **result)
         if state == trust.UNTRUSTED:
             raise _Unusable(root, why, _entry_remedy(entry, job.name))
         if state == trust.DAMAGED:
@@ -404,14 +433,13 @@ def _build_locked(job: _Job, root: Path, text: bytes, result: dict) -> BuildResu
     compile_from = src
     if src.read_bytes() != text:
         _warn_edited(src)
-        compile_from = entry / f".{job.name}.generated{job.toolchain.source_suffix}"
+        compile_from = _generated_copy(job, entry, text)
     state, why = trust.check(entry, lib)
     if state == trust.OK:
-        return BuildResult(library=_load(lib, job), compiled=False, seconds=0.0, **result)
+        fetched = dict(result, compiled_from=None if compile_from == src else compile_from)
+        return BuildResult(library=_load(lib, job), compiled=False, seconds=0.0, **fetched)
     if state == trust.UNTRUSTED:
         raise _Unusable(root, why, _entry_remedy(entry, job.name))
-    if compile_from != src:
-        _write_atomic(compile_from, text)
     try:
         tmp, seconds, command, output = _compile(job.toolchain, compile_from, lib)
     except _Failed as exc:

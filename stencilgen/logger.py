@@ -5,6 +5,7 @@ import logging
 import sys
 
 from .configuration import configuration
+from .user_warnings import WARNED
 
 PERF = 15
 DEBUG = logging.DEBUG
@@ -25,6 +26,8 @@ class _StdoutHandler(logging.StreamHandler):
 logger = logging.getLogger("stencilgen")
 _handler = _StdoutHandler()
 _handler.setFormatter(logging.Formatter("%(message)s"))
+# a warning the user also gets as a Python warning is printed once, by the warning
+_handler.addFilter(lambda record: not getattr(record, WARNED, False))
 logger.addHandler(_handler)
 logger.propagate = False
 

@@ -61,6 +61,10 @@ class Target:
                                                               figures.get("queue", False))})
 
 
+#: the choices of ``auto`` logged so far in this process
+_SAID: set = set()
+
+
 def select(name: str | None = None) -> Target:
     """The backend called ``name`` (default: the ``backend`` setting); ``auto`` is resolved by
     :func:`choose_auto`, and its choice logged."""
@@ -71,7 +75,10 @@ def select(name: str | None = None) -> Target:
     requested, why = requested.lower(), "requested"
     if requested == "auto":
         requested, why = choose_auto()
-        log.info(f"Backend `auto` chose `{requested}`: {why}")
+        said = (requested, why) in _SAID
+        _SAID.add((requested, why))
+        # once a process (then at DEBUG): a script building many Operators is told once
+        (log.debug if said else log.info)(f"Backend `auto` chose `{requested}`: {why}")
     try:
         return Target(requested, get_backend(requested), why)
     except ValueError:

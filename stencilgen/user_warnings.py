@@ -18,7 +18,13 @@ def _user_level() -> int:
     return level
 
 
-def warn_user(text: str) -> None:
-    """``text`` in stencilgen's log and as a UserWarning pointing at the user's line."""
-    logging.getLogger("stencilgen").warning(text)
-    warnings.warn(text, UserWarning, stacklevel=_user_level())
+#: the attribute of a log record that is also a Python warning: stencilgen's console handler
+#: leaves it out (the warning shows it), other handlers (files, the user's) keep it
+WARNED = "sg_warned"
+
+
+def warn_user(text: str, category: type = UserWarning) -> None:
+    """``text`` in stencilgen's log and as a warning of ``category`` pointing at the user's
+    line; the console shows it once, as the warning."""
+    logging.getLogger("stencilgen").warning(text, extra={WARNED: True})
+    warnings.warn(text, category, stacklevel=_user_level())

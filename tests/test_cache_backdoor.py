@@ -196,14 +196,20 @@ def test_backdoor_edit_is_used_kept_and_never_overwritten(log):
     assert err.log and err.log in message and err.source_path == str(path)
     assert path.read_bytes() == broken
 
-    # backdoor off: the generated (undoubled) code runs and the user's file is left alone
+    # backdoor off: the generated (undoubled) code runs and the user's file is left alone;
+    # the log names the file whose code runs, the private copy of the generated source
     configuration["jit-backdoor"] = False
     op5, u5 = make_op()
-    with pytest.warns(EditedSourceWarning):
+    log.take()
+    with pytest.warns(EditedSourceWarning) as caught:
         s5, plain = step(op5, u5)
     assert s5.compiled is False
     np.testing.assert_array_equal(plain, ref)
     assert path.read_bytes() == broken
+    copy = path.parent / ".Heat.generated.c"
+    assert any(f"fetched `{copy}`" in line for line in log.take())
+    assert copy.read_text() == op5.ccode
+    assert caught[0].filename == __file__   # the warning points at the user's line
 
     # ... even when the generated library is gone and has to be rebuilt
     for lib in path.parent.glob("*.so"):

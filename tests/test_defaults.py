@@ -273,3 +273,13 @@ def test_time_function_sizes_must_be_integers(kwargs, what):
 def test_sparse_sizes_must_be_integers(kwargs, what):
     with pytest.raises(InvalidArgument, match=rf"{what} is .* not an integer"):
         SparseTimeFunction(name="s", grid=Grid(shape=(6,)), **kwargs)
+
+
+def test_print_summary_gives_the_report_a_user_reads():
+    grid = Grid(shape=(16, 16))
+    u = TimeFunction(name="u", grid=grid)
+    summary = Operator([Eq(u.forward, u + 1)], name="Printed").apply(time_M=3)
+    text = str(summary)
+    assert text.splitlines() == summary.report()
+    assert text.startswith("Operator `Printed` ran in ") and "GPts/s" in text
+    assert "PerfEntry(" not in text and "section0 ran in" in text

@@ -299,3 +299,25 @@ def test_huge_finite_values_do_not_warn():
     f.data[5, 5] = np.inf
     with pytest.warns(numerical_warning(), match=r"f \(1 values\)"):
         op.apply()
+
+
+def test_a_warning_shows_once_on_the_console_and_stays_in_the_log(capsys, stencilgen_log):
+    """The log's console handler leaves out what the user also gets as a Python warning
+    (printed twice before); other handlers keep it."""
+    grid = Grid(shape=(8, 8))
+    u = TimeFunction(name="u", grid=grid)
+    op = Operator([Eq(u.forward, u + 1)], name="OnceWarned")
+    capsys.readouterr()
+    with stencilgen.switchconfig(ignore_unknowns=1), \
+            pytest.warns(UserWarning, match="ignored unknown argument") as caught:
+        op.apply(time_M=1, not_an_argument=3)
+    assert caught[0].filename == __file__
+    text = str(caught[0].message)
+    assert text not in capsys.readouterr().out
+    assert text in stencilgen_log.take()
+    op_nan, v, _ = heat_op()
+    capsys.readouterr()
+    with pytest.warns(numerical_warning()) as caught:
+        op_nan.apply(time_M=99, dt=2.0)
+    assert caught[0].filename == __file__
+    assert str(caught[0].message) not in capsys.readouterr().out

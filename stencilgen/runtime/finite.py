@@ -2,13 +2,12 @@
 each field it wrote (on the GPU for GPU backends), and a warning names the fields."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import sympy
 
-from .. import logger as log
 from ..errors import NumericalWarning
+from ..user_warnings import warn_user
 
 
 def _slot(arr, index, step, modulo, time):
@@ -56,13 +55,13 @@ def check_ranges(program, span, fields) -> np.ndarray:
 
 
 def report(op_name, program, counts, fields, span, dt):
-    """Warn (NumericalWarning and a log WARNING) where a field the run wrote holds NaN/Inf."""
+    """Warn (NumericalWarning at the user's line and a log WARNING) where a field the run
+    wrote holds NaN/Inf."""
     bad = {name: int(n) for name, n in zip(program.checks, counts) if n}
     if not bad:
         return
     text = _blowup_message(op_name, program, bad, fields, last_written(program, span), span, dt)
-    log.warning(text)
-    warnings.warn(text, NumericalWarning, stacklevel=3)
+    warn_user(text, NumericalWarning)
 
 
 def _blowup_message(op_name, prog, bad, fields, written, span, dt) -> str:

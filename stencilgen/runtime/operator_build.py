@@ -75,7 +75,8 @@ class Building:
             if configuration["debug"] and b.log:   # e.g. gcc's vectorisation report
                 log.info(f"Operator `{self.name}`: the compiler said:\n{b.log}")
         else:
-            log.info(f"Operator `{self.name}` fetched `{b.source_path}` from jit-cache")
+            log.info(f"Operator `{self.name}` fetched `{b.compiled_from or b.source_path}` "
+                     "from jit-cache")
         # the platform may say what the loaded build does at run time (e.g. where it runs)
         where = targets.describe(self._target.name, b.library)
         if where:

@@ -85,6 +85,10 @@ class PerformanceSummary:
     def time(self) -> float:
         return self.globals.time
 
+    def __str__(self) -> str:
+        """The summary a user reads (``print(summary)``): the report the log prints."""
+        return "\n".join(self.report())
+
     def report(self) -> list[str]:
         lines = [f"Operator `{self.name}` ran in {self.globals.time:.2f} s",
                  f"Global performance: {self.globals.line()}",
