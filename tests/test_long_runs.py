@@ -543,3 +543,21 @@ def test_progress_settings_are_checked(restore_settings):
         restore_settings["progress"] = "bar"
     with pytest.raises(stencilgen.ConfigurationError, match="seconds"):
         restore_settings["progress-after"] = -1
+
+
+@pytest.mark.parametrize("given, spin", [({}, longrun.GOMP_SPIN),
+                                         ({"OMP_WAIT_POLICY": "active"}, None),
+                                         ({"GOMP_SPINCOUNT": "5"}, "5")])
+def test_openmp_threads_sleep_soon_unless_the_user_chose(given, spin):
+    """The idle threads' spin is bounded where the user set no wait policy; a policy or a
+    spin count of the user's is kept as given, in a fresh process importing stencilgen."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(given, PYTHONPATH=_pythonpath())
+    out = subprocess.run([sys.executable, "-c", "import os, stencilgen; "
+                          "print(os.environ.get('GOMP_SPINCOUNT'))"],
+                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    assert out[-1] == str(spin)
+    environ = dict(given)
+    longrun.quiet_openmp_threads(environ)
+    assert environ.get("GOMP_SPINCOUNT") == spin
