@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 
@@ -545,19 +546,26 @@ def test_progress_settings_are_checked(restore_settings):
         restore_settings["progress-after"] = -1
 
 
-@pytest.mark.parametrize("given, spin", [({}, longrun.GOMP_SPIN),
-                                         ({"OMP_WAIT_POLICY": "active"}, None),
-                                         ({"GOMP_SPINCOUNT": "5"}, "5")])
-def test_openmp_threads_sleep_soon_unless_the_user_chose(given, spin):
-    """The idle threads' spin is bounded where the user set no wait policy; a policy or a
-    spin count of the user's is kept as given, in a fresh process importing stencilgen."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    env.update(given, PYTHONPATH=_pythonpath())
-    out = subprocess.run([sys.executable, "-c", "import os, stencilgen; "
-                          "print(os.environ.get('GOMP_SPINCOUNT'))"],
-                         capture_output=True, text=True, env=env, check=True).stdout.split()
-    assert out[-1] == str(spin)
-    environ = dict(given)
-    longrun.quiet_openmp_threads(environ)
-    assert environ.get("GOMP_SPINCOUNT") == spin
+def test_a_busy_machine_is_said_once_before_openmp_runs(monkeypatch):
+    """Other processes' running threads and ours exceeding the cores: one warning naming the
+    fix; none where they fit, none a second time, none where the user chose a wait policy;
+    the count read from the kernel is a number of threads."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.setattr(longrun, "_load_said", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        longrun.check_load("Idle", threads=2, others=0, cores=2)   # fits: nothing said
+    monkeypatch.setattr(longrun, "_load_said", False)
+    with pytest.warns(UserWarning, match=r"Operator `Busy`: 1 thread\(s\) of other processes are "
+                      r"running on this machine's 2 cores beside this run's 2 OpenMP threads"
+                      r".*OMP_WAIT_POLICY=passive") as caught:
+        longrun.check_load("Busy", threads=2, others=1, cores=2)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        longrun.check_load("Busy", threads=2, others=1, cores=2)   # said once a process
+        monkeypatch.setattr(longrun, "_load_said", False)
+        monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+        longrun.check_load("Chosen", threads=2, others=5, cores=2)
+    assert longrun._others_running() is None or longrun._others_running() >= 0

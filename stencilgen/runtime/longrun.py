@@ -22,23 +22,7 @@ from .. import logger as log
 from .. import platform
 from ..configuration import configuration
 from ..errors import ApplyInterrupted, ExecutionError
-
-#: how long GNU OpenMP's idle threads spin before they sleep, where the user set neither
-#: OMP_WAIT_POLICY nor GOMP_SPINCOUNT. libgomp's own 300000 kept the threads spinning through
-#: a core another process needed: the RTM demo (201x121, 1 shot, C) on 2 cores beside one
-#: busy process took 14.8-18.9 s, 7.6-8.6 with 10000, 6.8 with OMP_WAIT_POLICY=passive; idle
-#: 5.9-6.6 s, 5.4-7.1 and 6.9-7.2 (the machine's noise: no cost seen at 10000)
-GOMP_SPIN = "10000"
-
-
-def quiet_openmp_threads(environ=os.environ) -> None:
-    """Let OpenMP's idle threads sleep soon unless the user chose a wait policy; read by
-    libgomp when it is loaded, so it holds where stencilgen is imported first."""
-    if "OMP_WAIT_POLICY" not in environ and "GOMP_SPINCOUNT" not in environ:
-        environ["GOMP_SPINCOUNT"] = GOMP_SPIN
-
-
-quiet_openmp_threads()
+from ..user_warnings import warn_user
 
 #: the clock of the progress reports (tests replace it)
 clock = time.monotonic
@@ -50,6 +34,50 @@ BAR_UPDATE = 0.2
 #: point updates (points times steps) from which a run may last more than a few milliseconds
 #: (the heaviest CPU kernels: about 50 ms on 2 cores): Ctrl-C and progress watch it
 LONG_FROM = 1_000_000
+
+#: said once a process: the machine's load left no core for this process's OpenMP threads
+_load_said = False
+
+
+def _others_running(samples=3, gap=0.02) -> int | None:
+    """Threads of other processes running now (the fewest of a few reads of /proc/loadavg's
+    running count, less this reader), or None where the kernel does not say (not Linux)."""
+    seen = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                seen.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, IndexError, ValueError):
+            return None
+        if i + 1 < samples:
+            time.sleep(gap)
+    return min(seen)
+
+
+def check_load(op_name, threads=None, others=None, cores=None) -> None:
+    """Before the first OpenMP run of the process: where other processes' running threads
+    and ours exceed the cores and the user chose no wait policy, warn that OpenMP's spinning
+    threads will fight them. libgomp's idle threads spin 300000 turns before they sleep: the
+    RTM demo (201x121, 1 shot, C) on 2 cores beside one busy process took 14.8-18.9 s, 6.8
+    with OMP_WAIT_POLICY=passive; idle, spinning is worth up to 5 % (the so 8 acoustic at
+    160^3: 1.78 against 1.69 GPts/s at 10000 turns), so it stays the default."""
+    global _load_said
+    if _load_said or "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    _load_said = True
+    try:
+        cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    except (AttributeError, OSError):   # no affinity here (not Linux)
+        return
+    others = _others_running() if others is None else others
+    threads = platform.openmp_threads() if threads is None else threads
+    if others is not None and threads > 1 and others + threads > cores:
+        warn_user(
+            f"Operator `{op_name}`: {others} thread(s) of other processes are running on this "
+            f"machine's {cores} cores beside this run's {threads} OpenMP threads; OpenMP's "
+            "idle threads spin and take time the others need (2-3x slower runs measured). "
+            "Set OMP_WAIT_POLICY=passive before starting Python (or OMP_NUM_THREADS lower); "
+            "OMP_WAIT_POLICY=active, or any choice of yours, silences this")
 
 
 def sigint_functions(library):

@@ -148,6 +148,7 @@ class Operator(Building, Tuning):
         asked = dict(kwargs)
         if self._emitter.openmp_threads:
             longrun.check_fork(self.name)   # a forked child would hang in GNU OpenMP
+            longrun.check_load(self.name)   # spinning threads on a busy machine
         prog, check = self.program, self._check_finite
         check = configuration["check-finite"] if check is None else check
         kwargs, arrays = ndarray_arguments(prog, self._bindings, kwargs)
