@@ -513,7 +513,12 @@ def _stopped_after(op, seconds, monkeypatch):
         original(run, *args)
         runs.append(run)
     monkeypatch.setattr(longrun.Run, "__init__", init)
-    timer = threading.Timer(seconds, lambda: runs[-1].control.__setitem__(0, 1))
+
+    def stop():   # the run may still be tuning when the time is up (a busy machine)
+        while not runs:
+            time.sleep(0.01)
+        runs[-1].control[0] = 1
+    timer = threading.Timer(seconds, stop)
     timer.start()
     with pytest.raises(ApplyInterrupted) as caught:
         op.apply(time_m=1, time_M=10**9)
