@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import time
-import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import Iterator
 from . import trust
 from .errors import (BackdoorError, CacheDirError, CacheWarning, CompilationError,
                      CompilerKilledError, CompilerNotFoundError, EditedSourceWarning,
-                     JitCacheError)
+                     JitCacheError, user_stacklevel)
 from .locking import locked
 from .signature import check as _check_signature
 from .toolchains import Toolchain
@@ -257,27 +256,12 @@ def _generated_copy(job: _Job, entry: Path, text: bytes) -> Path:
     return path
 
 
-#: the packages a warning's frames are walked out of, to the user's line (jitcache is called
-#: through stencilgen's Operator and its backends)
-_OURS = tuple(Path(__file__).resolve().parent.parent / n
-              for n in ("jitcache", "stencilgen", "backends"))
-
-
-def _user_level() -> int:
-    """The ``stacklevel`` of the first caller outside this project's packages."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and any(Path(frame.f_code.co_filename).resolve().is_relative_to(o)
-                                    for o in _OURS):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def _warn_edited(src: Path) -> None:
     warnings.warn(
         f"{src} was edited by hand; it is kept as it is but NOT used, because the JIT backdoor "
         "is off (the generated code runs). Set STENCILGEN_JIT_BACKDOOR=1 to build from the "
         "edited file, or delete it to get the generated source back.",
-        EditedSourceWarning, stacklevel=_user_level())
+        EditedSourceWarning, stacklevel=user_stacklevel())
 
 
 class _Failed(Exception):

@@ -1,5 +1,24 @@
-"""Errors of the build cache: a failed compile names its source file and carries the log."""
+"""Errors of the build cache: a failed compile names its source file and carries the log;
+and where a warning points: the user's line."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+#: the project's packages, whose frames a warning is walked out of to reach the user's line
+#: (jitcache is called through stencilgen's Operator and the backends)
+_OURS = tuple(Path(__file__).resolve().parent.parent / n
+              for n in ("jitcache", "stencilgen", "backends"))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes the caller's ``warnings.warn`` point at the first frame
+    outside this project's packages (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and any(Path(frame.f_code.co_filename).resolve().is_relative_to(o)
+                                    for o in _OURS):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class JitCacheError(Exception):

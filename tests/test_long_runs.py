@@ -573,4 +573,8 @@ def test_a_busy_machine_is_said_once_before_openmp_runs(monkeypatch):
         monkeypatch.setattr(longrun, "_load_said", False)
         monkeypatch.setenv("OMP_WAIT_POLICY", "active")
         longrun.check_load("Chosen", threads=2, others=5, cores=2)
-    assert longrun._others_running() is None or longrun._others_running() >= 0
+    if Path("/proc/loadavg").exists():   # Linux: a count of threads, this reader left out
+        others = longrun._others_running(samples=1)
+        assert isinstance(others, int) and others >= 0
+    else:
+        assert longrun._others_running() is None

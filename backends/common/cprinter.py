@@ -287,12 +287,16 @@ class CPrinter(C99CodePrinter):
             prod = "*".join([b] * abs(int(exp)))
             if exp > 0:
                 return prod if int(exp) == 1 else f"({prod})"
-            one = "1.0F" if self.single else "1.0"
-            return f"{one}/({prod})" if int(exp) != -1 else f"{one}/{b}"
+            return self.reciprocal(prod if int(exp) != -1 else b, int(exp) != -1)
         if exp == sympy.Rational(-1, 2):
             one = "1.0F" if self.single else "1.0"
             return f"{one}/{self._print(sympy.sqrt(base))}"
         return super()._print_Pow(expr)
+
+    def reciprocal(self, text: str, product: bool) -> str:
+        """1/``text`` (``product``: a product of factors, parenthesised here)."""
+        one = "1.0F" if self.single else "1.0"
+        return f"{one}/({text})" if product else f"{one}/{text}"
 
     def _print_Remainder(self, expr):
         a, b = (self.parenthesize(x, sympy.printing.precedence.PRECEDENCE["Mul"])

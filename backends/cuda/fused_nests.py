@@ -134,7 +134,7 @@ def fused_printer(base, ctx):
         # instructions but waited on its loads (an H200, one call: 149.2 against 165.2 GPts/s;
         # Nsight Compute 17.5 against 12.0 cycles an issued instruction), where the unstaged
         # nests gained 16 % (docs/performance.md, acoustic)
-        _print_Pow = CPrinter._print_Pow
+        reciprocal = CPrinter.reciprocal
 
         def _print_Indexed(self, expr):
             name = expr.base.name

@@ -230,12 +230,8 @@ class CudaPrinter(CPrinter):
     FORMATS = {"float16": ("__half", "__half2float({})", "__float2half_rn({})"),
                "bfloat16": ("__nv_bfloat16", "__bfloat162float({})", "__float2bfloat16_rn({})")}
 
-    def _print_Pow(self, expr):
-        exp = expr.exp
-        if self.single and exp.is_Integer and -8 <= int(exp) < 0:
-            b = self.parenthesize(expr.base, sympy.printing.precedence.PRECEDENCE["Mul"] + 1)
-            return f"sg_rcp({'*'.join([b] * -int(exp))})"
-        return super()._print_Pow(expr)
+    def reciprocal(self, text: str, product: bool) -> str:
+        return f"sg_rcp({text})" if self.single else super().reciprocal(text, product)
 
 
 #: float 1/x without the IEEE division's range test and slow path (a call-like branch that
