@@ -573,6 +573,22 @@ def test_a_busy_machine_is_said_once_before_openmp_runs(monkeypatch):
         monkeypatch.setattr(longrun, "_load_said", False)
         monkeypatch.setenv("OMP_WAIT_POLICY", "active")
         longrun.check_load("Chosen", threads=2, others=5, cores=2)
+    # threads placed by OpenMP: the main thread's mask is one core, the machine's count is
+    # what the threads share (a 16-core machine with OMP_PROC_BIND=close warned "1 cores")
+    monkeypatch.setattr(longrun, "_load_said", False)
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setattr(longrun.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(longrun.os, "cpu_count", lambda: 16)
+    monkeypatch.setenv("OMP_PROC_BIND", "close")
+    assert longrun._cores() == 16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        longrun.check_load("Placed", threads=16, others=0)
+    monkeypatch.delenv("OMP_PROC_BIND")
+    assert longrun._cores() == 1
+    monkeypatch.setenv("OMP_PLACES", "cores")
+    assert longrun._cores() == 16
+    monkeypatch.undo()
     if Path("/proc/loadavg").exists():   # Linux: a count of threads, this reader left out
         others = longrun._others_running(samples=1)
         assert isinstance(others, int) and others >= 0

@@ -65,9 +65,8 @@ def check_load(op_name, threads=None, others=None, cores=None) -> None:
     if _load_said or "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         return
     _load_said = True
-    try:
-        cores = len(os.sched_getaffinity(0)) if cores is None else cores
-    except (AttributeError, OSError):   # no affinity here (not Linux)
+    cores = _cores() if cores is None else cores
+    if cores is None:   # no affinity here (not Linux)
         return
     others = _others_running() if others is None else others
     threads = platform.openmp_threads() if threads is None else threads
@@ -78,6 +77,20 @@ def check_load(op_name, threads=None, others=None, cores=None) -> None:
             "idle threads spin and take time the others need (2-3x slower runs measured). "
             "Set OMP_WAIT_POLICY=passive before starting Python (or OMP_NUM_THREADS lower); "
             "OMP_WAIT_POLICY=active, or any choice of yours, silences this")
+
+
+def _cores() -> int | None:
+    """The cores this process's threads may run on. Where OpenMP places its threads
+    (OMP_PROC_BIND, OMP_PLACES) the runtime has bound the main thread to the first place, so
+    its own mask says one core: the machine's count is taken there."""
+    try:
+        own = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    bind = os.environ.get("OMP_PROC_BIND", "").strip().lower()
+    if (bind and bind != "false") or os.environ.get("OMP_PLACES", "").strip():
+        return max(own, os.cpu_count() or own)
+    return own
 
 
 def sigint_functions(library):
