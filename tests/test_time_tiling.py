@@ -229,7 +229,8 @@ def test_the_autotuner_picks_the_tile_sizes(caplog):
         assert len(offered) == untiled + len(c_timetile.CHOICES[2])
         assert all(s.startswith("no time tiles, ") for s in offered[:untiled])
         assert all(s.startswith("time tiles") for s in offered[untiled:])
-        assert sum("x alone" in s for s in offered) == 3
+        assert sum("x alone" in s for s in offered) == \
+            sum(len(ch) == 2 for ch in c_timetile.CHOICES[2]) >= 3
         assert op._emitter.trial_steps == 16
         assert op._emitter.tuned_loop()[:2] == (timer, untiled)
         u1, r1 = tuned(op, u, shot)

@@ -49,10 +49,13 @@ from ..common.cprinter import moved, tuned_choice
 
 #: the tile sizes offered to the autotuner per number of tileable dimensions, (widths...,
 #: steps), after the untiled loop (which is always offered first, ``CBackend.launch_shapes``):
-#: a choice of one width tiles x alone, the threads sharing each nest of a tile (16 cores,
-#: 256^3: up to 1.13x the untiled loop; at 160^3 slower, docs/performance.md), of two x and
-#: y, a thread a tile of a wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x)
-CHOICES = {2: ((32, 8), (64, 4), (32, 16), (16, 16, 8), (32, 32, 8), (32, 32, 16), (48, 48, 16)),
+#: a choice of one width tiles x alone, the threads sharing each nest of a tile in strips
+#: (``blocking.STRIPS``; 16 cores, 48 steps: the variable-density program 1.3x the untiled
+#: loop at 160^3 in 64 x 4, 1.15x at 256^3 in 16 x 8; the acoustic 0.9x at 256^3 in 16 x 8 and
+#: 64 x 8, slower elsewhere, docs/performance-log.md), of two x and y, a thread a tile of a
+#: wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x)
+CHOICES = {2: ((16, 8), (32, 8), (64, 4), (64, 8), (32, 16), (16, 16, 8), (32, 32, 8),
+               (32, 32, 16), (48, 48, 16)),
            1: ((16, 8), (32, 8), (32, 16), (64, 16))}
 #: the tiles of x alone a run too short to tune tries beside the untiled loop, one apply each
 #: (``CBackend.probes``), per number of tileable dimensions: 64 planes, 4 steps. On 16 cores
@@ -64,7 +67,7 @@ PROBED = {2: (64, 4), 1: None}
 #: of tileable dimensions (an index of ``CHOICES``; None: never, the untiled loop): 32 x 32
 #: points and 16 steps ran fastest of those tried on 2 cores (AMD EPYC, 160^3 and 256^3, so 8;
 #: on a 2-core Xeon within 3 % of the best of 32 x 8, 48 x 16 and 16 x 8, issue 62)
-DEFAULT = {2: 5, 1: None}
+DEFAULT = {2: CHOICES[2].index((32, 32, 16)), 1: None}
 #: the share of the threads' time a batch's wave-fronts keep busy (the tiles of a batch over
 #: the threads times the wave-fronts, each as many rounds as its tiles need) from which a run
 #: without tuned choices takes the default wave-front tiles, in percent. Measured: 160^3 and
