@@ -283,3 +283,22 @@ def test_sa_tti_benchmark_says_when_the_gpu_is_too_small(capsys, monkeypatch):
     assert bench.main(["-d", "16", "14", "12", "-nt", "2", "--backend", "c"]) == 2
     err = capsys.readouterr().err
     assert "Stopped before the run: not enough GPU memory" in err and "Traceback" not in err
+
+
+def test_a_model_from_segy_and_the_gather_written(tmp_path, capsys):
+    """--model reads the SEG-Y model (its origin and spacing, -d ignored), --gather writes
+    the record: segyio reads one trace a receiver at the receivers' x, from the model's
+    origin on."""
+    segy = pytest.importorskip("stencilgen.seismic.segy")
+    pytest.importorskip("segyio", reason="SEG-Y needs segyio: pip install '.[segy]'")
+    vp = np.full((41, 26), 1.8)
+    vp[:, 13:] = 2.6
+    segy.write_model(tmp_path / "m.sgy", vp, 12.5, origin=(500.0, 0.0))
+    argv = ["--model", str(tmp_path / "m.sgy"), "--gather", str(tmp_path / "g.sgy"),
+            "-d", "99", "99", "--nbl", "6", "--no-plot", "--backend", "c", "-nt", "60"]
+    assert demo.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "shape (41, 26)" in out and f"Model: {tmp_path / 'm.sgy'}, v = 1.8 .. 2.6 km/s" in out
+    g = segy.read_gather(tmp_path / "g.sgy")
+    assert g.data.shape[1] == 41 and np.abs(g.data).max() > 0
+    assert g.rec_coordinates[0, 0] == 500.0 and g.rec_coordinates[-1, 0] == 1000.0

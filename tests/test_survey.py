@@ -77,6 +77,32 @@ def test_four_shots_equal_the_serial_loop(client, serial, tmp_path):
         assert float(f["meta_dt"]) > 0
 
 
+def test_gathers_written_as_shots_finish(client, serial, tmp_path):
+    """gathers=True: a SEG-Y gather beside each record, its traces the record (resampled to a
+    whole microsecond and back: within 1e-3 here, where the run's step leaves 9 samples in the
+    period of the Ricker's highest frequencies, 3 f0), its field record the index + 1, its
+    source the shot's; a shot function returning no dt gets our error naming it."""
+    segy = pytest.importorskip("stencilgen.seismic.segy")
+    pytest.importorskip("segyio", reason="SEG-Y needs segyio: pip install '.[segy]'")
+    setup, shoot, geometry, inputs = _acoustic()
+    result = run_survey(setup, shoot, geometry[:2], inputs=inputs, out=tmp_path, client=client,
+                        gathers=True)
+    assert result.done == [0, 1]
+    for shot in geometry[:2]:
+        g = segy.read_gather(survey.gather_path(tmp_path, shot.index))
+        assert g.field_record == shot.index + 1
+        np.testing.assert_allclose(g.src_coordinates, shot.src, atol=0.005)
+        np.testing.assert_allclose(g.rec_coordinates, shot.rec, atol=0.005)
+        with np.load(survey.record_path(tmp_path, shot.index)) as f:
+            dt = float(f["meta_dt"])
+        back = g.resample(dt, num=NT).data
+        ref = serial[shot.index]
+        covered = int((g.time.num - 1) * g.time.step / dt)
+        assert np.abs(back[:covered] - ref[:covered]).max() <= 1e-3 * np.abs(ref).max()
+    with pytest.raises(segy.SegyError, match=r"shot 0's result has no meta\['dt'\]"):
+        survey._write(tmp_path / "x", geometry[0], ShotResult(record=serial[0]), gathers=True)
+
+
 def killing_shoot(state, shot):
     """The acoustic shot, but the first try of shot 1 kills its worker process mid-run."""
     marker = Path(state["marker"])

@@ -5,6 +5,7 @@
     python demos/acoustic/run.py -d 64 64 64 -so 8             # 3D
     python demos/acoustic/run.py -d 201 201 -nt 500 --no-plot
     python demos/acoustic/run.py -d 301 201 --storage float16 --compensated
+    python demos/acoustic/run.py --model marmousi.sgy --gather shot.sgy   # SEG-Y in and out
 
 Units: lengths in metres, velocity in km/s (= m/ms), hence time in milliseconds and frequency
 in kHz. The model (``stencilgen/seismic``) has three horizontal layers, v = 1.5, 2.5, 3.5 km/s, with
@@ -22,6 +23,10 @@ step is 0.8 times the leapfrog stability limit, derived from the Laplacian's wei
 
 (S = 6.50 at space order 8: dt = 0.444 h / v_max in 2D, 0.362 h / v_max in 3D). By default the
 run lasts until the reflection from the deepest interface is back at the receivers.
+
+``--model FILE.sgy`` reads the velocity model from a SEG-Y file instead (its shape, spacing
+and origin from its headers, ``stencilgen.seismic.segy``), ``--gather FILE.sgy`` writes the
+shot's record as a SEG-Y gather.
 
 Outputs, in ``--outdir`` (default: the current directory): ``shot_record.png`` (receivers
 across, time down, gray, clipped at a percentile; next to it the same record with the arrival
@@ -276,10 +281,31 @@ def parser() -> argparse.ArgumentParser:
                         "current directory")
     p.add_argument("--no-plot", dest="plot", action="store_false",
                    help="do not draw the pictures")
+    p.add_argument("--model", metavar="FILE.sgy", default=None,
+                   help="read the velocity model from a SEG-Y file (stencilgen.seismic.segy: "
+                        "shape, spacing and origin from its headers; -d is then ignored); "
+                        "needs pip install 'stencilgen[segy]'")
+    p.add_argument("--model-spacing", type=float, nargs="+", default=None, metavar="M",
+                   help="with --model: the spacing (m), one value or one per axis, where the "
+                        "file's headers do not say it (checked against them where they do)")
+    p.add_argument("--gather", metavar="FILE.sgy", default=None,
+                   help="write the shot's record as a SEG-Y gather (one trace a receiver, "
+                        "with source and receiver coordinates, offsets and the sample "
+                        "interval in its trace headers)")
     p.add_argument("--clip", type=cli.percentile, default=98.0,
                    help="colour range of the shot record: this percentile of |u| (lower it "
                         "to see weak reflections); default 98")
     return p
+
+
+def load_model(args) -> seismic.Model:
+    """The layered model of ``-d``, or with ``--model`` the SEG-Y file's."""
+    options = dict(nbl=args.nbl, space_order=args.space_order, dtype=DTYPES[args.dtype],
+                   storage=cli.storage(args))
+    if args.model is None:
+        return make_shot_model(tuple(args.shape), **options)
+    from stencilgen.seismic import segy
+    return segy.read_model(args.model, spacing=args.model_spacing).model(**options)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -294,16 +320,20 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     cli.perf_logging()
     rank = cli.mpi_setup(args)   # ranks other than 0 print and draw nothing
-    shape = tuple(args.shape)
-    ndim = len(shape)
-    model = make_shot_model(shape, nbl=args.nbl, space_order=args.space_order,
-                            dtype=DTYPES[args.dtype], storage=cli.storage(args))
-    layers = ", ".join(f"{v:g}" for v in _layer_velocities(model))
-    tops = ", ".join(f"{z:g}" for z in _interfaces(model))
+    model = load_model(args)
+    shape, ndim = model.shape, model.dim
     print(f"Acoustic {ndim}D: shape {shape} + {args.nbl} absorbing points per side (grid "
-          f"{model.grid.shape}), spacing {SPACING:g} m, extent {model.extent} m, space order "
-          f"{args.space_order}, {cli.storage_label(args)}")
-    print(f"Model: layers v = {layers} km/s, interfaces at depth {tops or 'none'} m")
+          f"{model.grid.shape}), spacing {', '.join(f'{h:g}' for h in model.spacing)} m, "
+          f"extent {model.extent} m, space order {args.space_order}, "
+          f"{cli.storage_label(args)}")
+    if args.model is None:
+        layers = ", ".join(f"{v:g}" for v in _layer_velocities(model))
+        tops = ", ".join(f"{z:g}" for z in _interfaces(model))
+        print(f"Model: layers v = {layers} km/s, interfaces at depth {tops or 'none'} m")
+    else:
+        vp = model.physical(model.vp)
+        print(f"Model: {args.model}, v = {vp.min():g} .. {vp.max():g} km/s, origin "
+              f"{model.origin} m")
     cli.print_mpi(model.grid)
     s_sum = seismic.laplacian_weight_sum(args.space_order)
     shot, op, u = build_shot(model, f0=args.f0, nrec=args.nrec, nt=args.nt,
@@ -325,6 +355,9 @@ def main(argv=None) -> int:
     print(f"Final wavefield u(t = {nt * dt:.6g} ms): max |u| = {result.max_amplitude:.6e}, "
           f"finite: {'yes' if result.finite else 'NO'}")
     print(cli.traffic_line(args, result.summary, u))
+    if args.gather and not rank:
+        from stencilgen.seismic import segy
+        print(f"Wrote the gather {segy.write_gather(args.gather, shot)}")
     if not args.plot or rank:
         print("--no-plot: no pictures written")
     elif not seismic.have_matplotlib():

@@ -54,6 +54,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="a running Dask scheduler to use instead of a local cluster")
     p.add_argument("--out", default="survey_records", help="where the records go")
+    p.add_argument("--gathers", action="store_true",
+                   help="also write each shot's record as a SEG-Y gather, shot_NNNNN.sgy, as "
+                        "it finishes (needs pip install 'stencilgen[segy]')")
     p.add_argument("--rtm", action="store_true",
                    help="SA-TTI reverse-time migration of each shot, images stacked")
     return p
@@ -118,7 +121,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     try:
         result = run_survey(setup, shoot, geometry, inputs=inputs, out=args.out,
-                            scheduler=args.scheduler, workers=args.workers, gpus=args.gpus)
+                            scheduler=args.scheduler, workers=args.workers, gpus=args.gpus,
+                            gathers=args.gathers)
     except KeyboardInterrupt:
         kept = len(list(Path(args.out).glob("shot_*.npz")))
         print(f"Interrupted: {kept} records in {args.out}; run the same command again to "

@@ -374,20 +374,32 @@ def _split(coords: np.ndarray):
 def write_gather(path, shot, data=None, interval: float | None = None,
                  field_record: int = 1) -> Path:
     """Shot ``shot``'s records (``data``, (nt, nrec): default its ``rec.data``) as a SEG-Y
-    gather ``path``, one trace a receiver with the headers of the module docstring.
+    gather ``path``, one trace a receiver with the headers of the module docstring
+    (``write_traces``, which ``interval`` and ``field_record`` go to)."""
+    data = np.asarray(shot.rec.data if data is None else data)
+    return write_traces(path, data, shot.time, shot.src.coordinates.data,
+                        shot.rec.coordinates.data, interval, field_record)
+
+
+def write_traces(path, data, time, src, rec, interval: float | None = None,
+                 field_record: int = 1) -> Path:
+    """Traces ``data`` ((nt, nrec) on ``time``, a TimeAxis or the step in ms) of one source
+    at ``src`` ((1, dim)) recorded at ``rec`` ((nrec, dim)) as a SEG-Y gather ``path``.
 
     ``interval``: the sample interval written (ms, a whole number of microseconds); default,
     the run's time step where it is one, else that step rounded to a whole microsecond. Where
-    it differs from the run's step the traces are resampled (``resample``) and the log says so.
-    """
+    it differs from the run's step the traces are resampled (``resample``) and the log says
+    so. Written under a temporary name and renamed: a gather there is a whole one."""
     segyio = _segyio()
-    data = np.asarray(shot.rec.data if data is None else data)
-    time = shot.time
+    data = np.asarray(data)
+    if not isinstance(time, TimeAxis):
+        time = TimeAxis(start=0.0, stop=(len(data) - 1) * float(time), step=float(time),
+                        num=len(data))
     if data.ndim != 2 or data.shape[0] != time.num:
         raise SegyError(f"write_gather: data has shape {data.shape}; the shot's records are "
                         f"({time.num}, nrec)")
-    src = np.asarray(shot.src.coordinates.data, dtype=np.float64)
-    rec = np.asarray(shot.rec.coordinates.data, dtype=np.float64)
+    src = np.atleast_2d(np.asarray(src, dtype=np.float64))
+    rec = np.atleast_2d(np.asarray(rec, dtype=np.float64))
     if len(src) != 1:
         raise SegyError(f"write_gather: the shot has {len(src)} sources; a gather's traces "
                         "name one source position (write each source's shot apart)")
@@ -400,6 +412,18 @@ def write_gather(path, shot, data=None, interval: float | None = None,
         data, _ = resample(data, time, interval)
         log.info(f"write_gather: the record resampled from {time.step:g} ms to {interval:g} "
                  f"ms ({data.shape[0]} samples) for {path}")
+    path = Path(path)
+    part = path.with_name(f".{path.name}.part")
+    try:
+        _gather_file(segyio, part, data, us, src, rec, int(field_record))
+        part.replace(path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _gather_file(segyio, path, data, us, src, rec, field_record) -> None:
     sx, sy, sz = (v[0] for v in _split(src))
     gx, gy, gz = _split(rec)
     c = -COORDINATE_SCALAR
@@ -414,9 +438,9 @@ def write_gather(path, shot, data=None, interval: float | None = None,
             f.header[i] = {
                 segyio.TraceField.TRACE_SEQUENCE_LINE: i + 1,
                 segyio.TraceField.TRACE_SEQUENCE_FILE: i + 1,
-                segyio.TraceField.FieldRecord: int(field_record),
+                segyio.TraceField.FieldRecord: field_record,
                 segyio.TraceField.TraceNumber: i + 1,
-                segyio.TraceField.EnergySourcePoint: int(field_record),
+                segyio.TraceField.EnergySourcePoint: field_record,
                 segyio.TraceField.TraceIdentificationCode: 1,
                 segyio.TraceField.offset: int(round(math.copysign(
                     math.hypot(gx[i] - sx, gy[i] - sy), gx[i] - sx))),
@@ -434,7 +458,6 @@ def write_gather(path, shot, data=None, interval: float | None = None,
                 segyio.TraceField.TRACE_SAMPLE_COUNT: data.shape[0],
                 segyio.TraceField.TRACE_SAMPLE_INTERVAL: us}
             f.trace[i] = np.ascontiguousarray(data[:, i], dtype=np.float32)
-    return Path(path)
 
 
 def read_gather(path, dim: int | None = None, step: float | None = None) -> Gather:

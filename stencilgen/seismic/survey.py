@@ -8,7 +8,8 @@ every worker once) and ``shoot(state, shot)`` per shot, which returns a ``ShotRe
 client writes each record to ``out/shot_NNNNN.npz`` (NumPy: the record with its source and
 receiver coordinates and the result's metadata beside it, readable without extra packages,
 coordinates exact where SEG-Y would scale them to integers; written to a temporary name and
-renamed, so a file there is a finished shot) and holds one record at a time.
+renamed, so a file there is a finished shot) and holds one record at a time; with
+``gathers=True`` also as a SEG-Y gather, ``out/shot_NNNNN.sgy`` (``segy``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .. import logger as log
 from ..errors import InvalidArgument
 
 RECORD = "shot_{:05d}.npz"
+GATHER = "shot_{:05d}.sgy"
 
 
 def import_distributed():
@@ -123,9 +125,27 @@ def _add(a, b):
 
 # -- on the client ----------------------------------------------------------------------------
 
-def _write(out, shot: Shot, result: ShotResult) -> None:
+def gather_path(out, index: int) -> str:
+    return os.path.join(str(out), GATHER.format(index))
+
+
+def _write_gather(out, shot: Shot, result: ShotResult) -> None:
+    """The record as a SEG-Y gather (``segy.write_traces``; field record = index + 1)."""
+    from .segy import SegyError, write_traces
+    if "dt" not in result.meta:
+        raise SegyError(f"survey: shot {shot.index}'s result has no meta['dt'], the time step "
+                        "its gather's samples need: return ShotResult(record, meta={'dt': "
+                        "dt, ...}) from the shot function")
+    write_traces(gather_path(out, shot.index), result.record, float(result.meta["dt"]),
+                 shot.src, shot.rec, field_record=shot.index + 1)
+
+
+def _write(out, shot: Shot, result: ShotResult, gathers: bool = False) -> None:
     """The record and its geometry, under a hidden temporary name renamed once written (an
-    interrupted write leaves nothing behind)."""
+    interrupted write leaves nothing behind); with ``gathers``, its SEG-Y gather first (the
+    .npz, written last, says the shot is done)."""
+    if gathers:
+        _write_gather(out, shot, result)
     final = record_path(out, shot.index)
     tmp = os.path.join(str(out), "." + RECORD.format(shot.index) + ".part")
     meta = {f"meta_{k}": np.asarray(v) for k, v in result.meta.items()}
@@ -203,7 +223,7 @@ class _Interrupt:
 
 
 def _collect(client, futures: dict, out, failed: dict, progress: _Progress,
-             interrupt: _Interrupt):
+             interrupt: _Interrupt, gathers: bool = False):
     """Write records as shots finish; returns the summed image's future (or None)."""
     distributed = import_distributed()
     images = []
@@ -217,7 +237,7 @@ def _collect(client, futures: dict, out, failed: dict, progress: _Progress,
         else:
             record = client.submit(operator.attrgetter("record"), fut, pure=False)
             meta = client.submit(operator.attrgetter("meta"), fut, pure=False)
-            _write(out, shot, ShotResult(record.result(), None, meta.result()))
+            _write(out, shot, ShotResult(record.result(), None, meta.result()), gathers)
             _tree(client, images, client.submit(operator.attrgetter("image"), fut,
                                                 pure=False))
         fut.release()
@@ -231,12 +251,14 @@ def _collect(client, futures: dict, out, failed: dict, progress: _Progress,
 
 def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
                scheduler: str | None = None, workers: int | None = None,
-               gpus: int | None = None) -> SurveyResult:
+               gpus: int | None = None, gathers: bool = False) -> SurveyResult:
     """Run ``shoot`` for every ``Shot`` of ``shots`` whose record is not in ``out`` yet, on
     ``client`` (a dask.distributed Client), else on the scheduler at ``scheduler``, else on
     a local cluster (``local_cluster(workers, gpus)``, closed at the end). A shot that
     raises is reported with its index and the others go on; Ctrl-C cancels what is left,
-    keeping the records written."""
+    keeping the records written. ``gathers``: each record also written as a SEG-Y gather,
+    ``out/shot_NNNNN.sgy``, as its shot finishes (``segy.write_traces``, field record
+    index + 1; its samples at ``meta['dt']``, which the shot function must return)."""
     distributed = import_distributed()
     shots = list(shots)
     if len({s.index for s in shots}) != len(shots):
@@ -253,7 +275,7 @@ def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
     t0, failed, image = time.perf_counter(), {}, None
     progress = _Progress(len(todo), t0)
     try:
-        image = _map(client, setup, shoot, todo, inputs, out, failed, progress)
+        image = _map(client, setup, shoot, todo, inputs, out, failed, progress, gathers)
     except KeyboardInterrupt:
         log.warning(f"survey interrupted: the records written are in {out}; run it again to "
                     "do the others")
@@ -267,7 +289,7 @@ def run_survey(setup, shoot, shots, inputs=None, out="survey", client=None,
                         progress.ends)
 
 
-def _map(client, setup, shoot, todo, inputs, out, failed, progress):
+def _map(client, setup, shoot, todo, inputs, out, failed, progress, gathers=False):
     """Submit the shots (the inputs scattered once) and collect them; cancels on Ctrl-C."""
     if not todo:
         return None
@@ -280,7 +302,7 @@ def _map(client, setup, shoot, todo, inputs, out, failed, progress):
     interrupt = _Interrupt()
     try:
         with interrupt.installed():
-            image = _collect(client, futures, out, failed, progress, interrupt)
+            image = _collect(client, futures, out, failed, progress, interrupt, gathers)
             return None if image is None else image.result()
     except BaseException:
         client.cancel(list(futures))
