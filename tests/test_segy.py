@@ -165,8 +165,12 @@ def test_a_gather_of_a_run_step_off_the_microsecond_is_resampled(tmp_path):
     covered = int((g.time.num - 1) * g.time.step / step)
     err = np.abs(back.data[:covered] - shot.rec.data[:covered]).max()
     assert err <= 1e-5 * np.abs(shot.rec.data).max()
-    with pytest.raises(SegyError, match="whole number of microseconds"):
+    with pytest.raises(SegyError, match=r"the interval \(ms\) 0.0005 is not a whole number of "
+                                        "thousandths"):
         segy.write_gather(tmp_path / "h.sgy", shot, interval=0.0005)
+    with pytest.raises(SegyError, match=r"the depth spacing \(m, written as the sample interval "
+                                        r"in mm\) 0.0005 is not a whole number"):
+        segy.write_model(tmp_path / "m.sgy", np.full((4, 4), 2.0), (10.0, 0.0005))
 
 
 def test_resampling_a_band_limited_signal():

@@ -34,13 +34,6 @@ JAM, JAM_ROWS_MAX = 2, 8
 #: LIGHT_ROWS_MAX rows a point (a so 8 acoustic kernel: 6.4 -> 6.9-7.5 GPts/s on a 16-core
 #: Xeon), 8x16 for heavier ones (SA-TTI's, 10-14 rows: 0.70-0.74 against 0.63-0.70)
 DEFAULT, DEFAULT_LIGHT, LIGHT_ROWS_MAX = 3, 9, 5
-#: inside a time tile of x alone each thread computes one y strip of the tile's x range, the
-#: same strip every step of the tile (a static schedule), so the strip's planes stay in its
-#: core's L2 from one step to the next instead of landing on whichever thread takes a block
-#: (16-core Xeon, 48 steps: the variable-density program at 160^3 2.81-2.92 GPts/s in 32 x 8
-#: and 64 x 4 tiles against 1.78-2.54 with the blocks, the acoustic at 256^3 5.8-7.3 against
-#: 5.0-5.9; 2-core Xeon, the acoustic at 160^3 2.09 against 1.90)
-STRIPS = True
 
 
 def table() -> str:
@@ -139,7 +132,11 @@ def choice(backend, k, default) -> list:
 
 def strips(backend, k, default) -> list:
     """sg_s, sg_bx, sg_by inside a time tile of x alone: block ``default``'s rows jammed, one
-    block along the tile's x range and the y range cut in a strip a thread (``STRIPS``)."""
+    block along the tile's x range and the y range cut in a strip a thread, which a static
+    schedule gives the same thread every step of the tile, so the strip's rows stay in its
+    core's L2 between the steps (blocks went to whichever thread was free. 160^3, 48 steps,
+    both in one run: on 2 cores every tile size 3-25 % faster; on 16 the small tiles 1.8-2.5x,
+    the best sizes level; docs/performance-log.md, sixteenth session)."""
     (xs, xe), (ys, ye) = backend.bounds(k, 0), backend.bounds(k, 1)
     return [c.Initializer(c.Value("const long", "sg_s"), default),
             c.Initializer(c.Value("const long", "sg_bx"), f"{xe} - ({xs}) + 1"),
@@ -167,11 +164,12 @@ def blocks(backend, k, head, body, schedule="dynamic, 1") -> c.Block:
 
 def nest(backend, k) -> c.Block:
     """Kernel ``k``'s 3D nest blocked over its two outer loops (inside a time tile of x
-    alone, in strips that each thread keeps: ``STRIPS``)."""
+    alone, in ``strips`` that each thread keeps)."""
     printed = backend.nest_body(k)
     default = default_choice(printed[0])
+    tiled = backend.tile_ranges is not None
     loops = [block_loops(backend, k, ("sg_x0", "sg_x1"), ("sg_y0", "sg_y1"), printed,
-                         default if backend.tile_ranges is not None else None)]
-    if backend.tile_ranges is not None and STRIPS:
+                         default if tiled else None)]
+    if tiled:
         return blocks(backend, k, strips(backend, k, default), loops, "static")
     return blocks(backend, k, choice(backend, k, default), loops)

@@ -50,10 +50,10 @@ from ..common.cprinter import moved, tuned_choice
 #: the tile sizes offered to the autotuner per number of tileable dimensions, (widths...,
 #: steps), after the untiled loop (which is always offered first, ``CBackend.launch_shapes``):
 #: a choice of one width tiles x alone, the threads sharing each nest of a tile in strips
-#: (``blocking.STRIPS``; 16 cores, 48 steps: the variable-density program 1.3x the untiled
-#: loop at 160^3 in 64 x 4, 1.15x at 256^3 in 16 x 8; the acoustic 0.9x at 256^3 in 16 x 8 and
-#: 64 x 8, slower elsewhere, docs/performance-log.md), of two x and y, a thread a tile of a
-#: wave-front (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x)
+#: (``blocking.strips``; 16 cores, 48 steps: the variable-density program level with the
+#: untiled loop within that host's noise, the acoustic 0.6-0.9x of it; 2 cores 1.3x and 1.05x
+#: at 160^3, docs/performance-log.md), of two x and y, a thread a tile of a wave-front
+#: (2 cores: 1.6x Devito, 16 cores: 0.24-0.57x)
 CHOICES = {2: ((16, 8), (32, 8), (64, 4), (64, 8), (32, 16), (16, 16, 8), (32, 32, 8),
                (32, 32, 16), (48, 48, 16)),
            1: ((16, 8), (32, 8), (32, 16), (64, 16))}

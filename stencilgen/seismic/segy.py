@@ -280,8 +280,8 @@ def read_model(path, spacing=None, origin=None, unit: str | None = None) -> Segy
 def _micro(step_ms: float, what: str) -> int:
     us = step_ms * 1000.0
     if us < 1 or us > 65535 or not math.isclose(us, round(us), rel_tol=0, abs_tol=1e-6 * us):
-        raise SegyError(f"{what} {step_ms:g} ms is not a whole number of microseconds from 1 "
-                        "to 65535 (SEG-Y stores it as such an integer)")
+        raise SegyError(f"{what} {step_ms:g} is not a whole number of thousandths from 1 "
+                        "to 65535 (SEG-Y stores the sample interval as such an integer)")
     return int(round(us))
 
 
@@ -298,7 +298,8 @@ def write_model(path, vp, spacing, origin=None, unit: str = "m/s") -> Path:
     scale = {"m/s": 1e3, "km/s": 1.0}.get(unit)
     if scale is None:
         raise SegyError(f"write_model: unit={unit!r}: give 'm/s' or 'km/s'")
-    interval = _micro(spacing[-1], "the depth spacing (m, read as ms:")
+    interval = _micro(spacing[-1], "write_model: the depth spacing (m, written as the sample "
+                      "interval in mm)")
     if origin[-1] != round(origin[-1]) or not 0 <= origin[-1] < 32768:
         raise SegyError(f"write_model: the depth origin {origin[-1]:g} m must be a whole "
                         "number of metres from 0 to 32767 (the delay recording time field)")
@@ -407,7 +408,7 @@ def write_traces(path, data, time, src, rec, interval: float | None = None,
         raise SegyError(f"write_gather: {data.shape[1]} traces for {rec.shape[0]} receivers")
     if interval is None:
         interval = round(time.step * 1000.0) / 1000.0
-    us = _micro(interval, "write_gather: interval")
+    us = _micro(interval, "write_gather: the interval (ms)")
     if not math.isclose(interval, time.step, rel_tol=1e-9):
         data, _ = resample(data, time, interval)
         log.info(f"write_gather: the record resampled from {time.step:g} ms to {interval:g} "
